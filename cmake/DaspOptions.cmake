@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: MIT
+# Project-wide options: warnings, sanitizers, ccache. Targets link dasp_warnings and
+# dasp_options PRIVATE instead of editing CMAKE_CXX_FLAGS.
+
+option(DASP_WARNINGS_AS_ERRORS "Treat warnings as errors" OFF)
+set(DASP_SANITIZER "" CACHE STRING "Sanitizers: address;undefined, or thread (empty = none)")
+
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+endif()
+
+add_library(dasp_warnings INTERFACE)
+target_compile_options(dasp_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Wunused
+  -Woverloaded-virtual -Wnull-dereference -Wformat=2)
+if(DASP_WARNINGS_AS_ERRORS)
+  target_compile_options(dasp_warnings INTERFACE -Werror)
+endif()
+
+add_library(dasp_options INTERFACE)
+if(DASP_SANITIZER)
+  string(REPLACE ";" "," _dasp_san "${DASP_SANITIZER}")
+  target_compile_options(dasp_options INTERFACE -fsanitize=${_dasp_san} -fno-omit-frame-pointer)
+  target_link_options(dasp_options INTERFACE -fsanitize=${_dasp_san})
+endif()

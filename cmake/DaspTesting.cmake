@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: MIT
+# dasp_add_test(NAME core.run_store SOURCES tst_run_store.cpp LIBS dasp_core
+#               [LABELS core] [TIMEOUT 60] [GUI])
+# One Qt Test executable per unit, registered with CTest, headless, with a timeout.
+function(dasp_add_test)
+  cmake_parse_arguments(T "GUI" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  string(REPLACE "." "_" _target "tst_${T_NAME}")
+  add_executable(${_target} ${T_SOURCES})
+  set_target_properties(${_target} PROPERTIES AUTOMOC ON
+    RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  target_link_libraries(${_target} PRIVATE ${T_LIBS} Qt6::Test dasp_warnings dasp_options)
+  target_compile_definitions(${_target} PRIVATE
+    DASP_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DASP_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 60)
+  endif()
+  add_test(NAME ${T_NAME} COMMAND ${_target})
+  set_tests_properties(${T_NAME} PROPERTIES
+    TIMEOUT ${T_TIMEOUT}
+    LABELS "${T_LABELS}"
+    ENVIRONMENT "QT_QPA_PLATFORM=offscreen;OMP_WAIT_POLICY=PASSIVE;OMP_NUM_THREADS=1;DASP_DB=${PROJECT_BINARY_DIR}/tests/unused-default.sqlite")
+endfunction()

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The training benchmark behind `dasp bench train`: our SingleNodeTrainer against a plain
+// LibTorch loop written here (torch::optim::SGD, index_select batches, zero_grad, forward,
+// cross-entropy, backward, step) on the same model, data and batch, measured in
+// alternating rounds in the same process. The ratio says whether the trainer adds overhead.
+// Threading: call from one thread.
+
+#include "core/dataset.h"
+#include "core/result.h"
+
+#include <string>
+#include <vector>
+
+namespace dasp::ml {
+
+struct TrainBenchCase {
+  std::string model;
+  int batch = 0;
+  double trainerSamplesPerS = 0;   // median over rounds
+  double baselineSamplesPerS = 0;  // median over rounds
+  double ratio = 0;                // trainer / baseline
+  int rounds = 0;
+  std::int64_t parameters = 0;
+};
+
+Result<TrainBenchCase> benchTrain(const std::string& model, int batch, const TrainTest& data,
+                                  double secondsPerRound, int rounds, std::uint64_t seed);
+
+}  // namespace dasp::ml

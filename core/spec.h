@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Reading, defaulting, overriding and validating an ExperimentSpec.
+//
+// experiments/*.json are parsed with Protobuf's JSON utilities, so an unknown field or a
+// value of the wrong type is an error naming the field; a syntax error also gets the
+// line. `--set path.to.field=value` overrides go through the message's descriptors, the
+// same syntax for the CLI, the GUI and sweeps. withDefaults() writes every default into
+// the message, so a stored spec says exactly what ran.
+// Threading: free functions over values; safe from any thread.
+
+#include "core/result.h"
+#include "dasp/v1/experiment.pb.h"
+
+#include <string>
+#include <vector>
+
+namespace dasp {
+
+using v1::ExperimentSpec;
+
+// Parses JSON text; `source` names the text in messages (a file name).
+Result<ExperimentSpec> parseSpecJson(const std::string& json, const std::string& source);
+// Reads and parses a file; errors name the file.
+Result<ExperimentSpec> loadSpecFile(const std::string& path);
+// The spec as JSON with the proto field names, pretty-printed.
+std::string specToJson(const ExperimentSpec& spec, bool pretty = true);
+
+// Fills every unset field with its documented default (see experiment.proto).
+ExperimentSpec withDefaults(ExperimentSpec spec);
+
+// Checks values (ranges, names). The message names the field path and the value.
+Status validateSpec(const ExperimentSpec& spec);
+
+// Applies one `path.to.field=value` override. Repeated scalar fields take a
+// comma-separated list; enums take their names (case-insensitive).
+Status applyOverride(ExperimentSpec& spec, const std::string& assignment);
+
+// Names known to this build, for validation messages and the GUI's choices.
+const std::vector<std::string>& knownModels();
+const std::vector<std::string>& knownDatasets();
+const std::vector<std::string>& knownStrategies();
+
+// The worker speed profiles the cluster describes (workers, or count + slowdowns).
+std::vector<v1::NodeSpec> expandWorkers(const ExperimentSpec& spec);
+
+}  // namespace dasp

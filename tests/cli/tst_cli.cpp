@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+// The `dasp` binary end to end: bad input gets a clear error naming the problem and a
+// non-zero exit, a short real training run is recorded in the store, and Ctrl-C/SIGTERM
+// leave a readable `stopped` run.
+#include "core/run_store.h"
+
+#include <sqlite3.h>
+#include <zlib.h>
+
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+namespace {
+
+struct Outcome {
+  int exitCode = -1;
+  QString out, err;
+};
+
+QString daspBin() { return qEnvironmentVariable("DASP_BIN", QStringLiteral(DASP_BINARY_DIR "/bin/dasp")); }
+
+Outcome runDasp(const QStringList& args, int timeoutMs = 60000) {
+  QProcess p;
+  p.start(daspBin(), args);
+  Outcome o;
+  if (!p.waitForFinished(timeoutMs)) {
+    p.kill();
+    p.waitForFinished();
+    o.err = "timed out";
+    return o;
+  }
+  o.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  o.out = QString::fromUtf8(p.readAllStandardOutput());
+  o.err = QString::fromUtf8(p.readAllStandardError());
+  return o;
+}
+
+void writeGz(const QString& path, const QByteArray& bytes) {
+  gzFile f = gzopen(path.toLocal8Bit().constData(), "wb");
+  QVERIFY(f != nullptr);
+  QCOMPARE(gzwrite(f, bytes.constData(), static_cast<unsigned>(bytes.size())), bytes.size());
+  gzclose(f);
+}
+
+QByteArray be32(quint32 v) {
+  QByteArray b(4, '\0');
+  b[0] = static_cast<char>(v >> 24);
+  b[1] = static_cast<char>(v >> 16);
+  b[2] = static_cast<char>(v >> 8);
+  b[3] = static_cast<char>(v);
+  return b;
+}
+
+QByteArray readAll(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return f.readAll();
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase();
+  void missingDatasetSaysHowToInstall();
+  void truncatedIdxIsNamed();
+  void wrongMagicIsNamed();
+  void unknownSpecFieldIsNamed();
+  void invalidSpecValueIsNamed();
+  void storeNotSqliteLosesNothing();
+  void storeWithNewerSchema();
+  void unknownOptionAndCommand();
+  void trainsAndRecordsRun();
+  void sigtermLeavesStoppedRun();
+
+ private:
+  QTemporaryDir m_dir;
+};
+
+void TestCli::initTestCase() {
+  QVERIFY2(QFile::exists(daspBin()), qPrintable(daspBin() + " not built"));
+  QVERIFY(m_dir.isValid());
+}
+
+void TestCli::missingDatasetSaysHowToInstall() {
+  const auto o = runDasp({"train", "--no-store", "--dataset-path", m_dir.filePath("nowhere")});
+  QCOMPARE(o.exitCode, 2);
+  QVERIFY2(o.err.contains("dataset-fashion-mnist") && o.err.contains("nowhere"), qPrintable(o.err));
+}
+
+void TestCli::truncatedIdxIsNamed() {
+  QDir().mkpath(m_dir.filePath("trunc"));
+  const auto dir = m_dir.filePath("trunc");
+  QByteArray images = be32(0x803) + be32(10) + be32(28) + be32(28) + QByteArray(28 * 28 * 3, '\1');
+  QByteArray labels = be32(0x801) + be32(10) + QByteArray(10, '\2');
+  writeGz(dir + "/train-images-idx3-ubyte.gz", images);  // 3 of 10 images
+  writeGz(dir + "/train-labels-idx1-ubyte.gz", labels);
+  writeGz(dir + "/t10k-images-idx3-ubyte.gz", images);
+  writeGz(dir + "/t10k-labels-idx1-ubyte.gz", labels);
+  const auto o = runDasp({"train", "--no-store", "--dataset-path", dir});
+  QCOMPARE(o.exitCode, 2);
+  QVERIFY2(o.err.contains("train-images-idx3-ubyte.gz") && o.err.contains("truncated"), qPrintable(o.err));
+}
+
+void TestCli::wrongMagicIsNamed() {
+  QDir().mkpath(m_dir.filePath("magic"));
+  const auto dir = m_dir.filePath("magic");
+  QByteArray labels = be32(0x801) + be32(2) + QByteArray(2, '\1');
+  writeGz(dir + "/train-images-idx3-ubyte.gz", labels);  // a label file where images belong
+  writeGz(dir + "/train-labels-idx1-ubyte.gz", labels);
+  writeGz(dir + "/t10k-images-idx3-ubyte.gz", labels);
+  writeGz(dir + "/t10k-labels-idx1-ubyte.gz", labels);
+  const auto o = runDasp({"train", "--no-store", "--dataset-path", dir});
+  QCOMPARE(o.exitCode, 2);
+  QVERIFY2(o.err.contains("train-images-idx3-ubyte.gz") && o.err.contains("magic"), qPrintable(o.err));
+}
+
+void TestCli::unknownSpecFieldIsNamed() {
+  const auto path = m_dir.filePath("unknown.json");
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(R"({"model": {"name": "mlp"}, "optimiser": {"lr": 0.1}})");
+  f.close();
+  const auto o = runDasp({"train", path, "--no-store"});
+  QCOMPARE(o.exitCode, 2);
+  QVERIFY2(o.err.contains(path) && o.err.contains("optimiser"), qPrintable(o.err));
+}
+
+void TestCli::invalidSpecValueIsNamed() {
+  const auto path = m_dir.filePath("invalid.json");
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(R"({"optimizer": {"lr": -0.5}})");
+  f.close();
+  const auto o = runDasp({"train", path, "--no-store"});
+  QCOMPARE(o.exitCode, 2);
+  QVERIFY2(o.err.contains(path) && o.err.contains("optimizer.lr") && o.err.contains("-0.5"), qPrintable(o.err));
+  const auto bad = runDasp({"train", "--no-store", "--set", "optimizer.momentum=lots"});
+  QCOMPARE(bad.exitCode, 2);
+  QVERIFY2(bad.err.contains("optimizer.momentum") && bad.err.contains("lots"), qPrintable(bad.err));
+}
+
+void TestCli::storeNotSqliteLosesNothing() {
+  const auto path = m_dir.filePath("notes.txt");
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write("my precious notes, not a database\n");
+  f.close();
+  const auto before = readAll(path);
+  for (const QStringList& args : {QStringList{"runs", "--db", path},
+                                  QStringList{"train", "--dataset", "synthetic", "--db", path}}) {
+    const auto o = runDasp(args);
+    QCOMPARE(o.exitCode, 2);
+    QVERIFY2(o.err.contains(path) && o.err.contains("not a SQLite database"), qPrintable(o.err));
+  }
+  QCOMPARE(readAll(path), before);
+}
+
+void TestCli::storeWithNewerSchema() {
+  const auto path = m_dir.filePath("future.sqlite");
+  {
+    auto store = dasp::RunStore::open(path.toStdString());
+    QVERIFY(store.isOk());
+  }
+  sqlite3* db = nullptr;
+  QCOMPARE(sqlite3_open(path.toLocal8Bit().constData(), &db), SQLITE_OK);
+  QCOMPARE(sqlite3_exec(db, "UPDATE schema_version SET version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const auto o = runDasp({"runs", "--db", path});
+  QCOMPARE(o.exitCode, 2);
+  QVERIFY2(o.err.contains(path) && o.err.contains("newer"), qPrintable(o.err));
+}
+
+void TestCli::unknownOptionAndCommand() {
+  auto o = runDasp({"train", "--epoch", "3"});
+  QCOMPARE(o.exitCode, 2);
+  QVERIFY2(o.err.contains("--epoch"), qPrintable(o.err));
+  o = runDasp({"fly"});
+  QCOMPARE(o.exitCode, 2);
+  QVERIFY2(o.err.contains("fly"), qPrintable(o.err));
+}
+
+void TestCli::trainsAndRecordsRun() {
+  const auto db = m_dir.filePath("runs.sqlite");
+  const auto model = m_dir.filePath("model.bin");
+  const auto o = runDasp({"train", "--dataset", "synthetic", "--model", "logreg", "--epochs", "2",
+                          "--db", db, "--json", "--save", model});
+  QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+  const auto lines = o.out.trimmed().split('\n');
+  const auto json = QJsonDocument::fromJson(lines.last().toUtf8()).object();
+  for (const char* key : {"run_id", "final_accuracy", "final_loss", "seconds", "steps", "samples_per_s"}) {
+    QVERIFY2(json.contains(key), key);
+  }
+  QVERIFY(json["final_accuracy"].toDouble() > 0.9);
+  QCOMPARE(json["steps"].toInt(), 128);
+
+  auto store = dasp::RunStore::open(db.toStdString());
+  QVERIFY(store.isOk());
+  const auto runId = static_cast<std::int64_t>(json["run_id"].toInteger());
+  auto run = store.value()->run(runId);
+  QVERIFY(run.isOk());
+  QCOMPARE(run->status, dasp::RunStatus::Completed);
+  QCOMPARE(run->model, std::string("logreg"));
+  QVERIFY(run->specJson.find("\"batch_size\"") != std::string::npos);
+  QVERIFY(store.value()->evaluations(runId)->size() >= 2);
+  QVERIFY(!store.value()->samples(runId, "train_loss")->empty());
+
+  // The saved model evaluates to the same accuracy when loaded.
+  const auto again = runDasp({"train", "--dataset", "synthetic", "--model", "logreg", "--set", "stop.max_updates=0",
+                              "--set", "stop.epochs=0", "--set", "stop.max_seconds=0.000001", "--no-store",
+                              "--load", model, "--json"});
+  QVERIFY2(again.exitCode == 0, qPrintable(again.err));
+  const auto j2 = QJsonDocument::fromJson(again.out.trimmed().split('\n').last().toUtf8()).object();
+  QCOMPARE(j2["final_accuracy"].toDouble(), json["final_accuracy"].toDouble());
+
+  const auto listed = runDasp({"runs", "--db", db, "--json"});
+  QCOMPARE(listed.exitCode, 0);
+  QVERIFY2(listed.out.contains("\"status\":\"completed\""), qPrintable(listed.out));
+}
+
+void TestCli::sigtermLeavesStoppedRun() {
+  const auto db = m_dir.filePath("stop.sqlite");
+  QProcess p;
+  p.start(daspBin(), {"train", "--dataset", "synthetic", "--model", "mlp", "--epochs", "100000", "--db", db,
+                      "--quiet"});
+  QVERIFY(p.waitForStarted());
+  // Wait until the run is in the store and has written at least one evaluation.
+  auto evaluated = [&]() -> bool {
+    auto store = dasp::RunStore::open(db.toStdString());
+    if (!store) return false;
+    auto runs = store.value()->listRuns();
+    if (!runs || runs->empty()) return false;
+    auto evals = store.value()->evaluations(runs->front().id);
+    return evals && !evals->empty();
+  };
+  QTRY_VERIFY_WITH_TIMEOUT(evaluated(), 30000);
+  p.terminate();  // SIGTERM, as Ctrl-C would send SIGINT
+  QVERIFY(p.waitForFinished(30000));
+  QCOMPARE(p.exitCode(), 130);
+  auto store = dasp::RunStore::open(db.toStdString());
+  QVERIFY(store.isOk());
+  auto runs = store.value()->listRuns();
+  QCOMPARE(runs->size(), std::size_t{1});
+  QCOMPARE(runs->front().status, dasp::RunStatus::Stopped);
+  QVERIFY(!store.value()->evaluations(runs->front().id)->empty());
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Set-up shared by ./run.sh and ./test.sh: installs the Debian 12 packages that are
+# missing (apt-get; sudo only when not root), configures (Release, ccache) and builds
+# with -j2. apt-get from Debian's archive is the only download, ever.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${DASP_BUILD_DIR:-$root/build}
+
+packages=(
+  build-essential cmake pkg-config ccache git binutils
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
+  libtorch-dev libopenblas0-pthread
+  libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
+  libsqlite3-dev zlib1g-dev
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release ${DASP_CMAKE_ARGS:-} >/dev/null
+cmake --build "$build" -j2
