@@ -288,8 +288,12 @@ void MainWindow::deleteRuns() {
     }
   }
   reload();
-  statusBar()->showMessage(tr("Deleted %1.").arg(describeRuns(ids)), 5000);
-  if (!failures.isEmpty()) announce(tr("Delete Runs"), m_lastError = failures.join('\n'));
+  if (failures.isEmpty()) {
+    statusBar()->showMessage(tr("Deleted %1.").arg(describeRuns(ids)), 5000);
+  } else {
+    m_lastError = failures.join(QLatin1Char('\n'));
+    announce(tr("Delete Runs"), m_lastError);
+  }
 }
 
 void MainWindow::showAbout() {

@@ -190,7 +190,7 @@ void TestCli::trainsAndRecordsRun() {
   const auto db = m_dir.filePath("runs.sqlite");
   const auto model = m_dir.filePath("model.bin");
   const auto o = runDasp({"train", "--dataset", "synthetic", "--model", "logreg", "--epochs", "2",
-                          "--db", db, "--json", "--save", model});
+                          "--set", "evaluation.every_steps=50", "--db", db, "--json", "--save", model});
   QVERIFY2(o.exitCode == 0, qPrintable(o.err));
   const auto lines = o.out.trimmed().split('\n');
   const auto json = QJsonDocument::fromJson(lines.last().toUtf8()).object();

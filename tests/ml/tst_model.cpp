@@ -27,7 +27,15 @@ dasp::Dataset imageData(int count, int side, int channels, std::uint64_t seed) {
     x = x * 6364136223846793005ULL + 1442695040888963407ULL;
     f = static_cast<float>((x >> 40) % 1000) / 1000.0f - 0.5f;
   }
-  for (int i = 0; i < count; ++i) d.labels[static_cast<std::size_t>(i)] = i % 10;
+  // A learnable signal: each class brightens its own band of rows.
+  const std::size_t per = static_cast<std::size_t>(channels) * side * side;
+  for (int i = 0; i < count; ++i) {
+    const int label = i % 10;
+    d.labels[static_cast<std::size_t>(i)] = label;
+    for (int r = label * side / 10; r < (label + 1) * side / 10; ++r) {
+      for (int c = 0; c < side; ++c) d.features[static_cast<std::size_t>(i) * per + static_cast<std::size_t>(r * side + c)] += 1.0f;
+    }
+  }
   return d;
 }
 
@@ -119,12 +127,12 @@ void TestModel::sgdStepLowersLoss() {
   auto m = make("lenet");
   dasp::ml::BatchRef batch{&data, nullptr, 0, 64};
   const double before = m->forwardBackward(batch).value();
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < 30; ++i) {
     (void)m->forwardBackward(batch);
     m->sgdStep(0.05, 0.9, 0.0);
   }
   const double after = m->forwardBackward(batch).value();
-  QVERIFY2(after < before * 0.8, qPrintable(QString("%1 -> %2").arg(before).arg(after)));
+  QVERIFY2(after < before * 0.5, qPrintable(QString("%1 -> %2").arg(before).arg(after)));
 }
 
 void TestModel::evaluateCountsSamples() {
