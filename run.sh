@@ -10,6 +10,6 @@ bin=${DASP_BUILD_DIR:-$root/build}/bin
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 if [ "${1:-}" = "--headless" ]; then
   shift
-  exec "$bin/dasp" train "$root/experiments/default.json" "$@"
+  exec "$bin/dasp" run "$root/experiments/default.json" "$@"
 fi
 exec "$bin/dasp-workbench" "$@"

@@ -13,11 +13,13 @@ namespace {
 
 const char* kUsage =
     "usage: dasp <command> [options]\n"
+    "  run SPEC.json       run a distributed experiment or suite (server, workers, evaluator)\n"
     "  train [SPEC.json]   train one model on one process (the single-node baseline)\n"
     "  runs                list the runs in the store\n"
     "  validate SPEC.json  check a spec (--print shows it with every default)\n"
     "  bench train         trainer throughput vs a plain LibTorch loop\n"
     "  info                build, LibTorch and device facts\n"
+    "  server|worker|evaluator  one node of a run (started by `dasp run`)\n"
     "Run 'dasp <command> --help' for the options of a command.\n";
 
 void tuneProcess() {
@@ -38,6 +40,10 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
+  if (command == "run") return dasp::cli::cmdRun(argc, argv);
+  if (command == "server") return dasp::cli::cmdServer(argc, argv);
+  if (command == "worker") return dasp::cli::cmdWorker(argc, argv);
+  if (command == "evaluator") return dasp::cli::cmdEvaluator(argc, argv);
   if (command == "train") return dasp::cli::cmdTrain(argc, argv);
   if (command == "runs") return dasp::cli::cmdRuns(argc, argv);
   if (command == "validate") return dasp::cli::cmdValidate(argc, argv);

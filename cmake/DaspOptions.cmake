@@ -13,7 +13,7 @@ endif()
 add_library(dasp_warnings INTERFACE)
 target_compile_options(dasp_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Wunused
-  -Woverloaded-virtual -Wnull-dereference -Wformat=2)
+  -Woverloaded-virtual -Wformat=2)
 if(DASP_WARNINGS_AS_ERRORS)
   target_compile_options(dasp_warnings INTERFACE -Werror)
 endif()

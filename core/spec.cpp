@@ -560,6 +560,20 @@ Status applyOverride(ExperimentSpec& spec, const std::string& assignment) {
   }
 }
 
+double learningRateAt(const v1::OptimizerSpec& optimizer, std::int64_t step) {
+  const double lr = optimizer.lr();
+  const auto& decay = optimizer.decay();
+  const double every = static_cast<double>(decay.every_steps() > 0 ? decay.every_steps() : 1000);
+  switch (decay.kind()) {
+    case v1::LrDecay::STEP:
+      return lr * std::pow(decay.gamma(), std::floor(static_cast<double>(step) / every));
+    case v1::LrDecay::EXPONENTIAL:
+      return lr * std::pow(decay.gamma(), static_cast<double>(step) / every);
+    default:
+      return lr;
+  }
+}
+
 std::vector<v1::NodeSpec> expandWorkers(const ExperimentSpec& spec) {
   std::vector<v1::NodeSpec> out;
   const auto& cluster = spec.cluster();

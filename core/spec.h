@@ -41,6 +41,9 @@ const std::vector<std::string>& knownModels();
 const std::vector<std::string>& knownDatasets();
 const std::vector<std::string>& knownStrategies();
 
+// Learning rate at update `step` under the optimizer's decay.
+double learningRateAt(const v1::OptimizerSpec& optimizer, std::int64_t step);
+
 // The worker speed profiles the cluster describes (workers, or count + slowdowns).
 std::vector<v1::NodeSpec> expandWorkers(const ExperimentSpec& spec);
 

@@ -45,6 +45,10 @@ int cmdRuns(int argc, char** argv);
 int cmdBench(int argc, char** argv);
 int cmdInfo(int argc, char** argv);
 int cmdValidate(int argc, char** argv);
+int cmdRun(int argc, char** argv);
+int cmdServer(int argc, char** argv);
+int cmdWorker(int argc, char** argv);
+int cmdEvaluator(int argc, char** argv);
 
 }  // namespace dasp::cli
 

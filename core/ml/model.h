@@ -9,6 +9,7 @@
 // Threading: a Model is used by one thread at a time.
 
 #include "core/dataset.h"
+#include "core/gradient_source.h"
 #include "core/result.h"
 
 #include <cstdint>
@@ -28,11 +29,7 @@ struct ModelOptions {
   int threads = 1;       // intra-op threads for this process
 };
 
-struct Evaluation {
-  double loss = 0;
-  double accuracy = 0;
-  std::int64_t samples = 0;
-};
+using Evaluation = ::dasp::Evaluation;
 
 // A batch for forwardBackward: either indices into a dataset, or a contiguous range.
 struct BatchRef {

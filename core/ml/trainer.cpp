@@ -30,20 +30,6 @@ ModelOptions modelOptionsFor(const ExperimentSpec& spec, const Dataset& train) {
   return o;
 }
 
-double learningRateAt(const v1::OptimizerSpec& optimizer, std::int64_t step) {
-  const double lr = optimizer.lr();
-  const auto& decay = optimizer.decay();
-  const double every = static_cast<double>(decay.every_steps() > 0 ? decay.every_steps() : 1000);
-  switch (decay.kind()) {
-    case v1::LrDecay::STEP:
-      return lr * std::pow(decay.gamma(), std::floor(static_cast<double>(step) / every));
-    case v1::LrDecay::EXPONENTIAL:
-      return lr * std::pow(decay.gamma(), static_cast<double>(step) / every);
-    default:
-      return lr;
-  }
-}
-
 Result<std::unique_ptr<SingleNodeTrainer>> SingleNodeTrainer::create(const ExperimentSpec& spec,
                                                                      const TrainTest& data) {
   if (data.train.count <= 0) return Status::error("training set is empty");

@@ -18,6 +18,8 @@
 
 namespace dasp::ml {
 
+using ::dasp::learningRateAt;
+
 struct TrainPoint {
   double tS = 0;  // seconds since run() started
   std::int64_t step = 0;
@@ -56,9 +58,6 @@ struct TrainResult {
 
 // Model options for a resolved spec and its data (shape, classes, seed, device, threads).
 ModelOptions modelOptionsFor(const ExperimentSpec& spec, const Dataset& train);
-
-// Learning rate at `step` under the spec's decay.
-double learningRateAt(const v1::OptimizerSpec& optimizer, std::int64_t step);
 
 class SingleNodeTrainer {
  public:

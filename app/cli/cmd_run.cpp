@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+// `dasp run SPEC.json [--set path=value]... [--grid path=v1,v2]... [--db FILE] [--json]`
+// Runs an experiment, or a suite (strategies × seeds × grid values) in turn, and prints a
+// comparison table; --json prints one object per run after all other output.
+#include "app/cli/cli.h"
+#include "app/cli/signals.h"
+
+#include "core/run_store.h"
+#include "net/runner.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+namespace dasp::cli {
+namespace {
+
+const char* kUsage =
+    "usage: dasp run SPEC.json [--set path=value]... [--grid path=v1,v2,...]... [--seeds 1,2,3]\n"
+    "                [--db FILE] [--tags T] [--json] [--quiet]\n";
+
+struct Planned {
+  ExperimentSpec spec;
+  std::string label;  // strategy (+ grid values) for the table
+};
+
+std::string selfPath() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "dasp";
+  buf[n] = '\0';
+  return buf;
+}
+
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// Expands grid × suite × seeds into concrete, validated, resolved specs.
+Result<std::vector<Planned>> plan(const ExperimentSpec& base, const std::vector<std::string>& grids) {
+  std::vector<std::pair<ExperimentSpec, std::string>> gridSpecs{{base, ""}};
+  for (const auto& g : grids) {
+    const auto eq = g.find('=');
+    if (eq == std::string::npos) return Status::error("--grid " + g + ": expected path=v1,v2,...");
+    const auto path = g.substr(0, eq);
+    const auto values = splitList(g.substr(eq + 1));
+    if (values.empty()) return Status::error("--grid " + g + ": no values");
+    std::vector<std::pair<ExperimentSpec, std::string>> next;
+    for (const auto& [spec, label] : gridSpecs) {
+      for (const auto& v : values) {
+        ExperimentSpec s = spec;
+        if (auto st = applyOverride(s, path + "=" + v); !st) return Status::error("--grid: " + st.message());
+        next.emplace_back(s, label + (label.empty() ? "" : " ") + path + "=" + v);
+      }
+    }
+    gridSpecs = std::move(next);
+  }
+  std::vector<Planned> out;
+  for (const auto& [spec, gridLabel] : gridSpecs) {
+    std::vector<v1::SuiteEntry> entries(spec.suite().begin(), spec.suite().end());
+    if (entries.empty()) entries.emplace_back();
+    std::vector<std::uint64_t> seeds(spec.seeds().begin(), spec.seeds().end());
+    if (seeds.empty()) seeds.push_back(spec.seed());
+    for (const auto& entry : entries) {
+      for (const auto seed : seeds) {
+        ExperimentSpec s = spec;
+        s.clear_suite();
+        s.clear_seeds();
+        s.set_seed(seed);
+        if (entry.has_strategy()) {
+          // The entry's strategy replaces the name and adds its knobs over the base's.
+          auto strategy = spec.strategy();
+          strategy.MergeFrom(entry.strategy());
+          *s.mutable_strategy() = strategy;
+        }
+        if (entry.has_recovery()) *s.mutable_recovery() = entry.recovery();
+        if (entry.workers() > 0) {
+          auto* cluster = s.mutable_cluster();
+          if (cluster->workers_size() > 0) {
+            while (cluster->workers_size() > entry.workers()) cluster->mutable_workers()->RemoveLast();
+          } else {
+            cluster->set_count(entry.workers());
+          }
+        }
+        if (auto st = validateSpec(s); !st) return st;
+        s = withDefaults(s);
+        std::string label = s.strategy().name();
+        if (s.strategy().name() == "ssp") label += "(" + std::to_string(s.strategy().ssp().staleness()) + ")";
+        if (s.strategy().name() == "dssp") {
+          label += "(" + std::to_string(s.strategy().dssp().s_low()) + "," + std::to_string(s.strategy().dssp().s_high()) + ")";
+        }
+        if (s.strategy().name() == "backup") label += "(" + std::to_string(s.strategy().backup().backup_workers()) + ")";
+        if (!gridLabel.empty()) label += " " + gridLabel;
+        out.push_back({s, label});
+      }
+    }
+  }
+  return out;
+}
+
+struct Stat {
+  double mean = 0, sd = 0;
+  int n = 0;
+};
+Stat stat(const std::vector<double>& v) {
+  Stat s;
+  s.n = static_cast<int>(v.size());
+  if (v.empty()) return s;
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
+  s.sd = v.size() > 1 ? std::sqrt(s.sd / static_cast<double>(v.size() - 1)) : 0;
+  return s;
+}
+
+std::string pm(const Stat& s, int decimals) {
+  if (s.n == 0) return "-";
+  char a[32], b[32];
+  std::snprintf(a, sizeof a, "%.*f", decimals, s.mean);
+  std::snprintf(b, sizeof b, "%.*f", decimals, s.sd);
+  return std::string(a) + " ± " + b;
+}
+
+void printTable(const std::vector<Planned>& planned, const std::vector<net::RunSummary>& results, double target,
+                const std::string& convention) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const net::RunSummary*>> groups;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& label = planned[i].label;
+    if (!groups.count(label)) order.push_back(label);
+    groups[label].push_back(&results[i]);
+  }
+  auto tttOf = [](const std::vector<const net::RunSummary*>& runs) {
+    std::vector<double> v;
+    for (const auto* r : runs) {
+      if (r->timeToTargetS) v.push_back(*r->timeToTargetS);
+    }
+    return v;
+  };
+  std::optional<double> bspMean;
+  for (const auto& label : order) {
+    if (label.rfind("bsp", 0) == 0) {
+      const auto t = tttOf(groups[label]);
+      if (!t.empty() && static_cast<int>(t.size()) == static_cast<int>(groups[label].size())) bspMean = stat(t).mean;
+      break;
+    }
+  }
+  std::printf("\n| strategy | runs | time to %.2f (s) | speedup vs BSP | final accuracy | mean wait (s) | wait share | mean staleness | max staleness |\n",
+              target);
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const auto& label : order) {
+    const auto& runs = groups[label];
+    const auto ttt = tttOf(runs);
+    std::vector<double> acc, wait, share, stale, maxStale;
+    for (const auto* r : runs) {
+      acc.push_back(r->finalAccuracy);
+      wait.push_back(r->meanWaitS);
+      share.push_back(r->waitFraction);
+      stale.push_back(r->meanStaleness);
+      maxStale.push_back(static_cast<double>(r->maxStaleness));
+    }
+    const auto t = stat(ttt);
+    std::string tttText = target > 0 ? pm(t, 1) : "-";
+    if (target > 0 && t.n < static_cast<int>(runs.size())) {
+      tttText += " (" + std::to_string(t.n) + "/" + std::to_string(runs.size()) + " reached)";
+    }
+    std::string speedup = "-";
+    if (bspMean && t.n == static_cast<int>(runs.size()) && t.n > 0) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.2f×", *bspMean / t.mean);
+      speedup = b;
+    }
+    double maxOfMax = 0;
+    for (double m : maxStale) maxOfMax = std::max(maxOfMax, m);
+    std::printf("| %s | %zu | %s | %s | %s | %s | %s | %s | %.0f |\n", label.c_str(), runs.size(), tttText.c_str(),
+                speedup.c_str(), pm(stat(acc), 4).c_str(), pm(stat(wait), 3).c_str(),
+                pm(stat(share), 2).c_str(), pm(stat(stale), 2).c_str(), maxOfMax);
+  }
+  std::printf("\nlearning-rate convention: %s; mean ± sample std over seeds; time to target uses the server time "
+              "at which the evaluated version was made.\n",
+              convention.c_str());
+}
+
+}  // namespace
+
+int cmdRun(int argc, char** argv) {
+  Args args(argc, argv, 2, {"--json", "--quiet", "--help"});
+  if (args.has("--help")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  auto known = specFlags();
+  known.insert(known.end(), {"--grid", "--seeds", "--db", "--tags", "--json", "--quiet", "--help"});
+  if (auto u = args.unknown(known); !u.empty()) return fail("unknown option " + u.front() + "\n" + kUsage);
+  if (!args.missingValue().empty()) return fail(args.missingValue() + " needs a value");
+  if (args.positional().size() != 1) return fail(std::string("run needs one spec file\n") + kUsage);
+  auto spec = specFromArgs(args, args.positional().front());
+  if (!spec) return fail(spec.message());
+  if (auto seeds = args.value("--seeds")) {
+    spec->clear_seeds();
+    for (const auto& s : splitList(*seeds)) {
+      try {
+        spec->add_seeds(std::stoull(s));
+      } catch (const std::exception&) {
+        return fail("--seeds " + *seeds + ": not a list of numbers");
+      }
+    }
+  }
+  auto planned = plan(spec.value(), args.values("--grid"));
+  if (!planned) return fail(args.positional().front() + ": " + planned.message());
+
+  const bool json = args.has("--json");
+  const bool quiet = args.has("--quiet");
+  installStopSignals();
+  net::RunnerOptions options;
+  options.daspBinary = selfPath();
+  options.dbPath = args.value("--db").value_or(defaultStorePath());
+  options.tags = args.value("--tags").value_or("");
+  options.cancel = stopRequested();
+  if (!quiet) options.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  {
+    auto store = RunStore::open(options.dbPath);
+    if (!store) return fail(store.message());
+  }
+
+  std::vector<net::RunSummary> results;
+  std::vector<Planned> done;
+  int failures = 0;
+  for (std::size_t i = 0; i < planned->size(); ++i) {
+    if (stopRequested()->load()) break;
+    const auto& p = planned.value()[i];
+    if (!quiet) std::fprintf(stderr, "[%zu/%zu] %s seed %llu\n", i + 1, planned->size(), p.label.c_str(),
+                             static_cast<unsigned long long>(p.spec.seed()));
+    auto r = net::runExperiment(p.spec, options);
+    if (!r) {
+      std::fprintf(stderr, "dasp: %s\n", r.message().c_str());
+      ++failures;
+      continue;
+    }
+    if (!quiet) {
+      std::fprintf(stderr, "  run %lld %s: %s, accuracy %.4f, %lld updates in %.1f s%s\n",
+                   static_cast<long long>(r->runId), r->status.c_str(), r->stopReason.c_str(), r->finalAccuracy,
+                   static_cast<long long>(r->updates), r->seconds,
+                   r->timeToTargetS ? (", target at " + std::to_string(*r->timeToTargetS) + " s").c_str() : "");
+    }
+    results.push_back(r.value());
+    done.push_back(p);
+  }
+  if (!results.empty()) {
+    printTable(done, results, spec->stop().target_accuracy(),
+               v1::OptimizerSpec::LrConvention_Name(spec->optimizer().lr_convention()));
+  }
+  if (json) {
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      std::cout << "{\"run_id\":" << r.runId << ",\"label\":" << jsonString(done[i].label)
+                << ",\"strategy\":" << jsonString(r.strategy) << ",\"recovery\":" << jsonString(r.recovery)
+                << ",\"workers\":" << r.workers << ",\"seed\":" << r.seed << ",\"status\":" << jsonString(r.status)
+                << ",\"stop_reason\":" << jsonString(r.stopReason)
+                << ",\"time_to_target_s\":" << (r.timeToTargetS ? jsonNumber(*r.timeToTargetS) : "null")
+                << ",\"final_accuracy\":" << jsonNumber(r.finalAccuracy) << ",\"final_loss\":" << jsonNumber(r.finalLoss)
+                << ",\"seconds\":" << jsonNumber(r.seconds) << ",\"updates\":" << r.updates
+                << ",\"gradients\":" << r.gradients << ",\"dropped\":" << r.dropped
+                << ",\"mean_wait_s\":" << jsonNumber(r.meanWaitS) << ",\"wait_fraction\":" << jsonNumber(r.waitFraction)
+                << ",\"mean_staleness\":" << jsonNumber(r.meanStaleness) << ",\"max_staleness\":" << r.maxStaleness
+                << ",\"epochs\":" << jsonNumber(r.epochs) << "}\n";
+    }
+    std::cout.flush();
+  }
+  if (stopRequested()->load()) return 130;
+  return failures > 0 ? 1 : 0;
+}
+
+}  // namespace dasp::cli

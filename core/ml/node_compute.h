@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// LibTorch implementations of the compute seams (core/gradient_source.h) for the node
+// roles: a worker's gradients on its shard, and the evaluator's test-set evaluation.
+// Threading: each object is used by one thread.
+
+#include "core/dataset.h"
+#include "core/gradient_source.h"
+#include "core/ml/model.h"
+#include "core/spec.h"
+
+#include <memory>
+#include <vector>
+
+namespace dasp::ml {
+
+// Gradients of worker `rank` of `worldSize` on its shard of the training set (the spec's
+// partition), in a seeded per-epoch shuffle of the shard.
+class ShardGradientSource final : public GradientSource {
+ public:
+  static Result<std::unique_ptr<ShardGradientSource>> create(const ExperimentSpec& spec,
+                                                             const Dataset& train, int rank,
+                                                             int worldSize);
+  std::int64_t parameterCount() const override { return m_model->parameterCount(); }
+  int batchSize() const override { return m_batch; }
+  Result<double> computeGradient(const float* params, float* gradient) override;
+  std::int64_t shardSize() const { return static_cast<std::int64_t>(m_shard.size()); }
+  Model& model() { return *m_model; }
+
+ private:
+  ShardGradientSource() = default;
+  void reshuffle();
+  const Dataset* m_train = nullptr;
+  std::unique_ptr<Model> m_model;
+  std::vector<std::int64_t> m_shard;  // this rank's sample indices
+  std::vector<std::int64_t> m_order;  // the current epoch's order over the shard
+  std::size_t m_cursor = 0;
+  std::uint64_t m_seed = 0;
+  std::uint64_t m_epoch = 0;
+  int m_batch = 64;
+};
+
+// Evaluates parameters on the first `limit` test samples (0 = all).
+class TestSetEvaluator final : public ParameterEvaluator {
+ public:
+  static Result<std::unique_ptr<TestSetEvaluator>> create(const ExperimentSpec& spec,
+                                                          const Dataset& train, const Dataset& test,
+                                                          std::int64_t limit);
+  std::int64_t parameterCount() const override { return m_model->parameterCount(); }
+  Evaluation evaluate(const float* params) override;
+
+ private:
+  TestSetEvaluator() = default;
+  const Dataset* m_test = nullptr;
+  std::unique_ptr<Model> m_model;
+  std::int64_t m_limit = 0;
+};
+
+// The initial parameters of the spec's model (what the server starts from).
+Result<std::vector<float>> initialParameters(const ExperimentSpec& spec, const Dataset& train);
+
+}  // namespace dasp::ml

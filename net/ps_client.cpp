@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+#include "net/ps_client.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace dasp::net {
+
+void setDeadline(grpc::ClientContext& context, double seconds) {
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6)));
+}
+
+std::string describe(const grpc::Status& status) {
+  static const char* names[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+                                "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+                                "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+                                "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  const int code = static_cast<int>(status.error_code());
+  std::string text = code >= 0 && code < 17 ? names[code] : std::to_string(code);
+  if (!status.error_message().empty()) text += ": " + status.error_message();
+  return text;
+}
+
+PsClient::PsClient(const std::string& address, std::int64_t parameters) : m_address(address) {
+  grpc::ChannelArguments args;
+  const std::int64_t bytes = parameters * 4 + (16 << 20);
+  const int limit = static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(bytes, 64 << 20),
+                                                            std::numeric_limits<int>::max()));
+  args.SetMaxReceiveMessageSize(limit);
+  args.SetMaxSendMessageSize(limit);
+  // Reconnect quickly after a server restart instead of gRPC's default growing backoff.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  m_channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  m_stub = pb::ParameterServer::NewStub(m_channel);
+}
+
+grpc::Status PsClient::join(const pb::JoinRequest& request, pb::JoinReply& reply, double timeoutS) {
+  grpc::ClientContext context;
+  setDeadline(context, timeoutS);
+  context.set_wait_for_ready(true);  // a server still starting up is waited for, within the deadline
+  return m_stub->Join(&context, request, &reply);
+}
+
+grpc::Status PsClient::pull(const pb::PullRequest& request, pb::PullReply& reply, double timeoutS) {
+  grpc::ClientContext context;
+  setDeadline(context, timeoutS);
+  auto status = m_stub->Pull(&context, request, &reply);
+  if (status.ok()) m_bytesReceived += static_cast<std::int64_t>(reply.parameters().size());
+  return status;
+}
+
+grpc::Status PsClient::push(const pb::PushRequest& request, pb::PushReply& reply, double timeoutS) {
+  grpc::ClientContext context;
+  setDeadline(context, timeoutS);
+  auto status = m_stub->Push(&context, request, &reply);
+  if (status.ok()) m_bytesSent += static_cast<std::int64_t>(request.gradient().size());
+  return status;
+}
+
+grpc::Status PsClient::report(const pb::EvaluationReport& request, pb::ReportReply& reply, double timeoutS) {
+  grpc::ClientContext context;
+  setDeadline(context, timeoutS);
+  return m_stub->Report(&context, request, &reply);
+}
+
+grpc::Status PsClient::control(const pb::ControlRequest& request, pb::ControlReply& reply, double timeoutS) {
+  grpc::ClientContext context;
+  setDeadline(context, timeoutS);
+  return m_stub->Control(&context, request, &reply);
+}
+
+std::unique_ptr<grpc::ClientReader<pb::EventBatch>> PsClient::watch(grpc::ClientContext& context) {
+  return m_stub->Watch(&context, pb::WatchRequest());
+}
+
+}  // namespace dasp::net

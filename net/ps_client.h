@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// PsClient: a node's connection to the parameter server. Every call carries a deadline;
+// messages are sized for the model. Counts the payload bytes it sends and receives.
+// Threading: one PsClient per thread (each call blocks its caller).
+
+#include "core/result.h"
+#include "dasp/ps/v1/parameter_server.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace dasp::net {
+
+namespace pb = dasp::ps::v1;
+
+class PsClient {
+ public:
+  // `address` is host:port. `parameters` sizes the message limits.
+  PsClient(const std::string& address, std::int64_t parameters);
+
+  const std::string& address() const { return m_address; }
+  grpc::Status join(const pb::JoinRequest& request, pb::JoinReply& reply, double timeoutS);
+  grpc::Status pull(const pb::PullRequest& request, pb::PullReply& reply, double timeoutS);
+  grpc::Status push(const pb::PushRequest& request, pb::PushReply& reply, double timeoutS);
+  grpc::Status report(const pb::EvaluationReport& request, pb::ReportReply& reply, double timeoutS);
+  grpc::Status control(const pb::ControlRequest& request, pb::ControlReply& reply, double timeoutS);
+  // A Watch stream; the caller reads batches until it ends. `context` must outlive it.
+  std::unique_ptr<grpc::ClientReader<pb::EventBatch>> watch(grpc::ClientContext& context);
+
+  std::int64_t bytesSent() const { return m_bytesSent; }
+  std::int64_t bytesReceived() const { return m_bytesReceived; }
+
+ private:
+  std::string m_address;
+  std::shared_ptr<grpc::Channel> m_channel;
+  std::unique_ptr<pb::ParameterServer::Stub> m_stub;
+  std::int64_t m_bytesSent = 0;
+  std::int64_t m_bytesReceived = 0;
+};
+
+// Sets a deadline `seconds` from now on `context`.
+void setDeadline(grpc::ClientContext& context, double seconds);
+
+// "UNAVAILABLE: failed to connect ..." — the status as one line for messages.
+std::string describe(const grpc::Status& status);
+
+}  // namespace dasp::net

@@ -1,0 +1,706 @@
+// SPDX-License-Identifier: MIT
+#include "net/ps_server.h"
+
+#include "core/parameter_store.h"
+#include "core/sync_policy.h"
+#include "dasp/ps/v1/parameter_server.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+
+namespace dasp::net {
+namespace {
+
+namespace pb = dasp::ps::v1;
+using Clock = std::chrono::steady_clock;
+
+// gRPC's default 4 MB limit is far below a model's parameters; allow the model plus
+// headroom, at least 64 MB.
+int messageLimit(std::int64_t parameters) {
+  const std::int64_t bytes = parameters * 4 + (16 << 20);
+  return static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(bytes, 64 << 20),
+                                                 std::numeric_limits<int>::max()));
+}
+
+}  // namespace
+
+struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
+  // A parked (or about to be answered) pull. Finished exactly once, under Impl::mu.
+  class PullReactor final : public grpc::ServerUnaryReactor {
+   public:
+    PullReactor(Impl* impl, int rank, pb::PullReply* reply, double arrivedAt, std::int64_t minVersion)
+        : m_impl(impl), m_rank(rank), m_reply(reply), m_arrivedAt(arrivedAt), m_minVersion(minVersion) {}
+    void OnCancel() override { m_impl->cancelPull(this); }
+    void OnDone() override { delete this; }
+    int rank() const { return m_rank; }
+    pb::PullReply* reply() { return m_reply; }
+    double arrivedAt() const { return m_arrivedAt; }
+    std::int64_t minVersion() const { return m_minVersion; }
+    bool finished = false;  // guarded by Impl::mu
+
+   private:
+    Impl* m_impl;
+    int m_rank;
+    pb::PullReply* m_reply;
+    double m_arrivedAt;
+    std::int64_t m_minVersion;
+  };
+
+  // One Watch subscriber: events are appended under Impl::mu and written in batches, one
+  // write in flight at a time.
+  class WatchReactor final : public grpc::ServerWriteReactor<pb::EventBatch> {
+   public:
+    explicit WatchReactor(Impl* impl) : m_impl(impl) {}
+    void OnWriteDone(bool ok) override {
+      std::lock_guard<std::mutex> lock(m_impl->mu);
+      writing = false;
+      if (!ok) {
+        finishLocked(grpc::Status::CANCELLED);
+        return;
+      }
+      flushLocked();
+    }
+    void OnCancel() override {
+      std::lock_guard<std::mutex> lock(m_impl->mu);
+      finishLocked(grpc::Status::CANCELLED);
+    }
+    void OnDone() override {
+      {
+        std::lock_guard<std::mutex> lock(m_impl->mu);
+        m_impl->watchers.erase(this);
+      }
+      delete this;
+    }
+    // Called with Impl::mu held.
+    void flushLocked() {
+      if (writing || done || pending.events_size() == 0) return;
+      inFlight.Clear();
+      inFlight.Swap(&pending);
+      writing = true;
+      StartWrite(&inFlight);
+    }
+    void finishLocked(const grpc::Status& status) {
+      if (done) return;
+      done = true;
+      Finish(status);
+    }
+    pb::EventBatch pending;
+    pb::EventBatch inFlight;
+    bool writing = false;
+    bool done = false;
+
+   private:
+    Impl* m_impl;
+  };
+
+  ServerOptions options;
+  std::unique_ptr<ParameterStore> store;
+  std::unique_ptr<SyncPolicy> policy;
+  PolicyOutput out;
+  Clock::time_point start = Clock::now();
+
+  mutable std::mutex mu;
+  std::condition_variable tickCv;
+  std::condition_variable stopCv;
+  bool stopping = false;
+  bool shuttingDown = false;
+  bool started = false;  // every worker joined: the run's clock runs
+  std::vector<PullReactor*> parked;
+  std::vector<std::vector<float>> held;      // per rank: a gradient the policy holds
+  std::vector<const float*> gradientOf;      // per rank: where its current gradient lives
+  std::vector<char> joined;
+  std::vector<double> lastContact;           // per rank, server seconds
+  std::vector<double> lastWait;              // per rank, the wait of its last pull
+  std::vector<double> lastRelease;           // per rank, when its last pull was answered
+  std::vector<double> slowdownOverride;      // per rank, 0 = none
+  std::vector<double> versionTime{0.0};      // server time at which each version was made
+  std::unordered_set<WatchReactor*> watchers;
+  std::vector<const float*> applyPtrs;       // reused per update
+  std::vector<double> applyWeights;
+  ServerStats counters;
+
+  std::unique_ptr<grpc::Server> server;
+  std::thread ticker;
+  int port = 0;
+
+  double now() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+  std::size_t gradientBytes() const { return static_cast<std::size_t>(store->size()) * sizeof(float); }
+
+  // --- events -------------------------------------------------------------------------
+  pb::ClusterEvent* newEventLocked() {
+    // The first watcher gets the event; others copy it (usually there is one: the runner).
+    if (watchers.empty()) return nullptr;
+    return (*watchers.begin())->pending.add_events();
+  }
+  void publishLocked(pb::ClusterEvent* e) {
+    if (e == nullptr) return;
+    bool first = true;
+    for (auto* w : watchers) {
+      if (first) {
+        first = false;
+      } else {
+        *w->pending.add_events() = *e;
+      }
+    }
+    for (auto* w : watchers) w->flushLocked();
+  }
+  const char* stateName(int rank) const {
+    return rank >= 0 && rank < options.workers ? toString(policy->state(rank)) : "";
+  }
+
+  void emitDecisionsLocked() {
+    for (const auto& d : out.decisions) {
+      auto* e = newEventLocked();
+      if (e == nullptr) return;
+      e->set_kind(pb::ClusterEvent::DECISION);
+      e->set_t_s(d.t);
+      e->set_rank(d.rank);
+      e->set_version(policy->version());
+      e->set_decision(toString(d.kind));
+      e->set_state(toString(d.to));
+      e->set_parallel_state(toString(d.from));
+      e->set_staleness(d.value);
+      e->set_detail(d.reason);
+      publishLocked(e);
+    }
+  }
+
+  // --- applying the policy's output -----------------------------------------------------
+  // Applies every update in `out`; `pusher`/`pushed` identify a just-pushed gradient that
+  // is not (yet) in `held`.
+  void applyOutputLocked(double t) {
+    const auto& opt = options.spec.optimizer();
+    const bool mean = opt.lr_convention() == v1::OptimizerSpec::MEAN;
+    const std::size_t updates = out.updateCount();
+    for (std::size_t u = 0; u < updates; ++u) {
+      const std::size_t begin = out.updateBegin[u];
+      const std::size_t end = u + 1 < updates ? out.updateBegin[u + 1] : out.gradients.size();
+      const std::int64_t base = store->version();
+      applyPtrs.clear();
+      applyWeights.clear();
+      const double m = static_cast<double>(end - begin);
+      for (std::size_t g = begin; g < end; ++g) {
+        const auto& ref = out.gradients[g];
+        applyPtrs.push_back(gradientOf[static_cast<std::size_t>(ref.rank)]);
+        applyWeights.push_back(mean && m > 0 ? ref.scale / m : ref.scale);
+      }
+      const double lr = learningRateAt(opt, base);
+      store->apply(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), lr);
+      versionTime.push_back(t);
+      counters.applied += static_cast<std::int64_t>(end - begin);
+      for (std::size_t g = begin; g < end; ++g) {
+        const auto& ref = out.gradients[g];
+        auto* e = newEventLocked();
+        if (e == nullptr) break;
+        e->set_kind(pb::ClusterEvent::APPLY);
+        e->set_t_s(t);
+        e->set_rank(ref.rank);
+        e->set_parallel_state(stateName(ref.rank));
+        e->set_version(store->version());
+        e->set_staleness(base - baseVersionOf[static_cast<std::size_t>(ref.rank)]);
+        e->set_scale(ref.scale);
+        publishLocked(e);
+      }
+    }
+    counters.dropped += static_cast<std::int64_t>(out.dropped.size());
+    // The server enforces stop.max_updates itself, exactly.
+    const auto maxUpdates = options.spec.stop().max_updates();
+    if (maxUpdates > 0 && store->version() >= maxUpdates && !stopping) {
+      stopping = true;
+      stopCv.notify_all();
+    }
+    emitDecisionsLocked();
+    if (out.recheckPulls || updates > 0) releaseParkedLocked(t);
+  }
+
+  std::vector<std::int64_t> baseVersionOf;  // per rank: base version of its current gradient
+
+  // --- pulls ----------------------------------------------------------------------------
+  void answerPullLocked(PullReactor* r, double t) {
+    auto* reply = r->reply();
+    const int rank = r->rank();
+    reply->set_stop(stopping);
+    reply->set_version(store->version());
+    reply->set_server_t_s(t);
+    reply->set_version_t_s(versionTime[static_cast<std::size_t>(store->version())]);
+    reply->set_lr(learningRateAt(options.spec.optimizer(), store->version()));
+    const double wait = t - r->arrivedAt();
+    reply->set_wait_s(wait);
+    // The evaluator still gets the parameters after stop, for its final evaluation.
+    if (!stopping || rank < 0) {
+      reply->mutable_parameters()->assign(reinterpret_cast<const char*>(store->parameters()), gradientBytes());
+      counters.bytesSent += static_cast<std::int64_t>(gradientBytes());
+      if (rank >= 0) {
+        reply->set_parallel_state(stateName(rank));
+        reply->set_slowdown(slowdownOverride[static_cast<std::size_t>(rank)]);
+        lastWait[static_cast<std::size_t>(rank)] = wait;
+        lastRelease[static_cast<std::size_t>(rank)] = t;
+        lastContact[static_cast<std::size_t>(rank)] = t;
+        policy->onPullReleased(rank, store->version(), t);
+      }
+    }
+    r->finished = true;
+    r->Finish(grpc::Status::OK);
+  }
+
+  void releaseParkedLocked(double t) {
+    std::size_t keep = 0;
+    for (std::size_t i = 0; i < parked.size(); ++i) {
+      PullReactor* r = parked[i];
+      if (stopping || mayAnswerLocked(r, t)) {
+        answerPullLocked(r, t);
+      } else {
+        parked[keep++] = r;
+      }
+    }
+    parked.resize(keep);
+  }
+
+  // Workers wait for the start and then for the policy; the evaluator (rank -1) waits
+  // only for `min_version`.
+  bool mayAnswerLocked(const PullReactor* r, double t) const {
+    if (r->rank() < 0) return store->version() >= r->minVersion();
+    return started && policy->mayProceed(r->rank(), t);
+  }
+
+  // The run's clock starts when every worker has joined (or is known to be down), and no
+  // worker pull is answered before: all start together, and process start-up (loading
+  // data, building models) is not counted as training time.
+  void maybeStartLocked() {
+    if (started || std::count(joined.begin(), joined.end(), 1) < options.workers) return;
+    const double shift = now();
+    start += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(shift));
+    for (auto& v : lastContact) v = 0.0;
+    started = true;
+    if (auto* e = newEventLocked()) {
+      e->set_kind(pb::ClusterEvent::CONTROL);
+      e->set_t_s(0.0);
+      e->set_rank(-1);
+      e->set_detail("start: all " + std::to_string(options.workers) + " workers joined");
+      publishLocked(e);
+    }
+    releaseParkedLocked(0.0);
+  }
+
+  void cancelPull(PullReactor* r) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (r->finished) return;
+    parked.erase(std::remove(parked.begin(), parked.end(), r), parked.end());
+    r->finished = true;
+    r->Finish(grpc::Status::CANCELLED);
+  }
+
+  // --- RPCs -----------------------------------------------------------------------------
+  grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const pb::JoinRequest* req,
+                                 pb::JoinReply* reply) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (req->role() == "probe") {
+      // A node asks for the run's spec before it builds its model (then it joins for real).
+      reply->set_rank(-1);
+      reply->set_world_size(options.workers);
+      *reply->mutable_spec() = options.spec;
+      reply->set_shard_seed(options.spec.seed());
+      reply->set_server_t_s(now());
+      reactor->Finish(grpc::Status::OK);
+      return reactor;
+    }
+    if (req->model() != options.modelName || req->parameter_count() != store->size()) {
+      reactor->Finish(grpc::Status(
+          grpc::StatusCode::FAILED_PRECONDITION,
+          "join rejected: node " + req->name() + " runs model " + req->model() + " with " +
+              std::to_string(req->parameter_count()) + " parameters, the server has " + options.modelName +
+              " with " + std::to_string(store->size())));
+      return reactor;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    int rank = -1;
+    if (req->role() == "worker") {
+      if (req->requested_rank() >= 0 && req->requested_rank() < options.workers) {
+        rank = req->requested_rank();
+      } else {
+        for (int r = 0; r < options.workers; ++r) {
+          if (!joined[static_cast<std::size_t>(r)]) {
+            rank = r;
+            break;
+          }
+        }
+      }
+      if (rank < 0) {
+        reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                     "join rejected: all " + std::to_string(options.workers) + " worker ranks are taken"));
+        return reactor;
+      }
+      const bool rejoin = joined[static_cast<std::size_t>(rank)] != 0;
+      joined[static_cast<std::size_t>(rank)] = 1;
+      maybeStartLocked();
+      const double t = now();
+      lastContact[static_cast<std::size_t>(rank)] = t;
+      if (rejoin && policy->state(rank) == ParallelState::Down) {
+        out.clear();
+        policy->onWorkerUp(rank, t, out);
+        applyOutputLocked(t);
+      }
+      if (auto* e = newEventLocked()) {
+        e->set_kind(pb::ClusterEvent::NODE);
+        e->set_t_s(t);
+        e->set_rank(rank);
+        e->set_state("UP");
+        e->set_detail(rejoin ? "rejoined" : "joined");
+        e->set_parallel_state(stateName(rank));
+        publishLocked(e);
+      }
+    }
+    reply->set_rank(rank);
+    reply->set_world_size(options.workers);
+    *reply->mutable_spec() = options.spec;
+    reply->set_shard_seed(options.spec.seed());
+    reply->set_server_t_s(now());
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const pb::PullRequest* req,
+                                 pb::PullReply* reply) override {
+    const int rank = req->rank();
+    if (rank < -1 || rank >= options.workers) {
+      auto* reactor = ctx->DefaultReactor();
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "pull from unknown rank " + std::to_string(rank)));
+      return reactor;
+    }
+    const double t = now();
+    auto* reactor = new PullReactor(this, rank, reply, t, req->min_version());
+    std::lock_guard<std::mutex> lock(mu);
+    if (rank >= 0) lastContact[static_cast<std::size_t>(rank)] = t;
+    if (stopping || mayAnswerLocked(reactor, t)) {
+      answerPullLocked(reactor, t);
+    } else {
+      parked.push_back(reactor);
+      tickCv.notify_one();
+    }
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
+                                 pb::PushReply* reply) override {
+    auto* reactor = ctx->DefaultReactor();
+    const int rank = req->rank();
+    const auto& bytes = req->gradient();
+    auto reject = [&](const std::string& why) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++counters.rejected;
+      if (auto* e = newEventLocked()) {
+        e->set_kind(pb::ClusterEvent::REJECT);
+        e->set_t_s(now());
+        e->set_rank(rank);
+        e->set_detail(why);
+        publishLocked(e);
+      }
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why));
+      return reactor;
+    };
+    if (rank < 0 || rank >= options.workers) return reject("push from unknown rank " + std::to_string(rank));
+    if (bytes.size() != gradientBytes()) {
+      return reject("gradient from worker " + std::to_string(rank) + " has " + std::to_string(bytes.size() / 4) +
+                    " values (" + std::to_string(bytes.size()) + " bytes), the model has " +
+                    std::to_string(store->size()) + " parameters");
+    }
+    const auto* grad = reinterpret_cast<const float*>(bytes.data());
+    if (!allFinite(grad, store->size())) {
+      return reject("gradient from worker " + std::to_string(rank) +
+                    " contains NaN or Inf; rejected, not applied");
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    const double t = now();
+    ++counters.pushes;
+    counters.bytesReceived += static_cast<std::int64_t>(bytes.size());
+    lastContact[static_cast<std::size_t>(rank)] = t;
+    if (auto* e = newEventLocked()) {
+      e->set_kind(pb::ClusterEvent::ITERATION);
+      e->set_t_s(t);
+      e->set_rank(rank);
+      e->set_parallel_state(stateName(rank));
+      e->set_version(req->base_version());
+      e->set_wait_s(lastWait[static_cast<std::size_t>(rank)]);
+      e->set_pull_s(req->pull_s());
+      e->set_compute_s(req->compute_s());
+      e->set_emulated_s(req->emulated_s());
+      e->set_push_s(req->prev_push_s());
+      e->set_loss(req->train_loss());
+      e->set_release_t_s(lastRelease[static_cast<std::size_t>(rank)]);
+      e->set_batch_size(req->batch_size());
+      publishLocked(e);
+    }
+    if (stopping) {
+      reply->set_stop(true);
+      reply->set_outcome("dropped");
+      reply->set_version(store->version());
+      reactor->Finish(grpc::Status::OK);
+      return reactor;
+    }
+    // The pushed gradient is read in place from the request unless the policy holds it.
+    const auto r = static_cast<std::size_t>(rank);
+    gradientOf[r] = grad;
+    baseVersionOf[r] = req->base_version();
+    out.clear();
+    const PushOutcome outcome = policy->onPush(rank, req->base_version(), t, out);
+    bool consumed = false;
+    for (const auto& g : out.gradients) consumed = consumed || g.rank == rank;
+    applyOutputLocked(t);
+    if (outcome == PushOutcome::Held && !consumed) {
+      held[r].assign(grad, grad + store->size());
+      gradientOf[r] = held[r].data();
+    } else if (gradientOf[r] == grad) {
+      gradientOf[r] = held[r].data();
+    }
+    reply->set_version(store->version());
+    reply->set_outcome(outcome == PushOutcome::Applied ? "applied"
+                       : outcome == PushOutcome::Held  ? "held"
+                                                       : "dropped");
+    tickCv.notify_one();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  grpc::ServerWriteReactor<pb::EventBatch>* Watch(grpc::CallbackServerContext*, const pb::WatchRequest*) override {
+    auto* w = new WatchReactor(this);
+    std::lock_guard<std::mutex> lock(mu);
+    watchers.insert(w);
+    return w;
+  }
+
+  grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* ctx, const pb::EvaluationReport* req,
+                                   pb::ReportReply* reply) override {
+    auto* reactor = ctx->DefaultReactor();
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto* e = newEventLocked()) {
+      e->set_kind(pb::ClusterEvent::EVALUATION);
+      e->set_t_s(now());
+      e->set_rank(-1);
+      e->set_version(req->version());
+      e->set_loss(req->loss());
+      e->set_accuracy(req->accuracy());
+      e->set_version_t_s(req->version_t_s());
+      e->set_compute_s(req->eval_s());
+      publishLocked(e);
+    }
+    reply->set_stop(stopping);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Control(grpc::CallbackServerContext* ctx, const pb::ControlRequest* req,
+                                    pb::ControlReply* reply) override {
+    auto* reactor = ctx->DefaultReactor();
+    std::unique_lock<std::mutex> lock(mu);
+    const double t = now();
+    const int rank = req->rank();
+    const bool validRank = rank >= 0 && rank < options.workers;
+    std::string detail;
+    switch (req->action()) {
+      case pb::ControlRequest::STOP:
+        stopping = true;
+        releaseParkedLocked(t);
+        stopCv.notify_all();
+        detail = "stop";
+        break;
+      case pb::ControlRequest::SET_SLOWDOWN:
+        if (!validRank || !(req->slowdown() >= 0)) {
+          reply->set_accepted(false);
+          reply->set_detail("SET_SLOWDOWN needs a worker rank and a slowdown >= 0");
+          reactor->Finish(grpc::Status::OK);
+          return reactor;
+        }
+        slowdownOverride[static_cast<std::size_t>(rank)] = req->slowdown();
+        detail = "slowdown x" + std::to_string(req->slowdown());
+        break;
+      case pb::ControlRequest::MARK_DOWN:
+        if (!validRank) {
+          reply->set_accepted(false);
+          reply->set_detail("MARK_DOWN needs a worker rank");
+          reactor->Finish(grpc::Status::OK);
+          return reactor;
+        }
+        markDownLocked(rank, t, "process exited");
+        detail = "marked down";
+        break;
+      default:
+        reply->set_accepted(false);
+        reply->set_detail("action not supported by the server");
+        reactor->Finish(grpc::Status::OK);
+        return reactor;
+    }
+    if (auto* e = newEventLocked()) {
+      e->set_kind(pb::ClusterEvent::CONTROL);
+      e->set_t_s(t);
+      e->set_rank(rank);
+      e->set_detail(detail);
+      publishLocked(e);
+    }
+    reply->set_accepted(true);
+    reply->set_detail(detail);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  void markDownLocked(int rank, double t, const char* why) {
+    if (!joined[static_cast<std::size_t>(rank)]) {
+      // A worker that died before joining must not hold back the start.
+      joined[static_cast<std::size_t>(rank)] = 1;
+      maybeStartLocked();
+      t = now();
+    }
+    if (policy->state(rank) == ParallelState::Down) return;
+    out.clear();
+    policy->onWorkerDown(rank, t, out);
+    applyOutputLocked(t);
+    if (auto* e = newEventLocked()) {
+      e->set_kind(pb::ClusterEvent::NODE);
+      e->set_t_s(t);
+      e->set_rank(rank);
+      e->set_state("DOWN");
+      e->set_detail(why);
+      publishLocked(e);
+    }
+    releaseParkedLocked(t);
+  }
+
+  // --- time-driven decisions ------------------------------------------------------------
+  void tickLoop() {
+    std::unique_lock<std::mutex> lock(mu);
+    const double silence = options.spec.strategy().barrier_timeout_s();
+    while (!shuttingDown) {
+      double t = now();
+      double deadline = policy->nextDeadline();
+      if (t >= deadline) {
+        out.clear();
+        policy->onTick(t, out);
+        applyOutputLocked(t);
+        releaseParkedLocked(t);
+        continue;
+      }
+      // A worker that has neither pushed nor pulled for `barrier_timeout_s` while others
+      // wait is declared down, so bounded-staleness rules (whose minimum clock it holds)
+      // cannot deadlock on a vanished node.
+      if (started && !parked.empty() && !stopping) {
+        for (int r = 0; r < options.workers; ++r) {
+          const auto i = static_cast<std::size_t>(r);
+          const bool isParked = std::any_of(parked.begin(), parked.end(), [r](PullReactor* p) { return p->rank() == r; });
+          if (joined[i] && !isParked && policy->state(r) != ParallelState::Down && t - lastContact[i] > silence) {
+            markDownLocked(r, t, "silent for longer than strategy.barrier_timeout_s");
+          }
+        }
+        deadline = std::min(deadline, t + std::max(0.05, silence / 4));
+      }
+      const double wait = std::min(deadline - t, 1.0);
+      tickCv.wait_for(lock, std::chrono::duration<double>(std::max(wait, 0.001)));
+    }
+  }
+};
+
+ParameterServer::ParameterServer(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+
+ParameterServer::~ParameterServer() { shutdown(0.5); }
+
+Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions options) {
+  auto impl = std::make_unique<Impl>();
+  if (options.workers <= 0) return Status::error("server: needs at least one worker");
+  auto policy = makePolicy(options.spec.strategy());
+  if (!policy) return policy.status();
+  impl->policy = std::move(policy).value();
+  const auto count = options.initialParameters.size();
+  impl->store = std::make_unique<ParameterStore>(std::move(options.initialParameters),
+                                                 options.spec.optimizer().momentum(),
+                                                 options.spec.optimizer().weight_decay());
+  const auto workers = static_cast<std::size_t>(options.workers);
+  impl->held.assign(workers, std::vector<float>(count, 0.0f));
+  impl->gradientOf.assign(workers, nullptr);
+  for (std::size_t r = 0; r < workers; ++r) impl->gradientOf[r] = impl->held[r].data();
+  impl->baseVersionOf.assign(workers, 0);
+  impl->joined.assign(workers, 0);
+  impl->lastContact.assign(workers, 0.0);
+  impl->lastWait.assign(workers, 0.0);
+  impl->lastRelease.assign(workers, 0.0);
+  impl->slowdownOverride.assign(workers, 0.0);
+  impl->options = std::move(options);
+  impl->policy->reset(impl->options.workers, 0.0);
+
+  grpc::ServerBuilder builder;
+  const std::string address = impl->options.bindAddress + ":" + std::to_string(impl->options.port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl->port);
+  // gRPC sets SO_REUSEPORT by default, which would let a second server share a busy port
+  // silently; we want the clear "address in use" error instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(messageLimit(impl->store->size()));
+  builder.SetMaxSendMessageSize(messageLimit(impl->store->size()));
+  builder.RegisterService(impl.get());
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || impl->port == 0) {
+    return Status::error("server: cannot listen on " + address +
+                         (impl->options.port != 0 ? " (port in use by another process?)" : ""));
+  }
+  auto* raw = impl.get();
+  impl->ticker = std::thread([raw] { raw->tickLoop(); });
+  return std::unique_ptr<ParameterServer>(new ParameterServer(std::move(impl)));
+}
+
+int ParameterServer::port() const { return m_impl->port; }
+
+void ParameterServer::requestStop() {
+  std::lock_guard<std::mutex> lock(m_impl->mu);
+  m_impl->stopping = true;
+  m_impl->releaseParkedLocked(m_impl->now());
+  m_impl->stopCv.notify_all();
+}
+
+bool ParameterServer::stopRequested() const {
+  std::lock_guard<std::mutex> lock(m_impl->mu);
+  return m_impl->stopping;
+}
+
+void ParameterServer::waitForStop() {
+  std::unique_lock<std::mutex> lock(m_impl->mu);
+  m_impl->stopCv.wait(lock, [this] { return m_impl->stopping || m_impl->shuttingDown; });
+}
+
+void ParameterServer::shutdown(double graceSeconds) {
+  if (!m_impl || !m_impl->server) return;
+  {
+    std::lock_guard<std::mutex> lock(m_impl->mu);
+    if (m_impl->shuttingDown) return;
+    m_impl->stopping = true;
+    m_impl->releaseParkedLocked(m_impl->now());
+    for (auto* w : m_impl->watchers) w->finishLocked(grpc::Status::OK);
+    m_impl->shuttingDown = true;
+    m_impl->tickCv.notify_all();
+    m_impl->stopCv.notify_all();
+  }
+  m_impl->server->Shutdown(std::chrono::system_clock::now() +
+                           std::chrono::milliseconds(static_cast<int>(graceSeconds * 1000)));
+  if (m_impl->ticker.joinable()) m_impl->ticker.join();
+}
+
+ServerStats ParameterServer::stats() const {
+  std::lock_guard<std::mutex> lock(m_impl->mu);
+  ServerStats s = m_impl->counters;
+  s.version = m_impl->store->version();
+  return s;
+}
+
+std::int64_t ParameterServer::snapshot(std::vector<float>& out) const {
+  std::lock_guard<std::mutex> lock(m_impl->mu);
+  out.assign(m_impl->store->parameters(), m_impl->store->parameters() + m_impl->store->size());
+  return m_impl->store->version();
+}
+
+}  // namespace dasp::net

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// ExperimentRunner: the single owner of a distributed run. It starts `dasp server`, the
+// workers and the evaluator as local processes, subscribes to the server's event stream,
+// writes everything into the run store (the only writer), stops the run at the spec's
+// stop condition (or when cancelled), shuts every process down and returns a summary.
+// `dasp run` and the workbench are two faces of it.
+// Threading: run() blocks its caller; cancel through the atomic flag from any thread.
+// Event callbacks run on the runner's watch thread.
+
+#include "core/result.h"
+#include "core/spec.h"
+#include "dasp/ps/v1/parameter_server.pb.h"
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace dasp::net {
+
+struct RunnerOptions {
+  std::string daspBinary;   // the `dasp` executable that runs the nodes
+  std::string dbPath;       // run store file
+  std::string tags;         // stored with the run
+  const std::atomic<bool>* cancel = nullptr;
+  // Sees every event batch from the server, on the watch thread (for live views).
+  std::function<void(std::int64_t runId, const dasp::ps::v1::EventBatch&)> onEvents;
+  // Progress lines for a terminal.
+  std::function<void(const std::string&)> log;
+  double startTimeoutS = 60;  // server start and worker joins
+};
+
+struct RunSummary {
+  std::int64_t runId = 0;
+  std::string strategy;
+  std::string recovery;
+  std::uint64_t seed = 0;
+  int workers = 0;
+  std::string status;                 // completed, stopped, failed
+  std::string stopReason;             // target, max_seconds, max_updates, epochs, cancelled
+  std::optional<double> timeToTargetS;
+  double finalAccuracy = 0;
+  double finalLoss = 0;
+  double seconds = 0;                 // server time at stop
+  std::int64_t updates = 0;           // final version
+  std::int64_t gradients = 0;         // gradients pushed
+  std::int64_t applied = 0;           // gradients applied
+  std::int64_t dropped = 0;           // gradients dropped by the policy
+  double meanWaitS = 0;               // mean parked time per iteration
+  double waitFraction = 0;            // total wait / (total wait + compute)
+  double meanStaleness = 0;
+  std::int64_t maxStaleness = 0;
+  double epochs = 0;
+};
+
+// Runs one experiment (the spec's own strategy; suites are expanded by the caller).
+Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions& options);
+
+}  // namespace dasp::net

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+// The parameter server over real gRPC on 127.0.0.1 with real LibTorch workers on
+// synthetic data: every strategy trains (the loss falls), and bad input is refused with a
+// clear status.
+#include "core/dataset_loader.h"
+#include "core/ml/node_compute.h"
+#include "net/nodes.h"
+#include "net/ps_client.h"
+#include "net/ps_server.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <limits>
+#include <thread>
+
+namespace {
+
+dasp::ExperimentSpec smallSpec(const std::string& strategy, int workers) {
+  dasp::ExperimentSpec spec;
+  spec.mutable_model()->set_name("logreg");
+  spec.mutable_dataset()->set_name("synthetic");
+  spec.mutable_dataset()->mutable_synthetic()->set_train_count(3072);
+  spec.mutable_dataset()->mutable_synthetic()->set_test_count(512);
+  spec.mutable_strategy()->set_name(strategy);
+  spec.mutable_strategy()->set_barrier_timeout_s(5);
+  spec.mutable_cluster()->set_count(workers);
+  spec.mutable_stop()->set_max_updates(60);
+  spec.set_batch_size(32);
+  spec.set_device("cpu");
+  return dasp::withDefaults(spec);
+}
+
+struct Fixture {
+  dasp::ExperimentSpec spec;
+  dasp::TrainTest data;
+  std::unique_ptr<dasp::net::ParameterServer> server;
+  std::string address;
+  std::int64_t parameters = 0;
+};
+
+std::unique_ptr<Fixture> startServer(const dasp::ExperimentSpec& spec, int workers) {
+  auto f = std::make_unique<Fixture>();
+  f->spec = spec;
+  f->data = dasp::loadDataset(spec.dataset(), spec.seed()).value();
+  dasp::net::ServerOptions options;
+  options.spec = spec;
+  options.workers = workers;
+  options.modelName = spec.model().name();
+  options.initialParameters = dasp::ml::initialParameters(spec, f->data.train).value();
+  f->parameters = static_cast<std::int64_t>(options.initialParameters.size());
+  auto server = dasp::net::ParameterServer::start(std::move(options));
+  if (!server) qFatal("%s", server.message().c_str());
+  f->server = std::move(server).value();
+  f->address = "127.0.0.1:" + std::to_string(f->server->port());
+  return f;
+}
+
+dasp::net::WorkerOptions workerOptions(const Fixture& f, int rank) {
+  dasp::net::WorkerOptions o;
+  o.server = f.address;
+  o.name = "worker-" + std::to_string(rank);
+  o.requestedRank = rank;
+  o.model = f.spec.model().name();
+  o.parameters = f.parameters;
+  o.connectTimeoutS = 10;
+  return o;
+}
+
+double testLoss(const Fixture& f, const std::vector<float>& params) {
+  auto evaluator = dasp::ml::TestSetEvaluator::create(f.spec, f.data.train, f.data.test, 0).value();
+  return evaluator->evaluate(params.data()).loss;
+}
+
+}  // namespace
+
+class TestPsIntegration : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void everyStrategyTrains_data();
+  void everyStrategyTrains();
+  void wrongGradientSizeIsRejected();
+  void nanGradientIsRejectedAndNotApplied();
+  void joinWithOtherModelIsRejected();
+  void busyPortIsAClearError();
+  void unreachableServerRetriesThenFails();
+  void vanishedWorkerDoesNotDeadlockBsp();
+};
+
+void TestPsIntegration::everyStrategyTrains_data() {
+  QTest::addColumn<QString>("strategy");
+  for (const char* s : {"bsp", "asp", "ssp", "dssp", "backup", "dasp"}) QTest::newRow(s) << s;
+}
+
+void TestPsIntegration::everyStrategyTrains() {
+  QFETCH(QString, strategy);
+  auto f = startServer(smallSpec(strategy.toStdString(), 3), 3);
+  std::vector<float> initial;
+  f->server->snapshot(initial);
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(3);
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      auto o = workerOptions(*f, r);
+      auto join = dasp::net::joinServer(o, "worker");
+      if (!join) {
+        errors[static_cast<std::size_t>(r)] = join.message();
+        return;
+      }
+      auto source = dasp::ml::ShardGradientSource::create(f->spec, f->data.train, r, 3).value();
+      auto stats = dasp::net::runWorker(o, join.value(), *source);
+      if (!stats) errors[static_cast<std::size_t>(r)] = stats.message();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) QVERIFY2(e.empty(), e.c_str());
+  const auto stats = f->server->stats();
+  QVERIFY2(stats.version >= 60, qPrintable(QString::number(stats.version)));
+  std::vector<float> trained;
+  f->server->snapshot(trained);
+  const double before = testLoss(*f, initial);
+  const double after = testLoss(*f, trained);
+  QVERIFY2(after < 0.7 * before, qPrintable(QString("%1: test loss %2 -> %3").arg(strategy).arg(before).arg(after)));
+  f->server->shutdown();
+}
+
+void TestPsIntegration::wrongGradientSizeIsRejected() {
+  auto f = startServer(smallSpec("asp", 1), 1);
+  dasp::net::PsClient client(f->address, f->parameters);
+  dasp::ps::v1::PushRequest push;
+  push.set_rank(0);
+  std::vector<float> grad(static_cast<std::size_t>(f->parameters - 1), 0.1f);
+  push.mutable_gradient()->assign(reinterpret_cast<const char*>(grad.data()), grad.size() * 4);
+  dasp::ps::v1::PushReply reply;
+  auto status = client.push(push, reply, 5);
+  QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  const auto msg = status.error_message();
+  QVERIFY2(msg.find(std::to_string(f->parameters - 1)) != std::string::npos &&
+               msg.find(std::to_string(f->parameters)) != std::string::npos,
+           msg.c_str());
+  QCOMPARE(f->server->stats().rejected, 1LL);
+  QCOMPARE(f->server->stats().version, 0LL);
+}
+
+void TestPsIntegration::nanGradientIsRejectedAndNotApplied() {
+  auto f = startServer(smallSpec("asp", 1), 1);
+  std::vector<float> before;
+  f->server->snapshot(before);
+  dasp::net::PsClient client(f->address, f->parameters);
+  dasp::ps::v1::PushRequest push;
+  push.set_rank(0);
+  std::vector<float> grad(static_cast<std::size_t>(f->parameters), 0.1f);
+  grad[7] = std::numeric_limits<float>::quiet_NaN();
+  push.mutable_gradient()->assign(reinterpret_cast<const char*>(grad.data()), grad.size() * 4);
+  dasp::ps::v1::PushReply reply;
+  auto status = client.push(push, reply, 5);
+  QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  QVERIFY2(status.error_message().find("NaN") != std::string::npos, status.error_message().c_str());
+  grad[7] = std::numeric_limits<float>::infinity();
+  push.mutable_gradient()->assign(reinterpret_cast<const char*>(grad.data()), grad.size() * 4);
+  QCOMPARE(client.push(push, reply, 5).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  std::vector<float> after;
+  QCOMPARE(f->server->snapshot(after), 0LL);
+  QVERIFY(before == after);
+  QCOMPARE(f->server->stats().rejected, 2LL);
+}
+
+void TestPsIntegration::joinWithOtherModelIsRejected() {
+  auto f = startServer(smallSpec("bsp", 2), 2);
+  auto o = workerOptions(*f, 0);
+  o.model = "mlp";
+  o.parameters = 12345;
+  auto join = dasp::net::joinServer(o, "worker");
+  QVERIFY(!join.isOk());
+  QVERIFY2(join.message().find("mlp") != std::string::npos && join.message().find("logreg") != std::string::npos,
+           join.message().c_str());
+}
+
+void TestPsIntegration::busyPortIsAClearError() {
+  auto f = startServer(smallSpec("asp", 1), 1);
+  dasp::net::ServerOptions options;
+  options.spec = f->spec;
+  options.workers = 1;
+  options.port = f->server->port();
+  options.modelName = "logreg";
+  options.initialParameters.assign(static_cast<std::size_t>(f->parameters), 0.0f);
+  auto second = dasp::net::ParameterServer::start(std::move(options));
+  QVERIFY(!second.isOk());
+  QVERIFY2(second.message().find(std::to_string(f->server->port())) != std::string::npos &&
+               second.message().find("in use") != std::string::npos,
+           second.message().c_str());
+}
+
+void TestPsIntegration::unreachableServerRetriesThenFails() {
+  // A port nobody listens on: bind one, note it, close it.
+  auto f = startServer(smallSpec("asp", 1), 1);
+  const std::string address = f->address;
+  auto o = workerOptions(*f, 0);
+  f->server->shutdown();
+  f.reset();
+  o.server = address;
+  o.connectTimeoutS = 1.0;
+  std::vector<std::string> said;
+  o.log = [&](const std::string& line) { said.push_back(line); };
+  auto join = dasp::net::joinServer(o, "worker");
+  QVERIFY(!join.isOk());
+  QVERIFY2(join.message().find(address) != std::string::npos, join.message().c_str());
+}
+
+void TestPsIntegration::vanishedWorkerDoesNotDeadlockBsp() {
+  auto spec = smallSpec("bsp", 3);
+  spec.mutable_strategy()->set_barrier_timeout_s(0.5);
+  spec.mutable_stop()->set_max_updates(30);
+  auto f = startServer(spec, 3);
+  // Worker 2 joins, pushes once and vanishes; workers 0 and 1 must still finish.
+  {
+    auto o = workerOptions(*f, 2);
+    auto join = dasp::net::joinServer(o, "worker");
+    QVERIFY(join.isOk());
+  }
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(2);
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      auto o = workerOptions(*f, r);
+      auto join = dasp::net::joinServer(o, "worker");
+      auto source = dasp::ml::ShardGradientSource::create(f->spec, f->data.train, r, 3).value();
+      auto stats = dasp::net::runWorker(o, join.value(), *source);
+      if (!stats) errors[static_cast<std::size_t>(r)] = stats.message();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) QVERIFY2(e.empty(), e.c_str());
+  QVERIFY(f->server->stats().version >= 30);
+}
+
+QTEST_GUILESS_MAIN(TestPsIntegration)
+#include "tst_ps_integration.moc"
