@@ -913,8 +913,8 @@ void TestSyncPolicies::downReportsKeepInvariants_data() {
   QTest::addColumn<quint64>("seed");
   for (const char* n : {"bsp", "asp", "ssp", "dssp", "backup", "dasp"}) {
     for (quint64 seed : {1ULL, 2ULL, 3ULL}) {
-      QTest::addRow("%s seed %llu", n, static_cast<unsigned long long>(seed))
-          << QString::fromLatin1(n) << seed;
+      const QString row = QStringLiteral("%1 seed %2").arg(QLatin1String(n)).arg(seed);
+      QTest::newRow(qPrintable(row)) << QString::fromLatin1(n) << seed;
     }
   }
 }
