@@ -49,7 +49,8 @@ class Result {
 
   T& value() & { return *m_value; }
   const T& value() const& { return *m_value; }
-  T&& value() && { return std::move(*m_value); }
+  // By value: `for (auto& x : f().value())` must not dangle.
+  T value() && { return std::move(*m_value); }
   T* operator->() { return &*m_value; }
   const T* operator->() const { return &*m_value; }
   T& operator*() & { return *m_value; }

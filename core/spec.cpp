@@ -265,6 +265,7 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
       stop->max_updates() <= 0) {
     stop->set_epochs(1);
   }
+  if (!stop->has_stop_at_target()) stop->set_stop_at_target(true);
   auto* eval = spec.mutable_evaluation();
   if (!eval->has_every_steps()) eval->set_every_steps(200);
 
@@ -413,6 +414,10 @@ Status validateSpec(const ExperimentSpec& spec) {
   if (stop.max_seconds() < 0) return bad("stop.max_seconds", "must be >= 0");
   if (stop.epochs() < 0) return bad("stop.epochs", "must be >= 0");
   if (stop.max_updates() < 0) return bad("stop.max_updates", "must be >= 0");
+  if (stop.has_stop_at_target() && !stop.stop_at_target() && stop.max_seconds() <= 0 && stop.epochs() <= 0 &&
+      stop.max_updates() <= 0) {
+    return bad("stop.stop_at_target", "false needs another limit (max_seconds, epochs or max_updates)");
+  }
   if (spec.evaluation().has_every_steps() && spec.evaluation().every_steps() <= 0) {
     return bad("evaluation.every_steps", "must be > 0");
   }

@@ -110,24 +110,24 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
 
   while (!cancelled(options)) {
     const auto pullStart = Clock::now();
+    const float* params = nullptr;
     auto status = withRetry(options, "pull", stats, [&] {
       grpc::Status s;
       do {
         pullReply.Clear();
-        s = client.pull(pullRequest, pullReply, pullTimeout);
+        s = client.pullParameters(pullRequest, pullReply, params, pullTimeout);
       } while (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(options));
       return s;
     });
     if (!status.ok()) return Status::error(options.name + ": pull failed: " + describe(status));
     if (pullReply.stop()) break;
     const double pullS = std::max(0.0, secondsSince(pullStart) - pullReply.wait_s());
-    const auto expected = static_cast<std::size_t>(source.parameterCount()) * sizeof(float);
-    if (pullReply.parameters().size() != expected) {
-      return Status::error(options.name + ": server sent " + std::to_string(pullReply.parameters().size()) +
-                           " parameter bytes, expected " + std::to_string(expected));
+    if (params == nullptr) {
+      return Status::error(options.name + ": server sent parameters of the wrong size (expected " +
+                           std::to_string(source.parameterCount()) + " floats)");
     }
     const auto computeStart = Clock::now();
-    auto loss = source.computeGradient(reinterpret_cast<const float*>(pullReply.parameters().data()), gradient.data());
+    auto loss = source.computeGradient(params, gradient.data());
     if (!loss) return Status::error(options.name + ": " + loss.message());
     const double computeS = secondsSince(computeStart);
     const double serverT = join.serverTimeAtJoin + secondsSince(joinedAt);
@@ -141,8 +141,6 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
       ++stats.overruns;
     }
     pushRequest.set_base_version(pullReply.version());
-    pushRequest.mutable_gradient()->assign(reinterpret_cast<const char*>(gradient.data()),
-                                           gradient.size() * sizeof(float));
     pushRequest.set_compute_s(computeS);
     pushRequest.set_emulated_s(emulatedS);
     pushRequest.set_overrun(target < computeS * 0.999 && node.speed().base_iteration_ms() > 0);
@@ -152,7 +150,8 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
     pushRequest.set_prev_push_s(prevPushS);
     const auto pushStart = Clock::now();
     pushReply.Clear();
-    status = withRetry(options, "push", stats, [&] { return client.push(pushRequest, pushReply, pushTimeout); });
+    status = withRetry(options, "push", stats,
+                       [&] { return client.pushGradient(pushRequest, gradient.data(), pushReply, pushTimeout); });
     if (!status.ok()) return Status::error(options.name + ": push failed: " + describe(status));
     prevPushS = secondsSince(pushStart);
     ++stats.iterations;
@@ -179,22 +178,23 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
     pb::PullReply reply;
     // Wait for enough new versions, but no longer than every_s (then take what there is).
     const double timeout = everyS > 0 ? everyS : 60.0;
-    auto status = withRetry(options, "evaluator pull", stats, [&] { return client.pull(request, reply, timeout); });
+    const float* params = nullptr;
+    auto status = withRetry(options, "evaluator pull", stats,
+                            [&] { return client.pullParameters(request, reply, params, timeout); });
     if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
       request.set_min_version(0);
       reply.Clear();
-      status = withRetry(options, "evaluator pull", stats, [&] { return client.pull(request, reply, 30.0); });
+      status = withRetry(options, "evaluator pull", stats,
+                         [&] { return client.pullParameters(request, reply, params, 30.0); });
     }
     if (!status.ok()) return Status::error(options.name + ": pull failed: " + describe(status));
     stop = reply.stop();
     if (reply.version() == lastVersion && !stop) continue;
-    const auto expected = static_cast<std::size_t>(evaluator.parameterCount()) * sizeof(float);
-    if (reply.parameters().size() != expected) {
-      return Status::error(options.name + ": server sent " + std::to_string(reply.parameters().size()) +
-                           " parameter bytes, expected " + std::to_string(expected));
+    if (params == nullptr) {
+      return Status::error(options.name + ": server sent parameters of the wrong size (expected " +
+                           std::to_string(evaluator.parameterCount()) + " floats)");
     }
     const auto t0 = Clock::now();
-    const auto* params = reinterpret_cast<const float*>(reply.parameters().data());
     const Evaluation e = stop ? finalEvaluator.evaluate(params) : evaluator.evaluate(params);
     pb::EvaluationReport report;
     report.set_version(reply.version());

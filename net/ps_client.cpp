@@ -2,6 +2,7 @@
 #include "net/ps_client.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace dasp::net {
@@ -22,7 +23,15 @@ std::string describe(const grpc::Status& status) {
   return text;
 }
 
-PsClient::PsClient(const std::string& address, std::int64_t parameters) : m_address(address) {
+namespace {
+constexpr std::size_t kChunkThreshold = 4u << 20;
+constexpr std::size_t kChunkBytes = 2u << 20;
+}  // namespace
+
+PsClient::PsClient(const std::string& address, std::int64_t parameters)
+    : m_address(address),
+      m_parameters(parameters),
+      m_chunked(static_cast<std::size_t>(parameters) * sizeof(float) > kChunkThreshold) {
   grpc::ChannelArguments args;
   const std::int64_t bytes = parameters * 4 + (16 << 20);
   const int limit = static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(bytes, 64 << 20),
@@ -69,6 +78,69 @@ grpc::Status PsClient::control(const pb::ControlRequest& request, pb::ControlRep
   grpc::ClientContext context;
   setDeadline(context, timeoutS);
   return m_stub->Control(&context, request, &reply);
+}
+
+grpc::Status PsClient::pullParameters(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
+                                      double timeoutS) {
+  params = nullptr;
+  const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
+  if (!m_chunked) {
+    auto status = pull(request, reply, timeoutS);
+    if (status.ok() && reply.parameters().size() == bytes) {
+      params = reinterpret_cast<const float*>(reply.parameters().data());
+    }
+    return status;
+  }
+  grpc::ClientContext context;
+  setDeadline(context, timeoutS);
+  auto reader = m_stub->PullChunks(&context, request);
+  m_pullBuffer.resize(bytes);
+  std::size_t received = 0;
+  bool first = true;
+  while (reader->Read(&m_pullChunk)) {
+    if (first) {
+      reply = m_pullChunk.header();
+      first = false;
+    }
+    const auto& data = m_pullChunk.data();
+    if (received + data.size() > bytes) {
+      context.TryCancel();
+      (void)reader->Finish();
+      return grpc::Status(grpc::StatusCode::DATA_LOSS, "server sent more parameter bytes than the model has");
+    }
+    std::memcpy(m_pullBuffer.data() + received, data.data(), data.size());
+    received += data.size();
+  }
+  auto status = reader->Finish();
+  if (!status.ok()) return status;
+  m_bytesReceived += static_cast<std::int64_t>(received);
+  if (received == bytes) params = reinterpret_cast<const float*>(m_pullBuffer.data());
+  return status;
+}
+
+grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradient, pb::PushReply& reply,
+                                    double timeoutS) {
+  const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
+  if (!m_chunked) {
+    request.mutable_gradient()->assign(reinterpret_cast<const char*>(gradient), bytes);
+    return push(request, reply, timeoutS);
+  }
+  grpc::ClientContext context;
+  setDeadline(context, timeoutS);
+  auto writer = m_stub->PushChunks(&context, &reply);
+  request.clear_gradient();
+  *m_pushChunk.mutable_header() = request;
+  const char* data = reinterpret_cast<const char*>(gradient);
+  bool ok = true;
+  for (std::size_t offset = 0; ok && offset < bytes; offset += kChunkBytes) {
+    m_pushChunk.mutable_data()->assign(data + offset, std::min(kChunkBytes, bytes - offset));
+    ok = writer->Write(m_pushChunk);
+    m_pushChunk.clear_header();
+  }
+  writer->WritesDone();
+  auto status = writer->Finish();
+  if (status.ok()) m_bytesSent += static_cast<std::int64_t>(bytes);
+  return status;
 }
 
 std::unique_ptr<grpc::ClientReader<pb::EventBatch>> PsClient::watch(grpc::ClientContext& context) {

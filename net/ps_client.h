@@ -12,6 +12,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dasp::net {
 
@@ -28,6 +29,15 @@ class PsClient {
   grpc::Status push(const pb::PushRequest& request, pb::PushReply& reply, double timeoutS);
   grpc::Status report(const pb::EvaluationReport& request, pb::ReportReply& reply, double timeoutS);
   grpc::Status control(const pb::ControlRequest& request, pb::ControlReply& reply, double timeoutS);
+  // Pull and push that pick the transport by model size: one message up to 4 MB, chunks
+  // of 2 MB beyond (gRPC is several times faster on such messages). After a successful
+  // pull, `params` points at parameterCount floats, valid until the next pull; `reply`
+  // holds the metadata. `request`'s gradient field is filled here for small models.
+  grpc::Status pullParameters(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
+                              double timeoutS);
+  grpc::Status pushGradient(pb::PushRequest& request, const float* gradient, pb::PushReply& reply, double timeoutS);
+  bool chunked() const { return m_chunked; }
+
   // A Watch stream; the caller reads batches until it ends. `context` must outlive it.
   std::unique_ptr<grpc::ClientReader<pb::EventBatch>> watch(grpc::ClientContext& context);
 
@@ -38,6 +48,11 @@ class PsClient {
   std::string m_address;
   std::shared_ptr<grpc::Channel> m_channel;
   std::unique_ptr<pb::ParameterServer::Stub> m_stub;
+  std::int64_t m_parameters = 0;
+  bool m_chunked = false;
+  std::vector<char> m_pullBuffer;  // chunked pulls land here (allocated once)
+  pb::PullChunk m_pullChunk;
+  pb::PushChunk m_pushChunk;
   std::int64_t m_bytesSent = 0;
   std::int64_t m_bytesReceived = 0;
 };

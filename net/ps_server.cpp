@@ -24,6 +24,10 @@ namespace {
 namespace pb = dasp::ps::v1;
 using Clock = std::chrono::steady_clock;
 
+// Chunk size of chunked pulls (a few MB: gRPC moves such messages several times faster
+// than one message of a whole large model).
+constexpr std::size_t kChunkBytes = 2u << 20;
+
 // gRPC's default 4 MB limit is far below a model's parameters; allow the model plus
 // headroom, at least 64 MB.
 int messageLimit(std::int64_t parameters) {
@@ -35,26 +39,147 @@ int messageLimit(std::int64_t parameters) {
 }  // namespace
 
 struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
-  // A parked (or about to be answered) pull. Finished exactly once, under Impl::mu.
-  class PullReactor final : public grpc::ServerUnaryReactor {
+  // A parked (or about to be answered) pull, unary or chunked. Answered or cancelled
+  // exactly once, under Impl::mu.
+  class PendingPull {
    public:
-    PullReactor(Impl* impl, int rank, pb::PullReply* reply, double arrivedAt, std::int64_t minVersion)
-        : m_impl(impl), m_rank(rank), m_reply(reply), m_arrivedAt(arrivedAt), m_minVersion(minVersion) {}
-    void OnCancel() override { m_impl->cancelPull(this); }
-    void OnDone() override { delete this; }
+    PendingPull(int rank, double arrivedAt, std::int64_t minVersion)
+        : m_rank(rank), m_arrivedAt(arrivedAt), m_minVersion(minVersion) {}
+    virtual ~PendingPull() = default;
     int rank() const { return m_rank; }
-    pb::PullReply* reply() { return m_reply; }
     double arrivedAt() const { return m_arrivedAt; }
     std::int64_t minVersion() const { return m_minVersion; }
-    bool finished = false;  // guarded by Impl::mu
+    virtual pb::PullReply& header() = 0;
+    virtual void setParameters(const float* params, std::size_t bytes) = 0;
+    virtual void complete() = 0;   // the header (and parameters) are set: send
+    virtual void abandon() = 0;    // finish with CANCELLED
+    bool finished = false;         // guarded by Impl::mu
 
    private:
-    Impl* m_impl;
     int m_rank;
-    pb::PullReply* m_reply;
     double m_arrivedAt;
     std::int64_t m_minVersion;
   };
+
+  class PullReactor final : public grpc::ServerUnaryReactor, public PendingPull {
+   public:
+    PullReactor(Impl* impl, int rank, pb::PullReply* reply, double arrivedAt, std::int64_t minVersion)
+        : PendingPull(rank, arrivedAt, minVersion), m_impl(impl), m_reply(reply) {}
+    void OnCancel() override { m_impl->cancelPull(this); }
+    void OnDone() override { delete this; }
+    pb::PullReply& header() override { return *m_reply; }
+    void setParameters(const float* params, std::size_t bytes) override {
+      m_reply->mutable_parameters()->assign(reinterpret_cast<const char*>(params), bytes);
+    }
+    void complete() override { Finish(grpc::Status::OK); }
+    void abandon() override { Finish(grpc::Status::CANCELLED); }
+
+   private:
+    Impl* m_impl;
+    pb::PullReply* m_reply;
+  };
+
+  // A chunked pull: the parameters are copied once into the rank's send buffer when the
+  // pull is answered (a consistent snapshot), then written in chunks.
+  class PullStreamReactor final : public grpc::ServerWriteReactor<pb::PullChunk>, public PendingPull {
+   public:
+    PullStreamReactor(Impl* impl, int rank, double arrivedAt, std::int64_t minVersion)
+        : PendingPull(rank, arrivedAt, minVersion), m_impl(impl) {}
+    void OnCancel() override { m_impl->cancelPull(this); }
+    void OnDone() override { delete this; }
+    void OnWriteDone(bool ok) override {
+      if (!ok) return;  // the call is cancelled or broken; OnDone follows
+      writeNext();
+    }
+    pb::PullReply& header() override { return *m_chunk.mutable_header(); }
+    void setParameters(const float* params, std::size_t bytes) override {
+      m_buffer = &m_impl->sendBuffer(rank());
+      m_buffer->resize(bytes);
+      std::memcpy(m_buffer->data(), params, bytes);
+    }
+    void complete() override { writeNext(); }
+    void abandon() override { Finish(grpc::Status::CANCELLED); }
+
+   private:
+    void writeNext() {
+      const std::size_t total = m_buffer ? m_buffer->size() : 0;
+      if (m_offset >= total && m_sentFirst) {
+        Finish(grpc::Status::OK);
+        return;
+      }
+      const std::size_t n = std::min(kChunkBytes, total - m_offset);
+      if (m_sentFirst) m_chunk.clear_header();
+      m_chunk.mutable_data()->assign(m_buffer ? m_buffer->data() + m_offset : nullptr, n);
+      m_offset += n;
+      m_sentFirst = true;
+      StartWrite(&m_chunk);
+    }
+    Impl* m_impl;
+    pb::PullChunk m_chunk;  // reused for every chunk: its buffer keeps its capacity
+    std::vector<char>* m_buffer = nullptr;
+    std::size_t m_offset = 0;
+    bool m_sentFirst = false;
+  };
+
+  // A chunked push: chunks are gathered into the rank's receive buffer (allocated once),
+  // then handled as one push.
+  class PushStreamReactor final : public grpc::ServerReadReactor<pb::PushChunk> {
+   public:
+    PushStreamReactor(Impl* impl, pb::PushReply* reply) : m_impl(impl), m_reply(reply) { StartRead(&m_chunk); }
+    void OnReadDone(bool ok) override {
+      if (!ok) {  // the client has sent everything
+        Finish(m_failed ? m_status : m_impl->handlePush(m_header, m_buffer, m_received, m_reply));
+        return;
+      }
+      if (!m_failed) {
+        if (m_chunk.has_header()) {
+          m_header = m_chunk.header();
+          const int r = m_header.rank();
+          if (r < 0 || r >= m_impl->options.workers) {
+            fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "push from unknown rank " + std::to_string(r)));
+          } else {
+            m_buffer = m_impl->receiveBuffer(r);
+          }
+        }
+        const auto& data = m_chunk.data();
+        if (!m_failed && m_buffer == nullptr) {
+          fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunked push without a header"));
+        } else if (!m_failed && m_received + data.size() > m_impl->gradientBytes()) {
+          fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "gradient from worker " + std::to_string(m_header.rank()) + " has more than the model's " +
+                                std::to_string(m_impl->store->size()) + " parameters"));
+        } else if (!m_failed) {
+          std::memcpy(reinterpret_cast<char*>(m_buffer) + m_received, data.data(), data.size());
+          m_received += data.size();
+        }
+      }
+      StartRead(&m_chunk);
+    }
+    void OnDone() override { delete this; }
+
+   private:
+    void fail(grpc::Status status) {
+      m_failed = true;
+      m_status = std::move(status);
+    }
+    Impl* m_impl;
+    pb::PushReply* m_reply;
+    pb::PushChunk m_chunk;
+    pb::PushRequest m_header;
+    float* m_buffer = nullptr;
+    std::size_t m_received = 0;
+    bool m_failed = false;
+    grpc::Status m_status;
+  };
+
+  std::vector<char>& sendBuffer(int rank) { return sendBuffers[static_cast<std::size_t>(rank + 1)]; }
+  float* receiveBuffer(int rank) {
+    auto& b = receiveBuffers[static_cast<std::size_t>(rank)];
+    if (b.empty()) b.resize(static_cast<std::size_t>(store->size()));
+    return b.data();
+  }
+  std::vector<std::vector<char>> sendBuffers;      // per rank + 1 (evaluator): chunked pulls
+  std::vector<std::vector<float>> receiveBuffers;  // per rank: chunked pushes
 
   // One Watch subscriber: events are appended under Impl::mu and written in batches, one
   // write in flight at a time.
@@ -115,7 +240,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   bool stopping = false;
   bool shuttingDown = false;
   bool started = false;  // every worker joined: the run's clock runs
-  std::vector<PullReactor*> parked;
+  std::vector<PendingPull*> parked;
   std::vector<std::vector<float>> held;      // per rank: a gradient the policy holds
   std::vector<const float*> gradientOf;      // per rank: where its current gradient lives
   std::vector<char> joined;
@@ -226,19 +351,20 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   std::vector<std::int64_t> baseVersionOf;  // per rank: base version of its current gradient
 
   // --- pulls ----------------------------------------------------------------------------
-  void answerPullLocked(PullReactor* r, double t) {
-    auto* reply = r->reply();
+  void answerPullLocked(PendingPull* r, double t) {
+    auto* reply = &r->header();
     const int rank = r->rank();
     reply->set_stop(stopping);
     reply->set_version(store->version());
     reply->set_server_t_s(t);
     reply->set_version_t_s(versionTime[static_cast<std::size_t>(store->version())]);
     reply->set_lr(learningRateAt(options.spec.optimizer(), store->version()));
-    const double wait = t - r->arrivedAt();
+    // Pulls parked before the start count their wait from the start.
+    const double wait = std::max(0.0, t - r->arrivedAt());
     reply->set_wait_s(wait);
     // The evaluator still gets the parameters after stop, for its final evaluation.
     if (!stopping || rank < 0) {
-      reply->mutable_parameters()->assign(reinterpret_cast<const char*>(store->parameters()), gradientBytes());
+      r->setParameters(store->parameters(), gradientBytes());
       counters.bytesSent += static_cast<std::int64_t>(gradientBytes());
       if (rank >= 0) {
         reply->set_parallel_state(stateName(rank));
@@ -250,13 +376,13 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
       }
     }
     r->finished = true;
-    r->Finish(grpc::Status::OK);
+    r->complete();
   }
 
   void releaseParkedLocked(double t) {
     std::size_t keep = 0;
     for (std::size_t i = 0; i < parked.size(); ++i) {
-      PullReactor* r = parked[i];
+      PendingPull* r = parked[i];
       if (stopping || mayAnswerLocked(r, t)) {
         answerPullLocked(r, t);
       } else {
@@ -268,7 +394,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
 
   // Workers wait for the start and then for the policy; the evaluator (rank -1) waits
   // only for `min_version`.
-  bool mayAnswerLocked(const PullReactor* r, double t) const {
+  bool mayAnswerLocked(const PendingPull* r, double t) const {
     if (r->rank() < 0) return store->version() >= r->minVersion();
     return started && policy->mayProceed(r->rank(), t);
   }
@@ -292,12 +418,12 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     releaseParkedLocked(0.0);
   }
 
-  void cancelPull(PullReactor* r) {
+  void cancelPull(PendingPull* r) {
     std::lock_guard<std::mutex> lock(mu);
     if (r->finished) return;
     parked.erase(std::remove(parked.begin(), parked.end(), r), parked.end());
     r->finished = true;
-    r->Finish(grpc::Status::CANCELLED);
+    r->abandon();
   }
 
   // --- RPCs -----------------------------------------------------------------------------
@@ -369,6 +495,19 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     return reactor;
   }
 
+  // Parks or answers a new pull.
+  void admitPull(PendingPull* reactor) {
+    std::lock_guard<std::mutex> lock(mu);
+    const double t = now();
+    if (reactor->rank() >= 0) lastContact[static_cast<std::size_t>(reactor->rank())] = t;
+    if (stopping || mayAnswerLocked(reactor, t)) {
+      answerPullLocked(reactor, t);
+    } else {
+      parked.push_back(reactor);
+      tickCv.notify_one();
+    }
+  }
+
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const pb::PullRequest* req,
                                  pb::PullReply* reply) override {
     const int rank = req->rank();
@@ -378,24 +517,38 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
                                    "pull from unknown rank " + std::to_string(rank)));
       return reactor;
     }
-    const double t = now();
-    auto* reactor = new PullReactor(this, rank, reply, t, req->min_version());
-    std::lock_guard<std::mutex> lock(mu);
-    if (rank >= 0) lastContact[static_cast<std::size_t>(rank)] = t;
-    if (stopping || mayAnswerLocked(reactor, t)) {
-      answerPullLocked(reactor, t);
-    } else {
-      parked.push_back(reactor);
-      tickCv.notify_one();
+    auto* reactor = new PullReactor(this, rank, reply, now(), req->min_version());
+    admitPull(reactor);
+    return reactor;
+  }
+
+  grpc::ServerWriteReactor<pb::PullChunk>* PullChunks(grpc::CallbackServerContext*, const pb::PullRequest* req) override {
+    const int rank = std::max(-1, std::min(req->rank(), options.workers - 1));
+    auto* reactor = new PullStreamReactor(this, rank, now(), req->min_version());
+    if (rank != req->rank()) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "pull from unknown rank " + std::to_string(req->rank())));
+      return reactor;
     }
+    admitPull(reactor);
     return reactor;
   }
 
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
                                  pb::PushReply* reply) override {
     auto* reactor = ctx->DefaultReactor();
-    const int rank = req->rank();
     const auto& bytes = req->gradient();
+    reactor->Finish(handlePush(*req, reinterpret_cast<const float*>(bytes.data()), bytes.size(), reply));
+    return reactor;
+  }
+
+  grpc::ServerReadReactor<pb::PushChunk>* PushChunks(grpc::CallbackServerContext*, pb::PushReply* reply) override {
+    return new PushStreamReactor(this, reply);
+  }
+
+  // Validates and handles one push (unary or chunked): `grad` holds `bytes` bytes.
+  grpc::Status handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes, pb::PushReply* reply) {
+    const int rank = req.rank();
     auto reject = [&](const std::string& why) {
       std::lock_guard<std::mutex> lock(mu);
       ++counters.rejected;
@@ -406,16 +559,14 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
         e->set_detail(why);
         publishLocked(e);
       }
-      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why));
-      return reactor;
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why);
     };
     if (rank < 0 || rank >= options.workers) return reject("push from unknown rank " + std::to_string(rank));
-    if (bytes.size() != gradientBytes()) {
-      return reject("gradient from worker " + std::to_string(rank) + " has " + std::to_string(bytes.size() / 4) +
-                    " values (" + std::to_string(bytes.size()) + " bytes), the model has " +
+    if (bytes != gradientBytes()) {
+      return reject("gradient from worker " + std::to_string(rank) + " has " + std::to_string(bytes / 4) +
+                    " values (" + std::to_string(bytes) + " bytes), the model has " +
                     std::to_string(store->size()) + " parameters");
     }
-    const auto* grad = reinterpret_cast<const float*>(bytes.data());
     if (!allFinite(grad, store->size())) {
       return reject("gradient from worker " + std::to_string(rank) +
                     " contains NaN or Inf; rejected, not applied");
@@ -423,37 +574,36 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     std::lock_guard<std::mutex> lock(mu);
     const double t = now();
     ++counters.pushes;
-    counters.bytesReceived += static_cast<std::int64_t>(bytes.size());
+    counters.bytesReceived += static_cast<std::int64_t>(bytes);
     lastContact[static_cast<std::size_t>(rank)] = t;
     if (auto* e = newEventLocked()) {
       e->set_kind(pb::ClusterEvent::ITERATION);
       e->set_t_s(t);
       e->set_rank(rank);
       e->set_parallel_state(stateName(rank));
-      e->set_version(req->base_version());
+      e->set_version(req.base_version());
       e->set_wait_s(lastWait[static_cast<std::size_t>(rank)]);
-      e->set_pull_s(req->pull_s());
-      e->set_compute_s(req->compute_s());
-      e->set_emulated_s(req->emulated_s());
-      e->set_push_s(req->prev_push_s());
-      e->set_loss(req->train_loss());
+      e->set_pull_s(req.pull_s());
+      e->set_compute_s(req.compute_s());
+      e->set_emulated_s(req.emulated_s());
+      e->set_push_s(req.prev_push_s());
+      e->set_loss(req.train_loss());
       e->set_release_t_s(lastRelease[static_cast<std::size_t>(rank)]);
-      e->set_batch_size(req->batch_size());
+      e->set_batch_size(req.batch_size());
       publishLocked(e);
     }
     if (stopping) {
       reply->set_stop(true);
       reply->set_outcome("dropped");
       reply->set_version(store->version());
-      reactor->Finish(grpc::Status::OK);
-      return reactor;
+      return grpc::Status::OK;
     }
-    // The pushed gradient is read in place from the request unless the policy holds it.
+    // The pushed gradient is read in place unless the policy holds it.
     const auto r = static_cast<std::size_t>(rank);
     gradientOf[r] = grad;
-    baseVersionOf[r] = req->base_version();
+    baseVersionOf[r] = req.base_version();
     out.clear();
-    const PushOutcome outcome = policy->onPush(rank, req->base_version(), t, out);
+    const PushOutcome outcome = policy->onPush(rank, req.base_version(), t, out);
     bool consumed = false;
     for (const auto& g : out.gradients) consumed = consumed || g.rank == rank;
     applyOutputLocked(t);
@@ -464,12 +614,9 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
       gradientOf[r] = held[r].data();
     }
     reply->set_version(store->version());
-    reply->set_outcome(outcome == PushOutcome::Applied ? "applied"
-                       : outcome == PushOutcome::Held  ? "held"
-                                                       : "dropped");
+    reply->set_outcome(toString(outcome));
     tickCv.notify_one();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+    return grpc::Status::OK;
   }
 
   grpc::ServerWriteReactor<pb::EventBatch>* Watch(grpc::CallbackServerContext*, const pb::WatchRequest*) override {
@@ -595,7 +742,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
       if (started && !parked.empty() && !stopping) {
         for (int r = 0; r < options.workers; ++r) {
           const auto i = static_cast<std::size_t>(r);
-          const bool isParked = std::any_of(parked.begin(), parked.end(), [r](PullReactor* p) { return p->rank() == r; });
+          const bool isParked = std::any_of(parked.begin(), parked.end(), [r](PendingPull* p) { return p->rank() == r; });
           if (joined[i] && !isParked && policy->state(r) != ParallelState::Down && t - lastContact[i] > silence) {
             markDownLocked(r, t, "silent for longer than strategy.barrier_timeout_s");
           }
@@ -624,6 +771,8 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
                                                  options.spec.optimizer().weight_decay());
   const auto workers = static_cast<std::size_t>(options.workers);
   impl->held.assign(workers, std::vector<float>(count, 0.0f));
+  impl->sendBuffers.resize(workers + 1);
+  impl->receiveBuffers.resize(workers);
   impl->gradientOf.assign(workers, nullptr);
   for (std::size_t r = 0; r < workers; ++r) impl->gradientOf[r] = impl->held[r].data();
   impl->baseVersionOf.assign(workers, 0);

@@ -236,7 +236,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     }
     const auto f = recording.figures();
     if (options.cancel && options.cancel->load()) stopReason = "cancelled";
-    else if (f.targetT) stopReason = "target";
+    else if (f.targetT && stop.stop_at_target()) stopReason = "target";
     else if (stop.max_seconds() > 0 && f.lastT >= stop.max_seconds()) stopReason = "max_seconds";
     else if (stop.max_updates() > 0 && f.version >= stop.max_updates()) stopReason = "max_updates";
     else if (stop.epochs() > 0 && static_cast<double>(f.samples) / trainCount >= stop.epochs()) stopReason = "epochs";

@@ -6,7 +6,17 @@
 
 #include "core/dataset_loader.h"
 #include "core/ml/model.h"
+#include "core/ml/node_compute.h"
 #include "core/ml/train_bench.h"
+#include "core/ml/trainer.h"
+#include "core/policy_bench.h"
+#include "net/nodes.h"
+#include "net/ps_server.h"
+#include "net/transfer_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <cstdio>
 #include <iostream>
@@ -69,6 +79,117 @@ int benchTrain(const Args& args) {
   return 0;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// (a) One worker + server over loopback gRPC against the single-process trainer, same
+// model, batch and data: seconds per iteration of each, in alternating rounds.
+Result<std::pair<double, double>> iterationTimes(const TrainTest& data, const std::string& model, int batch,
+                                                 int iterations, int rounds) {
+  ExperimentSpec spec;
+  spec.mutable_model()->set_name(model);
+  spec.mutable_dataset()->set_name("fashion-mnist");
+  spec.mutable_strategy()->set_name("asp");
+  spec.set_batch_size(batch);
+  spec.set_device("cpu");
+  spec.mutable_stop()->set_max_updates(iterations);
+  spec = withDefaults(spec);
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> single, distributed;
+  for (int round = 0; round < rounds; ++round) {
+    {
+      auto trainer = ml::SingleNodeTrainer::create(spec, data);
+      if (!trainer) return trainer.status();
+      for (int i = 0; i < 10; ++i) (void)trainer.value()->step();  // warm-up
+      const auto t0 = Clock::now();
+      for (int i = 0; i < iterations; ++i) {
+        if (auto st = trainer.value()->step(); !st) return st.status();
+      }
+      single.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / iterations);
+    }
+    net::ServerOptions options;
+    options.spec = spec;
+    options.workers = 1;
+    options.modelName = model;
+    auto initial = ml::initialParameters(spec, data.train);
+    if (!initial) return initial.status();
+    options.initialParameters = std::move(initial).value();
+    const auto parameters = static_cast<std::int64_t>(options.initialParameters.size());
+    auto server = net::ParameterServer::start(std::move(options));
+    if (!server) return server.status();
+    net::WorkerOptions worker;
+    worker.server = "127.0.0.1:" + std::to_string(server.value()->port());
+    worker.name = "bench-worker";
+    worker.requestedRank = 0;
+    worker.model = model;
+    worker.parameters = parameters;
+    auto join = net::joinServer(worker, "worker");
+    if (!join) return join.status();
+    auto source = ml::ShardGradientSource::create(spec, data.train, 0, 1);
+    if (!source) return source.status();
+    const auto t0 = Clock::now();
+    auto stats = net::runWorker(worker, join.value(), *source.value());
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    server.value()->shutdown(1.0);
+    if (!stats) return stats.status();
+    distributed.push_back(seconds / static_cast<double>(std::max<std::int64_t>(1, stats->iterations)));
+  }
+  return std::make_pair(median(distributed), median(single));
+}
+
+int benchPs(const Args& args) {
+  const bool json = args.has("--json");
+  auto note = [&](const char* what) {
+    if (!json) std::fprintf(stderr, "bench ps: %s ...\n", what);
+  };
+  v1::DatasetSpec dataSpec;
+  dataSpec.set_name("fashion-mnist");
+  dataSpec.set_path(args.value("--dataset-path").value_or("/usr/share/datasets/fashion-mnist"));
+  dataSpec.set_normalize(true);
+  auto data = loadDataset(dataSpec, 1);
+  if (!data) return fail(data.message());
+  ml::configureThreads(1);
+
+  note("(a) lenet iteration: 1 worker + server over loopback vs the single-process trainer");
+  auto times = iterationTimes(data.value(), "lenet", 64, 300, 3);
+  if (!times) return fail(times.message(), 1);
+  note("(b) push+pull of 10M floats vs a raw TCP echo of the same bytes");
+  const std::int64_t floats = 10'000'000;
+  auto tcp = net::benchTcpEcho(floats, 21);
+  if (!tcp) return fail(tcp.message(), 1);
+  auto grpc = net::benchPushPull(floats, 11);
+  if (!grpc) return fail(grpc.message(), 1);
+  note("(c) policy decisions per second, 1,024 workers");
+  v1::StrategySpec ssp, dasp;
+  ssp.set_name("ssp");
+  dasp.set_name("dasp");
+  const auto sspRate = benchPolicyDecisions(ssp, 1024, 1.0, 1);
+  const auto daspRate = benchPolicyDecisions(dasp, 1024, 1.0, 1);
+
+  const double ratio = times->second > 0 ? times->first / times->second : 0;
+  const double transferRatio = tcp->gbps > 0 ? grpc->gbps / tcp->gbps : 0;
+  if (json) {
+    std::cout << "{\"bench\":\"ps\",\"iteration_time_ratio\":" << jsonNumber(ratio)
+              << ",\"distributed_iteration_ms\":" << jsonNumber(times->first * 1e3)
+              << ",\"single_iteration_ms\":" << jsonNumber(times->second * 1e3)
+              << ",\"push_pull_gbps\":" << jsonNumber(grpc->gbps) << ",\"tcp_echo_gbps\":" << jsonNumber(tcp->gbps)
+              << ",\"push_pull_vs_tcp\":" << jsonNumber(transferRatio) << ",\"push_pull_floats\":" << floats
+              << ",\"ssp_decisions_per_s\":" << jsonNumber(sspRate.decisionsPerS)
+              << ",\"dasp_decisions_per_s\":" << jsonNumber(daspRate.decisionsPerS) << ",\"policy_workers\":1024}"
+              << std::endl;
+  } else {
+    std::printf("(a) lenet batch 64: %.3f ms per distributed iteration vs %.3f ms single-process: ratio %.3f\n",
+                times->first * 1e3, times->second * 1e3, ratio);
+    std::printf("(b) push+pull of 10M floats: %.2f GB/s vs TCP echo %.2f GB/s: %.0f %%\n", grpc->gbps, tcp->gbps,
+                100 * transferRatio);
+    std::printf("(c) decisions/s with 1,024 workers: ssp %.3g, dasp %.3g\n", sspRate.decisionsPerS,
+                daspRate.decisionsPerS);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cmdBench(int argc, char** argv) {
@@ -81,7 +202,12 @@ int cmdBench(int argc, char** argv) {
     }
     return benchTrain(args);
   }
-  return fail("usage: dasp bench train [--models mlp,lenet] [--batch 64] [--rounds 7] [--seconds 1] [--json]");
+  if (which == "ps") {
+    if (auto u = args.unknown({"--dataset-path", "--json"}); !u.empty()) return fail("unknown option " + u.front());
+    return benchPs(args);
+  }
+  return fail("usage: dasp bench train [--models mlp,lenet] [--batch 64] [--rounds 7] [--seconds 1] [--json]\n"
+              "       dasp bench ps [--json]");
 }
 
 }  // namespace dasp::cli

@@ -109,7 +109,7 @@ Result<TrainResult> SingleNodeTrainer::run(TrainObserver* observer,
     lastEvalStep = m_step;
     if (stop.target_accuracy() > 0 && p.eval.accuracy >= stop.target_accuracy()) {
       if (!result.timeToTargetS) result.timeToTargetS = t;
-      return true;
+      return stop.stop_at_target();
     }
     return false;
   };

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+// `dasp run` end to end with real processes: a short synthetic run is recorded completely;
+// a worker killed mid-run is marked down and training goes on; Ctrl-C stops the run
+// cleanly; no node process outlives the run on any of these paths.
+#include "core/run_store.h"
+
+#include <signal.h>
+
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+namespace {
+
+QString daspBin() { return QStringLiteral(DASP_BINARY_DIR "/bin/dasp"); }
+
+QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& strategy, double seconds) {
+  const QString path = dir.filePath(name + ".json");
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write spec");
+  f.write(QStringLiteral(R"({
+    "name": "%1",
+    "model": {"name": "logreg"},
+    "dataset": {"name": "synthetic", "synthetic": {"train_count": 4096, "test_count": 512}},
+    "batch_size": 32,
+    "cluster": {"count": 3, "slowdowns": [1, 1, 3], "base_iteration_ms": 10},
+    "strategy": {"name": "%2", "barrier_timeout_s": 1},
+    "stop": {"max_seconds": %3},
+    "evaluation": {"every_s": 0.3, "every_steps": 1000000},
+    "device": "cpu"
+  })").arg(name, strategy).arg(seconds).toUtf8());
+  return path;
+}
+
+bool alive(std::int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
+
+// Every node process recorded for the run has exited.
+void verifyNoOrphans(dasp::RunStore& store, std::int64_t runId) {
+  auto nodes = store.nodes(runId);
+  QVERIFY(nodes.isOk());
+  QVERIFY(nodes->size() >= 5);  // server, 3 workers, evaluator
+  for (const auto& n : nodes.value()) QVERIFY2(!alive(n.pid), qPrintable(QString::fromStdString(n.node) + " still running"));
+}
+
+}  // namespace
+
+class TestRunner : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void shortRunIsRecorded_data();
+  void shortRunIsRecorded();
+  void killedWorkerIsMarkedDown();
+  void interruptStopsCleanly();
+
+ private:
+  QTemporaryDir m_dir;
+};
+
+void TestRunner::shortRunIsRecorded_data() {
+  QTest::addColumn<QString>("strategy");
+  QTest::newRow("bsp") << "bsp";
+  QTest::newRow("dasp") << "dasp";
+}
+
+void TestRunner::shortRunIsRecorded() {
+  QFETCH(QString, strategy);
+  const auto db = m_dir.filePath("runs-" + strategy + ".sqlite");
+  QProcess p;
+  p.start(daspBin(), {"run", writeSpec(m_dir, "short-" + strategy, strategy, 3), "--db", db, "--json", "--quiet"});
+  QVERIFY(p.waitForFinished(60000));
+  const auto err = QString::fromUtf8(p.readAllStandardError());
+  QVERIFY2(p.exitCode() == 0, qPrintable(err));
+  const auto lines = QString::fromUtf8(p.readAllStandardOutput()).trimmed().split('\n');
+  const auto json = QJsonDocument::fromJson(lines.last().toUtf8()).object();
+  for (const char* key : {"run_id", "strategy", "seed", "time_to_target_s", "final_accuracy", "updates", "mean_wait_s",
+                          "mean_staleness", "max_staleness"}) {
+    QVERIFY2(json.contains(key), key);
+  }
+  QCOMPARE(json["strategy"].toString(), strategy);
+  QVERIFY(json["updates"].toInt() > 20);
+  QVERIFY2(json["final_accuracy"].toDouble() > 0.5, qPrintable(lines.last()));
+  if (strategy == "bsp") QCOMPARE(json["max_staleness"].toInt(), 0);
+
+  auto store = dasp::RunStore::open(db.toStdString());
+  QVERIFY(store.isOk());
+  const auto runId = static_cast<std::int64_t>(json["run_id"].toInteger());
+  auto run = store.value()->run(runId);
+  QCOMPARE(run->status, dasp::RunStatus::Completed);
+  QCOMPARE(run->strategy, strategy.toStdString());
+  QVERIFY(store.value()->evaluations(runId)->size() >= 3);
+  QVERIFY(!store.value()->stateIntervals(runId)->empty());
+  QVERIFY(!store.value()->samples(runId, "staleness")->empty());
+  QVERIFY(!store.value()->samples(runId, "wait_s")->empty());
+  QVERIFY(!store.value()->logs(runId, "server")->empty());
+  for (const auto& n : store.value()->nodes(runId).value()) {
+    QVERIFY2(n.exitCode.has_value() && *n.exitCode == 0, n.node.c_str());
+  }
+  verifyNoOrphans(*store.value(), runId);
+}
+
+void TestRunner::killedWorkerIsMarkedDown() {
+  const auto db = m_dir.filePath("kill.sqlite");
+  QProcess p;
+  p.start(daspBin(), {"run", writeSpec(m_dir, "kill", "bsp", 6), "--db", db, "--json", "--quiet"});
+  QVERIFY(p.waitForStarted());
+  // Wait until the run has worker processes and has applied updates, then kill worker-1.
+  std::int64_t victim = 0, runId = 0;
+  auto ready = [&]() -> bool {
+    auto store = dasp::RunStore::open(db.toStdString());
+    if (!store) return false;
+    auto runs = store.value()->listRuns();
+    if (!runs || runs->empty()) return false;
+    runId = runs->front().id;
+    auto evals = store.value()->evaluations(runId);
+    if (!evals || evals->size() < 2) return false;
+    for (const auto& n : store.value()->nodes(runId).value()) {
+      if (n.node == "worker-1") victim = n.pid;
+    }
+    return victim > 0;
+  };
+  QTRY_VERIFY_WITH_TIMEOUT(ready(), 30000);
+  QCOMPARE(::kill(static_cast<pid_t>(victim), SIGKILL), 0);
+  QVERIFY(p.waitForFinished(60000));
+  QVERIFY2(p.exitCode() == 0, qPrintable(QString::fromUtf8(p.readAllStandardError())));
+  auto store = dasp::RunStore::open(db.toStdString());
+  auto run = store.value()->run(runId);
+  QCOMPARE(run->status, dasp::RunStatus::Completed);
+  bool sawExit = false, sawDown = false;
+  for (const auto& e : store.value()->events(runId).value()) {
+    sawExit = sawExit || (e.kind == "exit" && e.node == "worker-1" && e.detail.find("signal 9") != std::string::npos);
+    sawDown = sawDown || (e.kind == "node" && e.node == "worker-1" && e.detail.rfind("DOWN", 0) == 0);
+  }
+  QVERIFY(sawExit);
+  QVERIFY(sawDown);
+  // Training went on after the kill: evaluations of later versions exist.
+  const auto evals = store.value()->evaluations(runId).value();
+  QVERIFY(evals.back().version > evals.front().version + 10);
+  verifyNoOrphans(*store.value(), runId);
+}
+
+void TestRunner::interruptStopsCleanly() {
+  const auto db = m_dir.filePath("interrupt.sqlite");
+  QProcess p;
+  p.start(daspBin(), {"run", writeSpec(m_dir, "interrupt", "asp", 120), "--db", db, "--quiet"});
+  QVERIFY(p.waitForStarted());
+  std::int64_t runId = 0;
+  auto running = [&]() -> bool {
+    auto store = dasp::RunStore::open(db.toStdString());
+    if (!store) return false;
+    auto runs = store.value()->listRuns();
+    if (!runs || runs->empty()) return false;
+    runId = runs->front().id;
+    auto evals = store.value()->evaluations(runId);
+    return evals && evals->size() >= 2;
+  };
+  QTRY_VERIFY_WITH_TIMEOUT(running(), 30000);
+  ::kill(static_cast<pid_t>(p.processId()), SIGINT);  // what Ctrl-C sends
+  QVERIFY(p.waitForFinished(60000));
+  QCOMPARE(p.exitCode(), 130);
+  auto store = dasp::RunStore::open(db.toStdString());
+  QCOMPARE(store.value()->run(runId)->status, dasp::RunStatus::Stopped);
+  verifyNoOrphans(*store.value(), runId);
+}
+
+QTEST_GUILESS_MAIN(TestRunner)
+#include "tst_runner.moc"
