@@ -107,21 +107,28 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
   pushRequest.set_rank(join.rank);
   pb::PushReply pushReply;
   double prevPushS = 0;
+  double pullS = 0;
+  const float* params = nullptr;
 
-  while (!cancelled(options)) {
+  // A plain pull; a pull that times out while parked is simply asked again.
+  auto pullNext = [&]() -> grpc::Status {
     const auto pullStart = Clock::now();
-    const float* params = nullptr;
-    auto status = withRetry(options, "pull", stats, [&] {
-      grpc::Status s;
+    auto s = withRetry(options, "pull", stats, [&] {
+      grpc::Status r;
       do {
         pullReply.Clear();
-        s = client.pullParameters(pullRequest, pullReply, params, pullTimeout);
-      } while (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(options));
-      return s;
+        r = client.pullParameters(pullRequest, pullReply, params, pullTimeout);
+      } while (r.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(options));
+      return r;
     });
+    pullS = std::max(0.0, secondsSince(pullStart) - pullReply.wait_s());
+    return s;
+  };
+
+  auto status = pullNext();
+  while (!cancelled(options)) {
     if (!status.ok()) return Status::error(options.name + ": pull failed: " + describe(status));
     if (pullReply.stop()) break;
-    const double pullS = std::max(0.0, secondsSince(pullStart) - pullReply.wait_s());
     if (params == nullptr) {
       return Status::error(options.name + ": server sent parameters of the wrong size (expected " +
                            std::to_string(source.parameterCount()) + " floats)");
@@ -149,6 +156,25 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
     pushRequest.set_pull_s(pullS);
     pushRequest.set_prev_push_s(prevPushS);
     const auto pushStart = Clock::now();
+    if (!client.chunked()) {
+      // One call pushes and brings the next parameters; its transfer time (both ways) is
+      // reported as the next iteration's pull.
+      status = withRetry(options, "push", stats, [&] {
+        pullReply.Clear();
+        return client.pushPull(pushRequest, gradient.data(), pullReply, params, pullTimeout);
+      });
+      if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+        // The push was handled; only the release took too long: pull again, never re-push.
+        ++stats.iterations;
+        status = pullNext();
+        continue;
+      }
+      if (!status.ok()) return Status::error(options.name + ": push failed: " + describe(status));
+      ++stats.iterations;
+      pullS = std::max(0.0, secondsSince(pushStart) - pullReply.wait_s());
+      prevPushS = 0;
+      continue;
+    }
     pushReply.Clear();
     status = withRetry(options, "push", stats,
                        [&] { return client.pushGradient(pushRequest, gradient.data(), pushReply, pushTimeout); });
@@ -156,6 +182,7 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
     prevPushS = secondsSince(pushStart);
     ++stats.iterations;
     if (pushReply.stop()) break;
+    status = pullNext();
   }
   stats.bytesSent = client.bytesSent();
   stats.bytesReceived = client.bytesReceived();

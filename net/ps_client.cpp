@@ -38,6 +38,9 @@ PsClient::PsClient(const std::string& address, std::int64_t parameters)
                                                             std::numeric_limits<int>::max()));
   args.SetMaxReceiveMessageSize(limit);
   args.SetMaxSendMessageSize(limit);
+  // Windows and frames sized for model-sized messages (see the server's options).
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1);
   // Reconnect quickly after a server restart instead of gRPC's default growing backoff.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
@@ -140,6 +143,21 @@ grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradi
   writer->WritesDone();
   auto status = writer->Finish();
   if (status.ok()) m_bytesSent += static_cast<std::int64_t>(bytes);
+  return status;
+}
+
+grpc::Status PsClient::pushPull(pb::PushRequest& request, const float* gradient, pb::PullReply& reply,
+                                const float*& params, double timeoutS) {
+  params = nullptr;
+  const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
+  request.mutable_gradient()->assign(reinterpret_cast<const char*>(gradient), bytes);
+  grpc::ClientContext context;
+  setDeadline(context, timeoutS);
+  auto status = m_stub->PushPull(&context, request, &reply);
+  if (!status.ok()) return status;
+  m_bytesSent += static_cast<std::int64_t>(bytes);
+  m_bytesReceived += static_cast<std::int64_t>(reply.parameters().size());
+  if (reply.parameters().size() == bytes) params = reinterpret_cast<const float*>(reply.parameters().data());
   return status;
 }
 

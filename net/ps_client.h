@@ -36,6 +36,9 @@ class PsClient {
   grpc::Status pullParameters(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
                               double timeoutS);
   grpc::Status pushGradient(pb::PushRequest& request, const float* gradient, pb::PushReply& reply, double timeoutS);
+  // Push and pull in one call (models below the chunking threshold only).
+  grpc::Status pushPull(pb::PushRequest& request, const float* gradient, pb::PullReply& reply, const float*& params,
+                        double timeoutS);
   bool chunked() const { return m_chunked; }
 
   // A Watch stream; the caller reads batches until it ends. `context` must outlive it.

@@ -522,6 +522,21 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     return reactor;
   }
 
+  grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
+                                     pb::PullReply* reply) override {
+    pb::PushReply pushed;
+    const auto& bytes = req->gradient();
+    auto status = handlePush(*req, reinterpret_cast<const float*>(bytes.data()), bytes.size(), &pushed);
+    if (!status.ok()) {
+      auto* reactor = ctx->DefaultReactor();
+      reactor->Finish(status);
+      return reactor;
+    }
+    auto* reactor = new PullReactor(this, req->rank(), reply, now(), -1);
+    admitPull(reactor);
+    return reactor;
+  }
+
   grpc::ServerWriteReactor<pb::PullChunk>* PullChunks(grpc::CallbackServerContext*, const pb::PullRequest* req) override {
     const int rank = std::max(-1, std::min(req->rank(), options.workers - 1));
     auto* reactor = new PullStreamReactor(this, rank, now(), req->min_version());
@@ -790,6 +805,10 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   // gRPC sets SO_REUSEPORT by default, which would let a second server share a busy port
   // silently; we want the clear "address in use" error instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Flow-control windows and frames sized for model-sized messages: with HTTP/2's 64 KB
+  // defaults a 250 KB push needs several window updates (round trips) to get through.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1);
   builder.SetMaxReceiveMessageSize(messageLimit(impl->store->size()));
   builder.SetMaxSendMessageSize(messageLimit(impl->store->size()));
   builder.RegisterService(impl.get());
