@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
 // dasp-workbench: the GUI. Picks the run store (--db FILE, else $DASP_DB, else the default
-// store file) and opens the main window. Links no LibTorch (see docs: layers).
+// store file), opens the main window and loads experiments/default.json into the designer
+// (the presets directory: $DASP_EXPERIMENTS_DIR, else the source tree's experiments/ next
+// to build/bin, else ./experiments). Links no LibTorch (see docs: layers).
 
 #include "core/run_store.h"
 #include "ui/main_window.h"
+#include "ui/spec_designer.h"
 
 #include <QApplication>
 #include <QCommandLineOption>
 #include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
 #include <QString>
 
 int main(int argc, char** argv) {
@@ -31,6 +36,14 @@ int main(int argc, char** argv) {
                                 : QString::fromStdString(dasp::defaultStorePath());
 
   dasp::ui::MainWindow window(storePath);
+  // A missing or malformed default preset is reported in the designer, never fatal.
+  const QString preset = QDir(dasp::ui::SpecDesigner::experimentsDir()).filePath(QStringLiteral("default.json"));
+  if (QFileInfo::exists(preset)) {
+    window.designer()->loadFile(preset);
+  } else {
+    window.designer()->showMessage(
+        QObject::tr("No default experiment at %1: choose a preset or open a spec.").arg(preset), false);
+  }
   window.show();
   return QApplication::exec();
 }

@@ -256,7 +256,7 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
   if (!dasp->has_s_max()) dasp->set_s_max(8);
   if (!dasp->has_s_high()) dasp->set_s_high(15);
   if (!dasp->has_staleness_scaling()) dasp->set_staleness_scaling(true);
-  if (!dasp->has_lead_cap()) dasp->set_lead_cap(true);
+  if (!dasp->has_lead_cap()) dasp->set_lead_cap(false);
   if (!dasp->has_hysteresis()) dasp->set_hysteresis(2);
   if (!strategy->has_barrier_timeout_s()) strategy->set_barrier_timeout_s(10.0);
 

@@ -250,7 +250,7 @@ struct DaspParamsResolved {
   int sMax = 8;
   int sHigh = 15;
   bool stalenessScaling = true;
-  bool leadCap = true;
+  bool leadCap = false;  // measured default: see docs/EXPERIMENTS.md
   int hysteresis = 2;
   double barrierTimeoutS = 10.0;
 };

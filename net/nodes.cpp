@@ -76,7 +76,9 @@ Result<JoinInfo> joinServer(const WorkerOptions& options, const std::string& rol
   request.set_requested_rank(options.requestedRank);
   pb::JoinReply reply;
   NodeStats stats;
-  auto status = withRetry(options, "join", stats, [&] { return client.join(request, reply, options.connectTimeoutS); });
+  // An unreachable server fails each attempt at once (UNAVAILABLE); withRetry backs off,
+  // says so, and gives up after connectTimeoutS.
+  auto status = withRetry(options, "join", stats, [&] { return client.join(request, reply, 10.0); });
   if (!status.ok()) return Status::error(options.name + ": cannot join " + options.server + ": " + describe(status));
   JoinInfo info;
   info.rank = reply.rank();

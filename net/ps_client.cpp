@@ -51,7 +51,6 @@ PsClient::PsClient(const std::string& address, std::int64_t parameters)
 grpc::Status PsClient::join(const pb::JoinRequest& request, pb::JoinReply& reply, double timeoutS) {
   grpc::ClientContext context;
   setDeadline(context, timeoutS);
-  context.set_wait_for_ready(true);  // a server still starting up is waited for, within the deadline
   return m_stub->Join(&context, request, &reply);
 }
 

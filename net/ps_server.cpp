@@ -258,7 +258,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   std::thread ticker;
   int port = 0;
 
-  double now() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+  double sinceStart() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+  // Run time: 0 until every worker has joined (so nothing before the start, such as join
+  // events or the evaluator's first report, carries start-up time), then seconds since.
+  double now() const { return started ? sinceStart() : 0.0; }
   std::size_t gradientBytes() const { return static_cast<std::size_t>(store->size()) * sizeof(float); }
 
   // --- events -------------------------------------------------------------------------
@@ -404,7 +407,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   // data, building models) is not counted as training time.
   void maybeStartLocked() {
     if (started || std::count(joined.begin(), joined.end(), 1) < options.workers) return;
-    const double shift = now();
+    const double shift = sinceStart();
     start += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(shift));
     for (auto& v : lastContact) v = 0.0;
     started = true;

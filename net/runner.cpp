@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -78,6 +79,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   auto opened = RunRecorder::open(options.dbPath, runId);
   if (!opened) return opened.status();
   auto& recorder = *opened.value();
+  if (options.onRunCreated) options.onRunCreated(runId);
 
   const std::string dir = tempRunDir();
   const std::string specFile = dir + "/spec.json";
@@ -224,6 +226,40 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     if (auto st = launch("evaluator", {"evaluator", "--server", address}); !st) failure = st.message();
   }
 
+  // Live actions from the GUI: speed through the server, pause/resume/kill by signal.
+  auto applyControl = [&](const RunControl::Action& action) -> std::string {
+    const auto rankIt = std::find(names.begin(), names.end(), action.node);
+    const int rank = rankIt == names.end() ? -1 : static_cast<int>(rankIt - names.begin());
+    switch (action.kind) {
+      case RunControl::Kind::SlowDown:
+      case RunControl::Kind::Restore: {
+        if (rank < 0) return "cannot change the speed of " + action.node + ": not a worker";
+        dasp::ps::v1::ControlRequest creq;
+        creq.set_action(dasp::ps::v1::ControlRequest::SET_SLOWDOWN);
+        creq.set_rank(rank);
+        creq.set_slowdown(action.kind == RunControl::Kind::Restore ? 0.0 : action.factor);
+        dasp::ps::v1::ControlReply crep;
+        auto st = control.control(creq, crep, 5.0);
+        if (!st.ok()) return "speed change of " + action.node + " failed: " + describe(st);
+        return action.kind == RunControl::Kind::Restore ? "restore " + action.node + " to its own speed profile"
+                                                        : "slow " + action.node + " to x" + std::to_string(action.factor);
+      }
+      case RunControl::Kind::Pause:
+      case RunControl::Kind::Resume:
+      case RunControl::Kind::Kill: {
+        auto it = children.find(action.node);
+        if (it == children.end() || !it->second->running()) return action.node + " is not running";
+        const int sig = action.kind == RunControl::Kind::Pause ? SIGSTOP
+                        : action.kind == RunControl::Kind::Resume ? SIGCONT
+                                                                   : SIGKILL;
+        it->second->signal(sig);
+        return std::string(action.kind == RunControl::Kind::Pause ? "pause " : action.kind == RunControl::Kind::Resume ? "resume " : "kill ") +
+               action.node;
+      }
+    }
+    return "unknown action";
+  };
+
   // 4. Watch the stop condition, the processes and the cancel flag.
   const auto& stop = spec.stop();
   const double trainCount = static_cast<double>(std::max<std::int64_t>(1, output.trainCount));
@@ -240,6 +276,11 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     else if (stop.max_seconds() > 0 && f.lastT >= stop.max_seconds()) stopReason = "max_seconds";
     else if (stop.max_updates() > 0 && f.version >= stop.max_updates()) stopReason = "max_updates";
     else if (stop.epochs() > 0 && static_cast<double>(f.samples) / trainCount >= stop.epochs()) stopReason = "epochs";
+    if (options.control != nullptr) {
+      for (const auto& action : options.control->take()) {
+        recorder.record(EventRow{runId, f.lastT, "control", action.node, applyControl(action)});
+      }
+    }
     for (auto& [name, child] : children) {
       if (reportedExit[name] || !child->poll()) continue;
       reportedExit[name] = true;
@@ -267,6 +308,8 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
 
   // 5. Stop: the server answers every pull with stop; the evaluator does its final
   // evaluation; then every process is shut down.
+  // A node paused from the GUI must run again to stop cleanly.
+  for (auto& [name, child] : children) child->signal(SIGCONT);
   dasp::ps::v1::ControlRequest req;
   req.set_action(dasp::ps::v1::ControlRequest::STOP);
   req.set_rank(-1);

@@ -14,10 +14,45 @@
 
 #include <atomic>
 #include <functional>
+#include <mutex>
+#include <vector>
 #include <optional>
 #include <string>
 
 namespace dasp::net {
+
+// Live actions on a running experiment, requested from any thread (the GUI's buttons).
+// The runner carries them out on its own thread, records each as a run event (kind
+// "control"), and reports failures as events too.
+class RunControl {
+ public:
+  enum class Kind { SlowDown, Restore, Pause, Resume, Kill };
+  struct Action {
+    Kind kind;
+    std::string node;   // "worker-2", "server", "evaluator"
+    double factor = 1;  // SlowDown: new slowdown factor of the node
+  };
+  void slowDown(const std::string& node, double factor) { push({Kind::SlowDown, node, factor}); }
+  void restore(const std::string& node) { push({Kind::Restore, node, 0}); }
+  void pause(const std::string& node) { push({Kind::Pause, node, 0}); }
+  void resume(const std::string& node) { push({Kind::Resume, node, 0}); }
+  void kill(const std::string& node) { push({Kind::Kill, node, 0}); }
+  // For the runner: everything requested since the last call.
+  std::vector<Action> take() {
+    std::lock_guard<std::mutex> lock(m_mu);
+    std::vector<Action> out;
+    out.swap(m_actions);
+    return out;
+  }
+
+ private:
+  void push(Action a) {
+    std::lock_guard<std::mutex> lock(m_mu);
+    m_actions.push_back(std::move(a));
+  }
+  std::mutex m_mu;
+  std::vector<Action> m_actions;
+};
 
 struct RunnerOptions {
   std::string daspBinary;   // the `dasp` executable that runs the nodes
@@ -29,6 +64,9 @@ struct RunnerOptions {
   // Progress lines for a terminal.
   std::function<void(const std::string&)> log;
   double startTimeoutS = 60;  // server start and worker joins
+  RunControl* control = nullptr;  // live actions (may be null)
+  // Called once the run exists in the store (on the runner's thread).
+  std::function<void(std::int64_t runId)> onRunCreated;
 };
 
 struct RunSummary {

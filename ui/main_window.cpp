@@ -2,125 +2,135 @@
 #include "ui/main_window.h"
 
 #include "core/build_info.h"
+#include "core/run_store.h"
+#include "ui/live_panel.h"
+#include "ui/run_controller.h"
 #include "ui/run_table_model.h"
+#include "ui/runs_panel.h"
+#include "ui/spec_designer.h"
 
 #include <QAction>
 #include <QCloseEvent>
+#include <QDateTime>
+#include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QHeaderView>
-#include <QInputDialog>
-#include <QItemSelectionModel>
+#include <QGuiApplication>
 #include <QKeySequence>
 #include <QLabel>
-#include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QSettings>
-#include <QSortFilterProxyModel>
 #include <QStatusBar>
-#include <QStringList>
-#include <QTableView>
 #include <QTimer>
-#include <QVBoxLayout>
-
-#include <algorithm>
+#include <QToolBar>
 
 namespace dasp::ui {
 
 namespace {
 
-constexpr int kReloadIntervalMs = 2000;
-
-// "run 3" or "runs 3, 5, 8".
-QString describeRuns(const std::vector<std::int64_t>& ids) {
-  QStringList numbers;
-  for (std::int64_t id : ids) numbers << QString::number(id);
-  return (ids.size() == 1 ? QObject::tr("run %1") : QObject::tr("runs %1"))
-      .arg(numbers.join(QStringLiteral(", ")));
-}
+constexpr int kDrainIntervalMs = 150;  // live data reaches the views at ~6.7 Hz
+constexpr int kLayoutVersion = 1;      // dock layout of saveState(); 0 was the runs-only window
 
 }  // namespace
 
-MainWindow::MainWindow(const QString& storePath, QWidget* parent) : QMainWindow(parent) {
-  m_model = new RunTableModel(this);
-  m_proxy = new QSortFilterProxyModel(this);
-  m_proxy->setSourceModel(m_model);
-  m_proxy->setSortRole(RunTableModel::SortRole);
-  m_proxy->setFilterKeyColumn(-1);  // every column
-  m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
-  m_proxy->setSortCaseSensitivity(Qt::CaseInsensitive);
-
-  createCentralWidget();
+MainWindow::MainWindow(const QString& storePath, QWidget* parent)
+    : QMainWindow(parent), m_controller(std::make_unique<RunController>(&m_feed)) {
+  createDocks();
+  createActions();
   createMenus();
   m_countLabel = new QLabel(this);
   m_countLabel->setObjectName(QStringLiteral("runCountLabel"));
   statusBar()->addWidget(m_countLabel, 1);
 
-  connect(m_model, &RunTableModel::editFailed, this, [this](const QString& message) {
-    m_lastError = message;
-    statusBar()->showMessage(message, 10000);
-    announce(tr("Edit Failed"), message);
+  connect(m_runs, &RunsPanel::countTextChanged, m_countLabel, &QLabel::setText);
+  connect(m_runs, &RunsPanel::statusMessage, statusBar(), &QStatusBar::showMessage);
+  connect(m_runs, &RunsPanel::specRequested, this, &MainWindow::openRunSpec);
+  connect(m_designer, &SpecDesigner::specLoaded, this, [this](const QString& source) {
+    statusBar()->showMessage(tr("Experiment: %1").arg(source), 5000);
   });
-  connect(m_proxy, &QAbstractItemModel::rowsInserted, this, &MainWindow::updateCountLabel);
-  connect(m_proxy, &QAbstractItemModel::rowsRemoved, this, &MainWindow::updateCountLabel);
-  connect(m_proxy, &QAbstractItemModel::modelReset, this, &MainWindow::updateCountLabel);
-  connect(m_proxy, &QAbstractItemModel::modelReset, this, &MainWindow::updateActions);
-  connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this,
-          &MainWindow::updateActions);
 
-  m_reloadTimer = new QTimer(this);
-  m_reloadTimer->setInterval(kReloadIntervalMs);
-  connect(m_reloadTimer, &QTimer::timeout, this, &MainWindow::onTimer);
+  RunController* c = m_controller.get();
+  connect(c, &RunController::runPlanned, this, [this](int index, int total, const QString& label) {
+    appendLog(tr("[%1/%2] %3").arg(index + 1).arg(total).arg(label));
+    statusBar()->showMessage(tr("Running %1 (%2 of %3)").arg(label).arg(index + 1).arg(total));
+  });
+  connect(c, &RunController::runStarted, this, [this](qint64 runId) {
+    appendLog(tr("run %1 started").arg(runId));
+    m_runs->reload();  // the new run shows at once, not at the next periodic reload
+  });
+  connect(c, &RunController::runFinished, this, &MainWindow::onRunFinished);
+  connect(c, &RunController::finished, this, [this] {
+    drainLive();
+    updateRunActions();
+    statusBar()->showMessage(tr("Ready."), 5000);
+  });
+  connect(c, &RunController::logLine, this, &MainWindow::appendLog);
+
+  m_live->setRun(&m_liveData);
+  m_drainTimer = new QTimer(this);
+  m_drainTimer->setInterval(kDrainIntervalMs);
+  connect(m_drainTimer, &QTimer::timeout, this, &MainWindow::drainLive);
+  m_drainTimer->start();
 
   restoreSettings();
   openStore(storePath);
-  updateActions();
-  m_reloadTimer->start();
+  updateRunActions();
 }
 
-// The model keeps a pointer to m_store, which goes before the model (a child QObject).
-MainWindow::~MainWindow() { m_model->clear(); }
+// The controller goes first (member order): its destructor stops a run and joins the
+// runner thread while the feed still exists.
+MainWindow::~MainWindow() = default;
 
-void MainWindow::createCentralWidget() {
-  auto* central = new QWidget(this);
-  auto* layout = new QVBoxLayout(central);
+RunTableModel* MainWindow::runModel() const { return m_runs->model(); }
+QSortFilterProxyModel* MainWindow::proxyModel() const { return m_runs->proxy(); }
+QTableView* MainWindow::runTable() const { return m_runs->table(); }
+QString MainWindow::storePath() const { return m_runs->storePath(); }
+QString MainWindow::lastError() const { return m_runs->lastError(); }
+QString MainWindow::logText() const { return m_log->toPlainText(); }
 
-  m_banner = new QLabel(central);
-  m_banner->setObjectName(QStringLiteral("errorBanner"));
-  m_banner->setWordWrap(true);
-  m_banner->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  m_banner->setStyleSheet(QStringLiteral(
-      "QLabel { background: #fdecea; color: #611a15; border: 1px solid #f5c2c0; padding: 6px; }"));
-  m_banner->hide();
-  layout->addWidget(m_banner);
+void MainWindow::createDocks() {
+  setDockNestingEnabled(true);
+  auto dock = [this](const QString& title, const char* name, QWidget* widget, Qt::DockWidgetArea area) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(QLatin1String(name));  // saveState()/restoreState() key
+    d->setWidget(widget);
+    addDockWidget(area, d);
+    return d;
+  };
+  m_designer = new SpecDesigner(this);
+  m_live = new LivePanel(m_controller.get(), this);
+  m_runs = new RunsPanel(this);
+  m_log = new QPlainTextEdit(this);
+  m_log->setObjectName(QStringLiteral("logView"));
+  m_log->setReadOnly(true);
+  m_log->setMaximumBlockCount(10000);
+  m_designerDock = dock(tr("Designer"), "designerDock", m_designer, Qt::LeftDockWidgetArea);
+  m_liveDock = dock(tr("Live"), "liveDock", m_live, Qt::RightDockWidgetArea);
+  m_runsDock = dock(tr("Runs"), "runsDock", m_runs, Qt::BottomDockWidgetArea);
+  m_logDock = dock(tr("Log"), "logDock", m_log, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(m_runsDock, m_logDock);
+  m_runsDock->raise();
+}
 
-  m_filter = new QLineEdit(central);
-  m_filter->setObjectName(QStringLiteral("runFilter"));
-  m_filter->setPlaceholderText(tr("Filter runs (any column)"));
-  m_filter->setClearButtonEnabled(true);
-  connect(m_filter, &QLineEdit::textChanged, this, [this](const QString& text) {
-    m_proxy->setFilterFixedString(text);
-    updateCountLabel();
-  });
-  layout->addWidget(m_filter);
+void MainWindow::createActions() {
+  m_launchAction = new QAction(tr("&Launch"), this);
+  m_launchAction->setObjectName(QStringLiteral("launchAction"));
+  m_launchAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+  m_launchAction->setToolTip(tr("Run the designer's experiment (a suite: every entry and seed in turn)"));
+  connect(m_launchAction, &QAction::triggered, this, [this] { launch(); });
+  m_stopAction = new QAction(tr("&Stop"), this);
+  m_stopAction->setObjectName(QStringLiteral("stopAction"));
+  m_stopAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
+  m_stopAction->setToolTip(tr("Stop the run in progress (the rest of a suite is skipped)"));
+  connect(m_stopAction, &QAction::triggered, this, &MainWindow::stop);
 
-  m_table = new QTableView(central);
-  m_table->setObjectName(QStringLiteral("runTable"));
-  m_table->setModel(m_proxy);
-  m_table->setSortingEnabled(true);
-  m_table->sortByColumn(RunTableModel::Run, Qt::DescendingOrder);
-  m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
-  m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
-  m_table->setAlternatingRowColors(true);
-  m_table->setWordWrap(false);
-  m_table->verticalHeader()->hide();
-  m_table->horizontalHeader()->setStretchLastSection(true);
-  m_table->setContextMenuPolicy(Qt::ActionsContextMenu);
-  layout->addWidget(m_table, 1);
-
-  setCentralWidget(central);
+  QToolBar* bar = addToolBar(tr("Experiment"));
+  bar->setObjectName(QStringLiteral("experimentToolBar"));
+  bar->addAction(m_launchAction);
+  bar->addAction(m_stopAction);
 }
 
 void MainWindow::createMenus() {
@@ -130,17 +140,27 @@ void MainWindow::createMenus() {
   QAction* reloadAction = file->addAction(tr("&Reload"), this, &MainWindow::reload);
   reloadAction->setShortcut(QKeySequence(Qt::Key_F5));
   file->addSeparator();
+  file->addAction(tr("Open &Experiment…"), m_designer, &SpecDesigner::openFile);
+  file->addAction(tr("Save Experiment &As…"), m_designer, &SpecDesigner::saveFileAs);
+  file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
   quit->setMenuRole(QAction::QuitRole);
 
+  QMenu* experiment = menuBar()->addMenu(tr("&Experiment"));
+  experiment->addAction(m_launchAction);
+  experiment->addAction(m_stopAction);
+
   QMenu* runs = menuBar()->addMenu(tr("&Runs"));
-  m_editTagsAction = runs->addAction(tr("Edit &Tags…"), this, &MainWindow::editTags);
-  m_deleteAction = runs->addAction(tr("&Delete…"), this, &MainWindow::deleteRuns);
-  m_table->addAction(m_editTagsAction);
-  m_table->addAction(m_deleteAction);
+  runs->addAction(m_runs->openSpecAction());
+  runs->addAction(m_runs->logsAction());
+  runs->addSeparator();
+  runs->addAction(m_runs->editTagsAction());
+  runs->addAction(m_runs->deleteAction());
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
+  for (QDockWidget* d : {m_designerDock, m_liveDock, m_runsDock, m_logDock}) view->addAction(d->toggleViewAction());
+  view->addSeparator();
   m_statusBarAction = view->addAction(tr("Show &Status Bar"));
   m_statusBarAction->setCheckable(true);
   m_statusBarAction->setChecked(true);
@@ -152,56 +172,105 @@ void MainWindow::createMenus() {
 }
 
 void MainWindow::openStore(const QString& path) {
-  m_model->clear();
-  m_store.reset();
-  m_storePath = path;
   setWindowTitle(tr("%1 — DASP Workbench").arg(QFileInfo(path).fileName()));
-  tryOpenStore(true);
+  m_runs->openStore(path);
+  m_countLabel->setText(m_runs->countText());
+  updateRunActions();
 }
 
-bool MainWindow::tryOpenStore(bool announceFailure) {
-  Result<std::unique_ptr<RunStore>> opened = RunStore::open(m_storePath.toStdString());
-  if (!opened) {
-    QString message = QString::fromStdString(opened.message());
-    if (!message.contains(m_storePath)) message = m_storePath + QStringLiteral(": ") + message;
-    message = tr("Cannot open the run store: %1").arg(message);
-    const bool isNew = message != m_lastError;
-    showError(message);
-    updateCountLabel();
-    if (announceFailure || isNew) announce(tr("Run Store"), message);
+void MainWindow::reload() { m_runs->reload(); }
+
+bool MainWindow::launch() {
+  if (m_controller->isRunning()) {
+    statusBar()->showMessage(tr("A run is already going."), 5000);
     return false;
   }
-  m_store = std::move(opened).value();
-  reload();
+  auto refuse = [this](const QString& why) {
+    m_designer->showMessage(tr("Not launched: %1").arg(why), true);
+    statusBar()->showMessage(tr("Not launched: %1").arg(why), 10000);
+    m_designerDock->show();
+    m_designerDock->raise();
+    return false;
+  };
+  // The CLI's checks and messages: each field's parser, then validateSpec.
+  if (const Status st = m_designer->validate(); !st) return refuse(QString::fromStdString(st.message()));
+  auto spec = m_designer->buildSpec();
+  if (!spec) return refuse(QString::fromStdString(spec.message()));
+  auto plan = planRuns(spec.value());
+  if (!plan) return refuse(QString::fromStdString(plan.message()));
+  if (m_runs->store() == nullptr) {
+    m_runs->reload();  // one more try: the lock may be gone
+    if (m_runs->store() == nullptr) return refuse(m_runs->lastError());
+  }
+  const int runs = static_cast<int>(plan->size());
+  m_feed.clear();
+  m_liveData = RunData{};
+  m_live->setRun(&m_liveData);
+  m_live->refresh();
+  QString error;
+  if (!m_controller->start(std::move(plan).value(), m_runs->storePath(), &error)) return refuse(error);
+  appendLog(tr("Launch: %1, %n run(s), store %2", nullptr, runs)
+                .arg(QString::fromStdString(spec->name().empty() ? std::string("run") : spec->name()), m_runs->storePath()));
+  m_designer->showMessage(runs > 1 ? tr("Running the suite: %1 runs in turn.").arg(runs) : tr("Running."), false);
+  m_liveDock->show();
+  m_liveDock->raise();
+  updateRunActions();
   return true;
 }
 
-void MainWindow::reload() {
-  if (!m_store) {
-    tryOpenStore(false);
-    return;
-  }
-  const dasp::Status status = m_model->reload(*m_store);
-  if (status) {
-    clearError();
-    if (!m_columnsSized && m_model->rowCount() > 0) {  // first runs, no saved layout
-      m_table->resizeColumnsToContents();
-      for (int c = 0; c < RunTableModel::ColumnCount; ++c) {
-        m_table->setColumnWidth(c, std::min(m_table->columnWidth(c), 320));
-      }
-      m_columnsSized = true;
-    }
-  } else {
-    showError(tr("Cannot read the runs: %1").arg(QString::fromStdString(status.message())));
-  }
-  updateCountLabel();
-  updateActions();
+void MainWindow::stop() {
+  if (!m_controller->isRunning()) return;
+  m_controller->stop();
+  appendLog(tr("Stop requested: the runner stops the nodes and records the run as stopped."));
+  statusBar()->showMessage(tr("Stopping…"));
 }
 
-void MainWindow::showError(const QString& message) {
-  m_lastError = message;
-  m_banner->setText(message);
-  m_banner->show();
+void MainWindow::updateRunActions() {
+  const bool running = m_controller->isRunning();
+  m_launchAction->setEnabled(!running);
+  m_stopAction->setEnabled(running);
+  m_live->setRunning(running);
+}
+
+void MainWindow::appendLog(const QString& line) {
+  m_log->appendPlainText(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss  ")) + line);
+}
+
+void MainWindow::drainLive() {
+  if (!m_feed.hasPending()) return;
+  if (m_feed.drainInto(m_liveData)) m_live->refresh();
+}
+
+void MainWindow::onRunFinished(qint64 runId, const QString& status, const QString& error) {
+  drainLive();  // the run's last events before its status
+  if (m_liveData.runId == runId && runId != 0) {
+    m_liveData.status = status;
+    m_live->refresh();
+  }
+  QString line = runId > 0 ? tr("run %1 %2").arg(runId).arg(status) : tr("run not started: %1").arg(status);
+  if (!error.isEmpty()) line += QStringLiteral(": ") + error;
+  appendLog(line);
+  m_runs->reload();
+  if (status == QLatin1String("failed")) {
+    statusBar()->showMessage(line, 10000);
+    announce(tr("Run Failed"), line);
+  }
+}
+
+void MainWindow::openRunSpec(qint64 runId, const QString& specJson) {
+  auto spec = parseSpecJson(specJson.toStdString(), "run " + std::to_string(runId));
+  if (!spec) {
+    m_designer->showMessage(tr("Cannot open the spec of run %1: %2").arg(runId).arg(QString::fromStdString(spec.message())),
+                            true);
+    return;
+  }
+  m_designer->setSpec(spec.value());
+  if (m_designer->validate()) {
+    m_designer->showMessage(tr("The spec of run %1; Launch runs it again.").arg(runId), false);
+  }
+  m_designerDock->show();
+  m_designerDock->raise();
+  statusBar()->showMessage(tr("Run %1's spec is in the designer.").arg(runId), 5000);
 }
 
 void MainWindow::announce(const QString& title, const QString& message) {
@@ -210,122 +279,48 @@ void MainWindow::announce(const QString& title, const QString& message) {
   box->open();  // non-blocking: the window stays usable (and tests are not held up)
 }
 
-void MainWindow::clearError() {
-  m_lastError.clear();
-  m_banner->hide();
-}
-
-void MainWindow::updateActions() {
-  const bool any = m_store && m_table->selectionModel()->hasSelection();
-  m_editTagsAction->setEnabled(any);
-  m_deleteAction->setEnabled(any);
-}
-
-void MainWindow::updateCountLabel() {
-  if (!m_store) {
-    m_countLabel->setText(tr("No run store open (%1)").arg(m_storePath));
-    return;
-  }
-  const int total = m_model->rowCount();
-  QString text = total == 1 ? tr("1 run in %1").arg(m_storePath)
-                            : tr("%1 runs in %2").arg(total).arg(m_storePath);
-  if (!m_filter->text().isEmpty()) text += tr(" (%1 shown)").arg(m_proxy->rowCount());
-  m_countLabel->setText(text);
-}
-
-void MainWindow::onTimer() {
-  if (!isVisible() || isMinimized()) return;
-  reload();
-}
-
 void MainWindow::chooseStore() {
-  const QString start = QFileInfo(m_storePath).absolutePath();
-  const QString path = QFileDialog::getOpenFileName(
-      this, tr("Open Run Store"), start, tr("Run stores (*.sqlite);;All files (*)"));
+  const QString start = QFileInfo(storePath()).absolutePath();
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Open Run Store"), start, tr("Run stores (*.sqlite);;All files (*)"));
   if (!path.isEmpty()) openStore(path);
 }
 
-std::vector<std::int64_t> MainWindow::selectedRunIds() const {
-  std::vector<std::int64_t> ids;
-  for (const QModelIndex& proxyIndex : m_table->selectionModel()->selectedRows()) {
-    const std::int64_t id = m_model->runIdAt(m_proxy->mapToSource(proxyIndex).row());
-    if (id >= 0) ids.push_back(id);
-  }
-  std::sort(ids.begin(), ids.end());
-  return ids;
-}
-
-void MainWindow::editTags() {
-  const std::vector<std::int64_t> ids = selectedRunIds();
-  if (ids.empty() || !m_store) return;
-  QString initial;  // prefilled when one run is selected
-  if (const RunRow* run = m_model->runAt(m_model->rowOfRun(ids.front())); run && ids.size() == 1) {
-    initial = QString::fromStdString(run->tags);
-  }
-  bool ok = false;
-  const QString tags = QInputDialog::getText(
-      this, tr("Edit Tags"), tr("Tags of %1 (comma-separated):").arg(describeRuns(ids)),
-      QLineEdit::Normal, initial, &ok);
-  if (!ok) return;
-  for (std::int64_t id : ids) {
-    const int row = m_model->rowOfRun(id);  // the list may have been reloaded meanwhile
-    if (row >= 0) m_model->setData(m_model->index(row, RunTableModel::Tags), tags);
-  }
-}
-
-void MainWindow::deleteRuns() {
-  const std::vector<std::int64_t> ids = selectedRunIds();
-  if (ids.empty() || !m_store) return;
-  const auto answer = QMessageBox::question(
-      this, tr("Delete Runs"),
-      tr("Delete %1 and all recorded data? This cannot be undone.").arg(describeRuns(ids)),
-      QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
-  if (answer != QMessageBox::Yes || !m_store) return;
-  QStringList failures;
-  for (std::int64_t id : ids) {
-    if (const dasp::Status s = m_store->deleteRun(id); !s) {
-      failures << QString::fromStdString(s.message());
-    }
-  }
-  reload();
-  if (failures.isEmpty()) {
-    statusBar()->showMessage(tr("Deleted %1.").arg(describeRuns(ids)), 5000);
-  } else {
-    m_lastError = failures.join(QLatin1Char('\n'));
-    announce(tr("Delete Runs"), m_lastError);
-  }
-}
-
 void MainWindow::showAbout() {
-  QMessageBox::about(
-      this, tr("About DASP Workbench"),
-      tr("<h3>DASP Workbench</h3><p>Version %1</p><p>Distributed-training research: design "
-         "experiments, run them, compare synchronisation strategies.</p>"
-         "<p>Run store: %2 (schema version %3)</p>")
-          .arg(QString::fromStdString(dasp::codeVersion()).toHtmlEscaped(),
-               m_storePath.toHtmlEscaped(), QString::number(RunStore::schemaVersion())));
+  QMessageBox::about(this, tr("About DASP Workbench"),
+                     tr("<h3>DASP Workbench</h3><p>Version %1</p><p>Distributed-training research: design "
+                        "experiments, run them, compare synchronisation strategies.</p>"
+                        "<p>Run store: %2 (schema version %3)</p>")
+                         .arg(QString::fromStdString(dasp::codeVersion()).toHtmlEscaped(),
+                              storePath().toHtmlEscaped(), QString::number(RunStore::schemaVersion())));
 }
 
 void MainWindow::restoreSettings() {
   QSettings settings(QStringLiteral("dasp"), QStringLiteral("workbench"));
-  if (!restoreGeometry(settings.value(QStringLiteral("mainWindow/geometry")).toByteArray())) {
-    resize(1100, 600);
-  }
-  restoreState(settings.value(QStringLiteral("mainWindow/state")).toByteArray());
-  m_columnsSized = m_table->horizontalHeader()->restoreState(
-      settings.value(QStringLiteral("runsTable/header")).toByteArray());
+  if (!restoreGeometry(settings.value(QStringLiteral("mainWindow/geometry")).toByteArray())) resize(1400, 900);
+  restoreState(settings.value(QStringLiteral("mainWindow/docks")).toByteArray(), kLayoutVersion);
+  m_runs->restoreHeaderState(settings.value(QStringLiteral("runsTable/header")).toByteArray());
   m_statusBarAction->setChecked(settings.value(QStringLiteral("mainWindow/statusBar"), true).toBool());
 }
 
 void MainWindow::saveSettings() const {
   QSettings settings(QStringLiteral("dasp"), QStringLiteral("workbench"));
   settings.setValue(QStringLiteral("mainWindow/geometry"), saveGeometry());
-  settings.setValue(QStringLiteral("mainWindow/state"), saveState());
-  settings.setValue(QStringLiteral("runsTable/header"), m_table->horizontalHeader()->saveState());
+  settings.setValue(QStringLiteral("mainWindow/docks"), saveState(kLayoutVersion));
+  settings.setValue(QStringLiteral("runsTable/header"), m_runs->headerState());
   settings.setValue(QStringLiteral("mainWindow/statusBar"), m_statusBarAction->isChecked());
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  if (m_controller->isRunning()) {
+    // Every node is shut down and the run recorded as stopped before the window goes.
+    appendLog(tr("Closing: stopping the run in progress…"));
+    statusBar()->showMessage(tr("Stopping the run…"));
+    QGuiApplication::setOverrideCursor(Qt::WaitCursor);
+    m_controller->stopAndWait();
+    QGuiApplication::restoreOverrideCursor();
+    drainLive();
+  }
   saveSettings();
   QMainWindow::closeEvent(event);
 }

@@ -1,37 +1,48 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// MainWindow: the workbench's top-level window. For now it shows the runs of one run
-// store in a sortable, filterable table (tags and notes editable, runs deletable), reloads
-// the list every 2 s while visible so runs written by the CLI appear, and carries the
-// menu structure the later views plug into.
+// MainWindow: the workbench's top-level window. Dock widgets, whose layout is saved and
+// restored between launches (QSettings "dasp"/"workbench"):
+// - Designer (left): the experiment form (SpecDesigner);
+// - Live (right): the run in progress (LivePanel) — node table, live actions, charts;
+// - Runs (bottom): the run store's runs (RunsPanel);
+// - Log (bottom, tabbed with Runs): the runner's progress lines and the live actions.
+// Launch (toolbar and Experiment menu) validates the designer's spec with the CLI's
+// messages, expands a suite like `dasp run`, and hands the plan to the RunController,
+// which runs it on a background thread with the CLI's runner; Stop cancels it. Live events
+// arrive through a LiveRunFeed that a 150 ms timer drains into the RunData the live panel
+// draws — one repaint per tick, never a signal per event. Closing the window mid-run stops
+// the run (every node shut down, the run marked `stopped`) before the window goes.
 //
 // A store that cannot be opened (not SQLite, a newer schema, locked) never stops the
-// window: it opens with an empty table, the error in a banner above the table, the status
-// bar and a non-blocking message box, and the periodic reload retries the file (a new
-// message box only when the error changes).
+// window: the runs panel shows the error in a banner and retries on its 2 s reload, and
+// Launch refuses with the message.
 //
-// Threading: GUI thread only. It owns its RunStore connection, used on that thread.
+// Threading: GUI thread only. The runner runs on the RunController's thread.
 
-#include "core/run_store.h"
+#include "ui/live_run_feed.h"
+#include "ui/run_data.h"
 
 #include <QMainWindow>
 #include <QString>
 
-#include <cstdint>
 #include <memory>
-#include <vector>
 
 class QAction;
 class QCloseEvent;
+class QDockWidget;
 class QLabel;
-class QLineEdit;
+class QPlainTextEdit;
 class QSortFilterProxyModel;
 class QTableView;
 class QTimer;
 
 namespace dasp::ui {
 
+class LivePanel;
+class RunController;
 class RunTableModel;
+class RunsPanel;
+class SpecDesigner;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -41,56 +52,72 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   // For tests and the later views.
-  RunTableModel* runModel() const { return m_model; }
-  QSortFilterProxyModel* proxyModel() const { return m_proxy; }
-  QTableView* runTable() const { return m_table; }
-  QString storePath() const { return m_storePath; }
-  // The last error shown to the user ("" after a successful reload).
-  QString lastError() const { return m_lastError; }
+  RunTableModel* runModel() const;
+  QSortFilterProxyModel* proxyModel() const;
+  QTableView* runTable() const;
+  QString storePath() const;
+  // The last error shown about the store ("" after a successful reload).
+  QString lastError() const;
+
+  SpecDesigner* designer() const { return m_designer; }
+  LivePanel* livePanel() const { return m_live; }
+  RunsPanel* runsPanel() const { return m_runs; }
+  RunController* controller() const { return m_controller.get(); }
+  // The run the live panel draws (filled from the live feed).
+  const RunData& liveData() const { return m_liveData; }
+  QAction* launchAction() const { return m_launchAction; }
+  QAction* stopAction() const { return m_stopAction; }
+  // The log view's text.
+  QString logText() const;
 
  public Q_SLOTS:
   // Re-reads the run list (or retries opening the store); shows any error.
   void reload();
   // Closes the current store and opens `path` (created when missing).
   void openStore(const QString& path);
+  // Validates the designer's spec and starts it (a suite: every entry × seed in turn).
+  // Returns false, with the reason in the designer's message line, when refused.
+  bool launch();
+  // Stops the run in progress (and the rest of a suite).
+  void stop();
 
  protected:
   void closeEvent(QCloseEvent* event) override;
 
  private:
+  void createDocks();
+  void createActions();
   void createMenus();
-  void createCentralWidget();
-  bool tryOpenStore(bool announceFailure);
-  void showError(const QString& message);
-  // A non-blocking warning box (open(), deleted on close).
+  void updateRunActions();
+  void appendLog(const QString& line);
+  void drainLive();
+  void openRunSpec(qint64 runId, const QString& specJson);
+  void onRunFinished(qint64 runId, const QString& status, const QString& error);
   void announce(const QString& title, const QString& message);
-  void clearError();
-  void updateActions();
-  void updateCountLabel();
-  void onTimer();
   void chooseStore();
-  void editTags();
-  void deleteRuns();
   void showAbout();
-  std::vector<std::int64_t> selectedRunIds() const;
   void restoreSettings();
   void saveSettings() const;
 
-  QString m_storePath;
-  QString m_lastError;
-  std::unique_ptr<RunStore> m_store;
+  // Declared before the controller: the controller's thread pushes into the feed until
+  // the controller (destroyed first) has joined it.
+  LiveRunFeed m_feed;
+  RunData m_liveData;
+  std::unique_ptr<RunController> m_controller;
 
-  RunTableModel* m_model = nullptr;
-  QSortFilterProxyModel* m_proxy = nullptr;
-  QTableView* m_table = nullptr;
-  QLineEdit* m_filter = nullptr;
-  QLabel* m_banner = nullptr;
+  SpecDesigner* m_designer = nullptr;
+  LivePanel* m_live = nullptr;
+  RunsPanel* m_runs = nullptr;
+  QPlainTextEdit* m_log = nullptr;
+  QDockWidget* m_designerDock = nullptr;
+  QDockWidget* m_liveDock = nullptr;
+  QDockWidget* m_runsDock = nullptr;
+  QDockWidget* m_logDock = nullptr;
   QLabel* m_countLabel = nullptr;
-  QTimer* m_reloadTimer = nullptr;
-  bool m_columnsSized = false;  // column widths restored or fitted to the first runs
+  QTimer* m_drainTimer = nullptr;
 
-  QAction* m_editTagsAction = nullptr;
-  QAction* m_deleteAction = nullptr;
+  QAction* m_launchAction = nullptr;
+  QAction* m_stopAction = nullptr;
   QAction* m_statusBarAction = nullptr;
 };
 

@@ -206,6 +206,10 @@ void TestPsIntegration::unreachableServerRetriesThenFails() {
   auto join = dasp::net::joinServer(o, "worker");
   QVERIFY(!join.isOk());
   QVERIFY2(join.message().find(address) != std::string::npos, join.message().c_str());
+  // It said it was retrying, with the address, before giving up.
+  QVERIFY(!said.empty());
+  QVERIFY2(said.front().find("unreachable") != std::string::npos && said.front().find(address) != std::string::npos,
+           said.front().c_str());
 }
 
 void TestPsIntegration::vanishedWorkerDoesNotDeadlockBsp() {

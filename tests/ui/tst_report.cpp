@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: MIT
+// Tests of the report exports (ui/charts/report.h) and the dasp-report tool over a small
+// store built with RunStore/RunRecorder: CSV at full resolution, Chrome trace JSON, the
+// HTML report with embedded charts, the PDF (rendered with pdftoppm when installed), write
+// errors, and the tool's exit codes. Run headless: QT_QPA_PLATFORM=offscreen.
+
+#include "core/run_store.h"
+#include "ui/charts/report.h"
+#include "ui/run_data.h"
+
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace dasp;
+using namespace dasp::ui;
+
+namespace {
+
+constexpr int kEvaluations = 6;
+constexpr int kIterations = 25;  // per worker
+constexpr int kWorkers = 2;
+
+const char* kReportTool = DASP_BINARY_DIR "/bin/dasp-report";
+
+// Writes one run: evaluations, per-iteration intervals and samples, decisions, events,
+// node rows and a summary.
+std::int64_t writeRun(RunStore& store, const std::string& path, const std::string& strategy, std::int64_t seed,
+                      double speed) {
+  NewRun run;
+  run.kind = "distributed";
+  run.name = "report-test";
+  run.specJson = R"({"name":"report-test","strategy":{"name":")" + strategy +
+                 R"("},"stop":{"target_accuracy":0.5},"optimizer":{"lr":0.01,"lr_convention":"PER_GRADIENT"}})";
+  run.model = "mlp";
+  run.dataset = "synthetic";
+  run.strategy = strategy;
+  run.seed = seed;
+  run.codeVersion = "test";
+  Result<std::int64_t> id = store.createRun(run);
+  if (!id) qFatal("createRun: %s", id.message().c_str());
+  auto rec = RunRecorder::open(path, *id);
+  if (!rec) qFatal("recorder: %s", rec.message().c_str());
+  RunRecorder& r = **rec;
+  for (int w = 0; w < kWorkers; ++w) {
+    NodeRow node;
+    node.runId = *id;
+    node.node = "worker-" + std::to_string(w);
+    node.role = "worker";
+    r.record(node);
+  }
+  for (int e = 0; e < kEvaluations; ++e) {
+    r.record(EvaluationRow{*id, e * speed, e * 10, e * 10, e * 640, 2.0 / (1 + e), 0.1 + 0.15 * e});
+  }
+  for (int w = 0; w < kWorkers; ++w) {
+    const std::string node = "worker-" + std::to_string(w);
+    for (int i = 0; i < kIterations; ++i) {
+      const double t = i * 0.1 * speed;
+      r.record(StateIntervalRow{*id, node, "WAIT", "SYNC", t, t + 0.02});
+      r.record(StateIntervalRow{*id, node, "COMPUTE", "SYNC", t + 0.02, t + 0.09});
+      r.record(StateIntervalRow{*id, node, "PUSH", "SYNC", t + 0.09, t + 0.1});
+      r.record(SampleRow{*id, node, "wait_s", t + 0.1, i, 0.02 + 1e-13 * i});
+      r.record(SampleRow{*id, node, "staleness", t + 0.1, i, static_cast<double>(i % 3)});
+      r.record(SampleRow{*id, node, "train_loss", t + 0.1, i, 0.1234567890123 + i});
+      r.record(SampleRow{*id, node, "compute_s", t + 0.1, i, 0.07});
+      r.record(SampleRow{*id, node, "emulated_s", t + 0.1, i, 0.01});  // not a RunData series
+    }
+  }
+  r.record(DecisionRow{*id, 0.5, "worker-1", "state_change SYNC->ASYNC", "slow \"node\" <1>"});
+  r.record(DecisionRow{*id, 1.0, "cluster", "barrier_timeout", "kappa"});
+  r.record(EventRow{*id, 0.0, "node", "worker-0", "UP: joined"});
+  r.record(EventRow{*id, 1.2, "fault", "worker-1", "crash injected"});
+  std::vector<SummaryRow> summary{{"final_accuracy", 0.85, ""}, {"mean_wait_s", 0.02, ""},
+                                  {"mean_staleness", 1.0, ""},  {"max_staleness", 2.0, ""},
+                                  {"updates", 50.0, ""},        {"dropped", 0.0, ""},
+                                  {"lr_convention", std::nullopt, "PER_GRADIENT"}};
+  if (strategy == "bsp") summary.push_back({"time_to_target_s", 2.0 * speed, ""});
+  r.setSummary(summary);
+  if (Status s = r.finish(RunStatus::Completed); !s) qFatal("finish: %s", s.message().c_str());
+  return *id;
+}
+
+std::vector<QByteArray> lines(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  std::vector<QByteArray> out;
+  for (const QByteArray& l : f.readAll().split('\n')) {
+    if (!l.isEmpty()) out.push_back(l);
+  }
+  return out;
+}
+
+}  // namespace
+
+class TestReport : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase();
+  void csvHasEveryRow();
+  void chromeTraceIsValidJson();
+  void htmlHasSummaryAndImages();
+  void pdfRendersWithPdftoppm();
+  void unwritablePathsFailWithTheName();
+  void emptyRunsExport();
+  void toolRejectsUnknownRunIds();
+  void toolWritesEachFormat();
+
+ private:
+  QTemporaryDir m_dir;
+  QString m_db;
+  std::vector<std::int64_t> m_ids;
+  std::vector<RunData> m_runs;
+};
+
+void TestReport::initTestCase() {
+  QVERIFY(m_dir.isValid());
+  m_db = m_dir.filePath(QStringLiteral("runs.sqlite"));
+  auto store = RunStore::open(m_db.toStdString());
+  QVERIFY2(store.isOk(), store.message().c_str());
+  m_ids.push_back(writeRun(**store, m_db.toStdString(), "bsp", 1, 1.0));
+  m_ids.push_back(writeRun(**store, m_db.toStdString(), "asp", 1, 0.8));
+  for (std::int64_t id : m_ids) {
+    auto data = loadRunData(**store, id);
+    QVERIFY2(data.isOk(), data.message().c_str());
+    m_runs.push_back(std::move(data).value());
+  }
+  QCOMPARE(m_runs[0].evaluations.size(), std::size_t{kEvaluations});
+  QCOMPARE(m_runs[0].nodes.size(), std::size_t{kWorkers});
+}
+
+void TestReport::csvHasEveryRow() {
+  const QString path = m_dir.filePath(QStringLiteral("out.csv"));
+  const Status s = writeCsv(m_runs, path);
+  QVERIFY2(s.isOk(), s.message().c_str());
+  const auto rows = lines(path);
+  QVERIFY(!rows.empty());
+  QCOMPARE(rows.front(), QByteArray("run_id,node,series,t_s,version,value"));
+  // Every sample of the four series and two rows per evaluation, nothing thinned.
+  const std::size_t samples = 2 * kWorkers * kIterations * 4;
+  const std::size_t evaluations = 2 * kEvaluations;
+  QCOMPARE(rows.size() - 1, samples + 2 * evaluations);
+  int accuracy = 0, loss = 0, wait = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const QList<QByteArray> f = rows[i].split(',');
+    QCOMPARE(f.size(), 6);
+    if (f[2] == "accuracy") {
+      ++accuracy;
+      QCOMPARE(f[1], QByteArray("evaluator"));
+    }
+    if (f[2] == "loss") ++loss;
+    if (f[2] == "wait_s") ++wait;
+  }
+  QCOMPARE(accuracy, 2 * kEvaluations);
+  QCOMPARE(loss, 2 * kEvaluations);
+  QCOMPARE(wait, 2 * kWorkers * kIterations);
+  // Full resolution: the values read back exactly.
+  bool found = false;
+  for (const QByteArray& r : rows) {
+    const QList<QByteArray> f = r.split(',');
+    if (f[1] == "worker-1" && f[2] == "wait_s" && f[4] == "3") found = f[5].toDouble() == 0.02 + 1e-13 * 3;
+  }
+  QVERIFY2(found, "wait_s of iteration 3 reads back exactly");
+  found = false;
+  for (const QByteArray& r : rows) found = found || r == "1,worker-0,train_loss,0.1,0,0.1234567890123";
+  QVERIFY(found);
+}
+
+void TestReport::chromeTraceIsValidJson() {
+  const QString path = m_dir.filePath(QStringLiteral("out.trace.json"));
+  const Status s = writeChromeTrace(m_runs, path);
+  QVERIFY2(s.isOk(), s.message().c_str());
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  QJsonParseError err{};
+  const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &err);
+  QVERIFY2(err.error == QJsonParseError::NoError, qPrintable(err.errorString()));
+  const QJsonArray events = doc.object().value(QStringLiteral("traceEvents")).toArray();
+  QVERIFY(!events.isEmpty());
+  int complete = 0, instant = 0, names = 0;
+  bool sawWait = false;
+  for (const QJsonValue& v : events) {
+    const QJsonObject e = v.toObject();
+    const QString ph = e.value(QStringLiteral("ph")).toString();
+    if (ph == QLatin1String("X")) {
+      ++complete;
+      QVERIFY(e.contains(QStringLiteral("ts")) && e.contains(QStringLiteral("dur")));
+      QVERIFY(e.value(QStringLiteral("tid")).toInt() >= 1);
+      if (e.value(QStringLiteral("pid")).toInt() == m_ids[0] && e.value(QStringLiteral("tid")).toInt() == 1 &&
+          e.value(QStringLiteral("name")).toString() == QLatin1String("WAIT") &&
+          qFuzzyCompare(e.value(QStringLiteral("ts")).toDouble(), 100000.0)) {
+        sawWait = true;  // iteration 1 of worker-0 starts waiting at 0.1 s
+        QCOMPARE(e.value(QStringLiteral("dur")).toDouble(), 20000.0);
+        QCOMPARE(e.value(QStringLiteral("args")).toObject().value(QStringLiteral("parallel")).toString(), QStringLiteral("SYNC"));
+      }
+    }
+    if (ph == QLatin1String("i")) ++instant;
+    if (ph == QLatin1String("M") && e.value(QStringLiteral("name")).toString() == QLatin1String("thread_name")) ++names;
+  }
+  QCOMPARE(complete, 2 * kWorkers * kIterations * 3);
+  QCOMPARE(instant, 2 * (2 + 2));  // two decisions and two events per run
+  QCOMPARE(names, 2 * (kWorkers + 1));
+  QVERIFY(sawWait);
+}
+
+void TestReport::htmlHasSummaryAndImages() {
+  const QString path = m_dir.filePath(QStringLiteral("out.html"));
+  const Status s = writeHtmlReport(m_runs, path);
+  QVERIFY2(s.isOk(), s.message().c_str());
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  const QString html = QString::fromUtf8(f.readAll());
+  QVERIFY(html.startsWith(QStringLiteral("<!DOCTYPE html>")));
+  QVERIFY(html.contains(QStringLiteral("<table class=\"summary\"")));
+  QVERIFY(html.contains(QStringLiteral("time to target (s)")));
+  QVERIFY(html.contains(QStringLiteral("speedup vs BSP")));
+  QVERIFY(html.contains(QStringLiteral("PER_GRADIENT")));
+  QVERIFY(html.contains(QStringLiteral("crash injected")));        // the event table
+  QVERIFY(html.contains(QStringLiteral("&quot;target_accuracy&quot;")));  // the spec, escaped
+  QVERIFY(html.contains(QStringLiteral("<img src=\"data:image/png;base64,")));
+  // The embedded charts decode as real images.
+  const QRegularExpression re(QStringLiteral("data:image/png;base64,([A-Za-z0-9+/=]+)"));
+  int images = 0;
+  for (auto it = re.globalMatch(html); it.hasNext();) {
+    const QImage img = QImage::fromData(QByteArray::fromBase64(it.next().captured(1).toLatin1()), "PNG");
+    QVERIFY(!img.isNull());
+    QVERIFY(img.width() >= 400);
+    ++images;
+  }
+  QVERIFY(images >= 3 + 2 * 2);  // three convergence charts, lanes and bars per run
+  // Speedup of the ASP run against the BSP run (2.0 s from its summary): the ASP summary
+  // has no time to target, its evaluations reach 0.55 >= 0.5 at evaluation 3, t = 2.4 s.
+  const std::vector<RunFigures> figs = runFigures(m_runs);
+  QCOMPARE(figs.size(), std::size_t{2});
+  QVERIFY(figs[0].timeToTarget && qFuzzyCompare(*figs[0].timeToTarget, 2.0));
+  QVERIFY(figs[1].timeToTarget && qFuzzyCompare(*figs[1].timeToTarget, 2.4));
+  QVERIFY(figs[1].speedupVsBsp && qFuzzyCompare(*figs[1].speedupVsBsp, 2.0 / 2.4));
+  QVERIFY(figs[0].speedupVsBsp && qFuzzyCompare(*figs[0].speedupVsBsp, 1.0));
+  QCOMPARE(figs[1].lrConvention, QStringLiteral("PER_GRADIENT"));
+}
+
+void TestReport::pdfRendersWithPdftoppm() {
+  const QString path = m_dir.filePath(QStringLiteral("out.pdf"));
+  const Status s = writePdfReport(m_runs, path);
+  QVERIFY2(s.isOk(), s.message().c_str());
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  QVERIFY(f.read(5).startsWith("%PDF"));
+  const QString pdftoppm = QStandardPaths::findExecutable(QStringLiteral("pdftoppm"));
+  if (pdftoppm.isEmpty()) QSKIP("pdftoppm is not installed (Debian package poppler-utils): PDF not rendered");
+  QProcess p;
+  const QString prefix = m_dir.filePath(QStringLiteral("page"));
+  p.start(pdftoppm, {QStringLiteral("-png"), QStringLiteral("-r"), QStringLiteral("40"), QStringLiteral("-f"),
+                     QStringLiteral("1"), QStringLiteral("-l"), QStringLiteral("1"), path, prefix});
+  QVERIFY(p.waitForFinished(60000));
+  QCOMPARE(p.exitCode(), 0);
+  const QStringList pngs = QDir(m_dir.path()).entryList({QStringLiteral("page*.png")});
+  QCOMPARE(pngs.size(), 1);
+  const QImage page(m_dir.filePath(pngs.front()));
+  QVERIFY(!page.isNull());
+  QVERIFY(page.height() > page.width());  // A4 portrait
+}
+
+void TestReport::unwritablePathsFailWithTheName() {
+  const QString dir = m_dir.filePath(QStringLiteral("missing-dir"));
+  for (const QString& name : {QStringLiteral("x.csv"), QStringLiteral("x.trace.json"), QStringLiteral("x.html"),
+                              QStringLiteral("x.pdf")}) {
+    const QString path = dir + QLatin1Char('/') + name;
+    const Status s = writeReport(m_runs, path);
+    QVERIFY(!s.isOk());
+    QVERIFY2(QString::fromStdString(s.message()).contains(path), s.message().c_str());
+    QVERIFY(!QFile::exists(path));
+  }
+  const Status bad = writeReport(m_runs, m_dir.filePath(QStringLiteral("x.docx")));
+  QVERIFY(!bad.isOk());
+  QVERIFY(QString::fromStdString(bad.message()).contains(QStringLiteral("x.docx")));
+}
+
+void TestReport::emptyRunsExport() {
+  const std::vector<RunData> none;
+  std::vector<RunData> blank(1);
+  QVERIFY(writeCsv(none, m_dir.filePath(QStringLiteral("none.csv"))).isOk());
+  QCOMPARE(lines(m_dir.filePath(QStringLiteral("none.csv"))).size(), std::size_t{1});
+  for (const QString& name : {QStringLiteral("blank.csv"), QStringLiteral("blank.trace.json"),
+                              QStringLiteral("blank.html"), QStringLiteral("blank.pdf")}) {
+    const Status s = writeReport(blank, m_dir.filePath(name));
+    QVERIFY2(s.isOk(), s.message().c_str());
+  }
+  QVERIFY(writeHtmlReport(none, m_dir.filePath(QStringLiteral("none.html"))).isOk());
+}
+
+void TestReport::toolRejectsUnknownRunIds() {
+  QProcess p;
+  const QString out = m_dir.filePath(QStringLiteral("bad.html"));
+  p.start(QString::fromLatin1(kReportTool),
+          {QStringLiteral("--db"), m_db, QStringLiteral("--runs"), QStringLiteral("%1,999,1234").arg(m_ids[0]),
+           QStringLiteral("--out"), out});
+  QVERIFY2(p.waitForFinished(60000), qPrintable(p.errorString()));
+  const QString err = QString::fromUtf8(p.readAllStandardError());
+  QCOMPARE(p.exitCode(), 2);
+  QVERIFY2(err.contains(QStringLiteral("999")) && err.contains(QStringLiteral("1234")), qPrintable(err));
+  QVERIFY(!QFile::exists(out));
+  // A missing store and an unknown format are bad input too.
+  p.start(QString::fromLatin1(kReportTool), {QStringLiteral("--db"), m_dir.filePath(QStringLiteral("nope.sqlite")),
+                                             QStringLiteral("--runs"), QStringLiteral("all"), QStringLiteral("--out"), out});
+  QVERIFY(p.waitForFinished(60000));
+  QCOMPARE(p.exitCode(), 2);
+  QVERIFY(!QFile::exists(m_dir.filePath(QStringLiteral("nope.sqlite"))));
+  p.start(QString::fromLatin1(kReportTool), {QStringLiteral("--db"), m_db, QStringLiteral("--runs"), QStringLiteral("all"),
+                                             QStringLiteral("--out"), m_dir.filePath(QStringLiteral("r.docx"))});
+  QVERIFY(p.waitForFinished(60000));
+  QCOMPARE(p.exitCode(), 2);
+}
+
+void TestReport::toolWritesEachFormat() {
+  for (const QString& name : {QStringLiteral("tool.csv"), QStringLiteral("tool.trace.json"), QStringLiteral("tool.html"),
+                              QStringLiteral("tool.pdf")}) {
+    QProcess p;
+    const QString out = m_dir.filePath(name);
+    p.start(QString::fromLatin1(kReportTool),
+            {QStringLiteral("--db"), m_db, QStringLiteral("--runs"), QStringLiteral("all"), QStringLiteral("--out"), out});
+    QVERIFY2(p.waitForFinished(60000), qPrintable(p.errorString()));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    QVERIFY(QFileInfo(out).size() > 100);
+  }
+  // A write failure exits 1, naming the file.
+  QProcess p;
+  const QString out = m_dir.filePath(QStringLiteral("missing-dir/tool.csv"));
+  p.start(QString::fromLatin1(kReportTool),
+          {QStringLiteral("--db"), m_db, QStringLiteral("--runs"), QString::number(m_ids[1]), QStringLiteral("--out"), out});
+  QVERIFY(p.waitForFinished(60000));
+  QCOMPARE(p.exitCode(), 1);
+  QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains(out));
+}
+
+QTEST_MAIN(TestReport)
+#include "tst_report.moc"

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: MIT
+#include "ui/charts/convergence_chart.h"
+
+#include "ui/charts/decimate.h"
+
+#include <QAreaSeries>
+#include <QChart>
+#include <QHelpEvent>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QPainter>
+#include <QToolTip>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace dasp::ui {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr int kMaxGrid = 600;  // grouped mode: points of the common x grid at most
+
+// Okabe-Ito, without its yellow (too pale for a thin line on white).
+QColor seriesColor(int i) {
+  static const QColor colors[] = {QColor(0x00, 0x72, 0xB2), QColor(0xD5, 0x5E, 0x00), QColor(0x00, 0x9E, 0x73),
+                                  QColor(0xCC, 0x79, 0xA7), QColor(0xE6, 0x9F, 0x00), QColor(0x56, 0xB4, 0xE9),
+                                  QColor(0x00, 0x00, 0x00)};
+  return colors[static_cast<std::size_t>(i) % (sizeof colors / sizeof colors[0])];
+}
+
+QColor withAlpha(QColor c, int alpha) {
+  c.setAlpha(alpha);
+  return c;
+}
+
+// Events that get a marker: not the routine "UP: joined" of every node at start-up.
+bool markedEvent(const Event& e) {
+  return !(e.kind == QLatin1String("node") && e.detail.startsWith(QLatin1String("UP")));
+}
+
+QColor eventColor(const QString& kind) {
+  if (kind == QLatin1String("fault") || kind == QLatin1String("exit")) return QColor(0xD5, 0x5E, 0x00);
+  if (kind == QLatin1String("control")) return QColor(0x55, 0x55, 0x55);
+  if (kind == QLatin1String("reject")) return QColor(0xE6, 0x9F, 0x00);
+  return QColor(0xCC, 0x79, 0xA7);
+}
+
+// 1, 2 or 5 times a power of ten, so that about `ticks` intervals span `span`.
+double niceStep(double span, int ticks) {
+  const double raw = span / std::max(ticks, 1);
+  if (!(raw > 0) || !std::isfinite(raw)) return 1;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / mag;
+  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+// Linear interpolation of a curve sorted by x at x (the caller keeps x inside its range).
+// `cursor` advances monotonically over a rising sequence of x, so a whole grid is O(n).
+double interpolate(const std::vector<QPointF>& c, std::size_t& cursor, double x) {
+  while (cursor + 1 < c.size() && c[cursor + 1].x() < x) ++cursor;
+  if (cursor + 1 >= c.size()) return c.back().y();
+  const QPointF& a = c[cursor];
+  const QPointF& b = c[cursor + 1];
+  if (!(b.x() > a.x())) return b.y();
+  const double f = std::clamp((x - a.x()) / (b.x() - a.x()), 0.0, 1.0);
+  return a.y() + f * (b.y() - a.y());
+}
+
+}  // namespace
+
+ConvergenceChart::ConvergenceChart(QWidget* parent)
+    : QChartView(parent), m_target(kNaN), m_cursor(kNaN) {
+  auto* c = new QChart;
+  c->setAnimationOptions(QChart::NoAnimation);
+  c->legend()->setAlignment(Qt::AlignBottom);
+  c->setMargins(QMargins(4, 4, 4, 4));
+  m_axisX = new QValueAxis(c);
+  m_axisY = new QValueAxis(c);
+  m_axisX->setLabelFormat(QStringLiteral("%g"));
+  m_axisY->setLabelFormat(QStringLiteral("%g"));
+  c->addAxis(m_axisX, Qt::AlignBottom);
+  c->addAxis(m_axisY, Qt::AlignLeft);
+  setChart(c);
+  setRenderHint(QPainter::Antialiasing, true);
+  // A wider plot needs more points: re-decimate once the layout settled (queued, so a
+  // refresh never runs inside the chart's own layout pass).
+  connect(c, &QChart::plotAreaChanged, this, [this](const QRectF& area) {
+    if (static_cast<int>(area.width()) == m_pixels || m_refreshQueued) return;
+    m_refreshQueued = true;
+    QMetaObject::invokeMethod(this, [this] { refresh(); }, Qt::QueuedConnection);
+  });
+  updateTitles();
+  refresh();
+}
+
+ConvergenceChart::~ConvergenceChart() = default;
+
+void ConvergenceChart::setRuns(std::vector<const RunData*> runs, QStringList labels) {
+  runs.erase(std::remove(runs.begin(), runs.end(), nullptr), runs.end());
+  m_runs = std::move(runs);
+  m_labels = std::move(labels);
+  rebuild();
+  refresh();
+}
+
+void ConvergenceChart::setMetric(Metric metric) {
+  m_metric = metric;
+  updateTitles();
+  refresh();
+}
+
+void ConvergenceChart::setXAxis(XAxis axis) {
+  m_xAxis = axis;
+  updateTitles();
+  refresh();
+}
+
+void ConvergenceChart::setSmoothing(double factor) {
+  m_smoothing = std::isfinite(factor) ? std::clamp(factor, 0.0, 0.99) : 0.0;
+  refresh();
+}
+
+void ConvergenceChart::setGrouped(bool grouped) {
+  if (grouped == m_grouped) return;
+  m_grouped = grouped;
+  rebuild();
+  refresh();
+}
+
+void ConvergenceChart::setTarget(double value) {
+  m_target = value;
+  refresh();
+}
+
+void ConvergenceChart::setCursor(double t) {
+  m_cursor = t;
+  viewport()->update();
+}
+
+void ConvergenceChart::updateTitles() {
+  static const char* xTitles[] = {"wall time (s)", "updates (version)", "samples"};
+  m_axisX->setTitleText(tr(xTitles[static_cast<int>(m_xAxis)]));
+  m_axisY->setTitleText(m_metric == Metric::Accuracy ? tr("test accuracy") : tr("test loss"));
+}
+
+void ConvergenceChart::rebuild() {
+  QChart* c = chart();
+  c->removeAllSeries();  // deletes the series (and each band's upper/lower children)
+  m_runSeries.clear();
+  m_groups.clear();
+  auto label = [&](std::size_t i) {
+    if (static_cast<qsizetype>(i) < m_labels.size() && !m_labels[static_cast<qsizetype>(i)].isEmpty()) {
+      return m_labels[static_cast<qsizetype>(i)];
+    }
+    const RunData& r = *m_runs[i];
+    const QString base = r.strategy.isEmpty() ? r.name : r.strategy;
+    return m_grouped ? base : QStringLiteral("%1 #%2").arg(base).arg(r.runId);
+  };
+  auto add = [&](QAbstractSeries* s, bool inLegend) {
+    c->addSeries(s);
+    s->attachAxis(m_axisX);
+    s->attachAxis(m_axisY);
+    if (!inLegend) {
+      for (QLegendMarker* m : c->legend()->markers(s)) m->setVisible(false);
+    }
+  };
+  if (m_grouped) {
+    std::map<QString, std::size_t> byLabel;
+    for (std::size_t i = 0; i < m_runs.size(); ++i) {
+      const QString l = label(i);
+      auto it = byLabel.find(l);
+      if (it == byLabel.end()) {
+        it = byLabel.emplace(l, m_groups.size()).first;
+        m_groups.push_back(GroupSeries{l, {}, nullptr, nullptr, nullptr, nullptr});
+      }
+      m_groups[it->second].members.push_back(static_cast<int>(i));
+    }
+    for (std::size_t g = 0; g < m_groups.size(); ++g) {
+      GroupSeries& gs = m_groups[g];
+      const QColor color = seriesColor(static_cast<int>(g));
+      gs.upper = new QLineSeries;
+      gs.lower = new QLineSeries;
+      gs.band = new QAreaSeries(gs.upper, gs.lower);
+      gs.upper->setParent(gs.band);
+      gs.lower->setParent(gs.band);
+      gs.band->setName(gs.label + QStringLiteral(" ± std"));
+      gs.band->setPen(Qt::NoPen);
+      gs.band->setBrush(withAlpha(color, 60));
+      add(gs.band, false);
+      gs.mean = new QLineSeries;
+      gs.mean->setName(QStringLiteral("%1 (n=%2)").arg(gs.label).arg(gs.members.size()));
+      gs.mean->setPen(QPen(color, 2));
+      add(gs.mean, true);
+    }
+  } else {
+    for (std::size_t i = 0; i < m_runs.size(); ++i) {
+      const QColor color = seriesColor(static_cast<int>(i));
+      RunSeries rs;
+      rs.raw = new QLineSeries;
+      rs.raw->setPen(QPen(withAlpha(color, 70), 1));
+      add(rs.raw, false);
+      rs.smooth = new QLineSeries;
+      rs.smooth->setName(label(i));
+      rs.smooth->setPen(QPen(color, 2));
+      add(rs.smooth, true);
+      m_runSeries.push_back(rs);
+    }
+  }
+  c->legend()->setVisible(!m_runs.empty());
+}
+
+double ConvergenceChart::xOf(const RunData& run, double t) const {
+  if (m_xAxis == XAxis::Time) return t;
+  const auto& ev = run.evaluations;
+  if (ev.empty() || !std::isfinite(t)) return kNaN;
+  auto value = [&](const Evaluation& e) {
+    return static_cast<double>(m_xAxis == XAxis::Updates ? e.version : e.samples);
+  };
+  // Evaluations are in time order; before the first one, ramp from (0, 0).
+  auto it = std::lower_bound(ev.begin(), ev.end(), t, [](const Evaluation& e, double x) { return e.t < x; });
+  if (it == ev.end()) return value(ev.back());
+  if (it == ev.begin()) return it->t > 0 ? value(*it) * std::clamp(t / it->t, 0.0, 1.0) : value(*it);
+  const Evaluation& a = *(it - 1);
+  const Evaluation& b = *it;
+  if (!(b.t > a.t)) return value(b);
+  return value(a) + (t - a.t) / (b.t - a.t) * (value(b) - value(a));
+}
+
+std::vector<QPointF> ConvergenceChart::points(const RunData& run) const {
+  std::vector<QPointF> out;
+  out.reserve(run.evaluations.size());
+  for (const Evaluation& e : run.evaluations) {
+    const double x = m_xAxis == XAxis::Time      ? e.t
+                     : m_xAxis == XAxis::Updates ? static_cast<double>(e.version)
+                                                 : static_cast<double>(e.samples);
+    const double y = m_metric == Metric::Accuracy ? e.accuracy : e.loss;
+    if (std::isfinite(x) && std::isfinite(y)) out.emplace_back(x, y);
+  }
+  auto byX = [](const QPointF& a, const QPointF& b) { return a.x() < b.x(); };
+  if (!std::is_sorted(out.begin(), out.end(), byX)) std::stable_sort(out.begin(), out.end(), byX);
+  return out;
+}
+
+std::vector<QPointF> ConvergenceChart::smoothed(const std::vector<QPointF>& raw) const {
+  if (m_smoothing <= 0) return raw;
+  // Debiased EMA (as TensorBoard does): the first points are not pulled towards 0.
+  std::vector<QPointF> out;
+  out.reserve(raw.size());
+  double acc = 0, weight = 0;
+  for (const QPointF& p : raw) {
+    acc = m_smoothing * acc + (1 - m_smoothing) * p.y();
+    weight = m_smoothing * weight + (1 - m_smoothing);
+    out.emplace_back(p.x(), acc / weight);
+  }
+  return out;
+}
+
+void ConvergenceChart::refresh() {
+  m_refreshQueued = false;
+  QChart* c = chart();
+  const int plotW = static_cast<int>(c->plotArea().width());
+  m_pixels = plotW;
+  const int pixels = plotW >= 20 ? plotW : std::max(width() - 80, 200);
+
+  double xMin = std::numeric_limits<double>::infinity(), xMax = -xMin, yMin = xMin, yMax = -xMin;
+  auto extend = [&](const std::vector<QPointF>& v) {
+    for (const QPointF& p : v) {
+      xMin = std::min(xMin, p.x());
+      xMax = std::max(xMax, p.x());
+      yMin = std::min(yMin, p.y());
+      yMax = std::max(yMax, p.y());
+    }
+  };
+  std::vector<std::vector<QPointF>> smooth(m_runs.size());
+  for (std::size_t i = 0; i < m_runs.size(); ++i) {
+    std::vector<QPointF> raw = points(*m_runs[i]);
+    extend(raw);
+    smooth[i] = smoothed(raw);
+    if (!m_grouped && i < m_runSeries.size()) {
+      m_runSeries[i].raw->setVisible(m_smoothing > 0);
+      m_runSeries[i].raw->replace(m_smoothing > 0 ? decimateMinMax(raw, pixels) : QList<QPointF>());
+      m_runSeries[i].smooth->replace(decimateMinMax(smooth[i], pixels));
+    }
+  }
+  for (GroupSeries& g : m_groups) {
+    // Common grid over the union of the members' ranges; at each x, the members whose
+    // curve covers x contribute (a run that stopped early does not drag the mean).
+    double g0 = std::numeric_limits<double>::infinity(), g1 = -g0;
+    for (int m : g.members) {
+      const auto& v = smooth[static_cast<std::size_t>(m)];
+      if (v.empty()) continue;
+      g0 = std::min(g0, v.front().x());
+      g1 = std::max(g1, v.back().x());
+    }
+    QList<QPointF> mean, upper, lower;
+    if (g0 <= g1) {
+      const int n = g1 > g0 ? std::clamp(pixels, 2, kMaxGrid) : 1;
+      std::vector<std::size_t> cursors(g.members.size(), 0);
+      std::vector<double> values;
+      for (int k = 0; k < n; ++k) {
+        const double x = n == 1 ? g0 : g0 + (g1 - g0) * k / (n - 1);
+        values.clear();
+        for (std::size_t j = 0; j < g.members.size(); ++j) {
+          const auto& v = smooth[static_cast<std::size_t>(g.members[j])];
+          if (v.empty() || x < v.front().x() || x > v.back().x()) continue;
+          values.push_back(interpolate(v, cursors[j], x));
+        }
+        if (values.empty()) continue;
+        double sum = 0;
+        for (double y : values) sum += y;
+        const double mu = sum / static_cast<double>(values.size());
+        double var = 0;
+        for (double y : values) var += (y - mu) * (y - mu);
+        const double sd = values.size() > 1 ? std::sqrt(var / static_cast<double>(values.size() - 1)) : 0.0;
+        mean.append(QPointF(x, mu));
+        upper.append(QPointF(x, mu + sd));
+        lower.append(QPointF(x, mu - sd));
+        yMin = std::min(yMin, mu - sd);
+        yMax = std::max(yMax, mu + sd);
+      }
+    }
+    g.mean->replace(mean);
+    g.upper->replace(upper);
+    g.lower->replace(lower);
+  }
+
+  // Axis ranges: the data's, a little padded; accuracy stays inside [0, 1].
+  if (std::isfinite(m_target)) {
+    yMin = std::min(yMin, m_target);
+    yMax = std::max(yMax, m_target);
+  }
+  if (!(xMin <= xMax)) xMin = 0, xMax = 1;
+  if (!(xMax > xMin)) xMax = xMin + 1;
+  if (!(yMin <= yMax)) yMin = 0, yMax = 1;
+  const double pad = std::max((yMax - yMin) * 0.05, 1e-3);
+  if (m_metric == Metric::Accuracy) {
+    yMin = std::max(0.0, std::floor((yMin - pad) * 20) / 20);
+    yMax = std::min(1.0, std::ceil((yMax + pad) * 20) / 20);
+    if (!(yMax > yMin)) yMin = std::max(0.0, yMax - 0.05), yMax = yMin + 0.05;
+  } else {
+    yMin = yMin >= 0 ? 0.0 : yMin - pad;
+    yMax = yMax + pad;
+  }
+  // Ticks at round numbers (0, 10, 20 s rather than 11.2563): the range extends to the
+  // next tick and the tick count follows. (Dynamic ticks with an interval would briefly
+  // combine a new range with the old interval: 10^5 tick items for one frame.)
+  const QRectF area = c->plotArea();
+  auto nice = [](QValueAxis* axis, double& lo, double& hi, int ticks) {
+    const double step = niceStep(hi - lo, ticks);
+    lo = std::floor(lo / step + 1e-9) * step;
+    hi = std::max(std::ceil(hi / step - 1e-9) * step, lo + step);
+    axis->setRange(lo, hi);
+    axis->setTickCount(std::clamp(static_cast<int>(std::lround((hi - lo) / step)) + 1, 2, 64));
+  };
+  nice(m_axisX, xMin, xMax, std::max(3, static_cast<int>(area.width()) / 110));
+  nice(m_axisY, yMin, yMax, std::max(3, static_cast<int>(area.height()) / 45));
+  m_xMin = xMin, m_xMax = xMax, m_yMin = yMin, m_yMax = yMax;
+
+  m_markers.clear();
+  for (std::size_t i = 0; i < m_runs.size(); ++i) {
+    const RunData& r = *m_runs[i];
+    for (const Event& e : r.events) {
+      if (!markedEvent(e)) continue;
+      const double x = xOf(r, e.t);
+      if (!std::isfinite(x)) continue;
+      m_markers.push_back({x,
+                           QStringLiteral("#%1 at %2 s: %3 %4 %5")
+                               .arg(r.runId)
+                               .arg(e.t, 0, 'f', 2)
+                               .arg(e.kind, e.node, e.detail)
+                               .trimmed(),
+                           eventColor(e.kind)});
+    }
+  }
+  viewport()->update();
+}
+
+QRectF ConvergenceChart::plotInScene() const { return chart()->mapRectToScene(chart()->plotArea()); }
+
+double ConvergenceChart::sceneXOf(double x) const {
+  const QRectF plot = plotInScene();
+  return plot.left() + (x - m_xMin) / (m_xMax - m_xMin) * plot.width();
+}
+
+void ConvergenceChart::drawForeground(QPainter* painter, const QRectF& rect) {
+  QChartView::drawForeground(painter, rect);
+  const QRectF plot = plotInScene();
+  if (plot.width() < 2 || plot.height() < 2) return;
+  painter->save();
+  painter->setClipRect(plot.adjusted(-1, -1, 1, 1));
+  if (std::isfinite(m_target) && m_target >= m_yMin && m_target <= m_yMax) {
+    const double y = plot.bottom() - (m_target - m_yMin) / (m_yMax - m_yMin) * plot.height();
+    painter->setPen(QPen(QColor(0x44, 0x44, 0x44), 1, Qt::DashLine));
+    painter->drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
+    painter->drawText(QPointF(plot.left() + 4, y - 3), tr("target %1").arg(m_target));
+  }
+  painter->setRenderHint(QPainter::Antialiasing, false);
+  for (const Marker& m : m_markers) {
+    const double x = sceneXOf(m.x);
+    painter->setPen(QPen(m.color, 2));
+    painter->drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() - 10));
+  }
+  if (std::isfinite(m_cursor) && !m_runs.empty()) {
+    const double cx = xOf(*m_runs.front(), m_cursor);
+    if (std::isfinite(cx) && cx >= m_xMin && cx <= m_xMax) {
+      const double x = sceneXOf(cx);
+      painter->setPen(QPen(QColor(0xD0, 0x00, 0x00), 1));
+      painter->drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+    }
+  }
+  painter->restore();
+}
+
+QString ConvergenceChart::markerToolTipAt(const QPoint& viewportPos) const {
+  const QPointF scene = mapToScene(viewportPos);
+  const QRectF plot = plotInScene();
+  if (scene.y() < plot.bottom() - 14 || scene.y() > plot.bottom() + 4) return {};
+  QStringList lines;
+  int more = 0;
+  for (const Marker& m : m_markers) {
+    if (std::abs(sceneXOf(m.x) - scene.x()) > 4) continue;
+    if (lines.size() < 8) {
+      lines << m.text;
+    } else {
+      ++more;
+    }
+  }
+  if (more > 0) lines << tr("… and %1 more").arg(more);
+  return lines.join(QLatin1Char('\n'));
+}
+
+bool ConvergenceChart::viewportEvent(QEvent* event) {
+  if (event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const QString text = markerToolTipAt(help->pos());
+    if (text.isEmpty()) {
+      QToolTip::hideText();
+      event->ignore();
+    } else {
+      QToolTip::showText(help->globalPos(),
+                         QStringLiteral("<p style='white-space:pre'>") + text.toHtmlEscaped() + QStringLiteral("</p>"),
+                         viewport());
+    }
+    return true;
+  }
+  return QChartView::viewportEvent(event);
+}
+
+}  // namespace dasp::ui

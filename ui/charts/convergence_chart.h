@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// ConvergenceChart: test accuracy or test loss of one or several runs (Qt Charts), for
+// the live view, the compare view and the reports. The x axis is wall time, updates
+// (model version) or training samples. Curves can be smoothed with an EMA (the raw trace
+// stays faint behind the smoothed one), or grouped: runs sharing a label (a strategy, say)
+// are drawn as their mean with a ± std band across seeds, each run interpolated on a common
+// x grid. A vertical time cursor, a horizontal target line and event markers (faults,
+// controls: small ticks at the bottom of the plot with a tooltip) are drawn over the plot.
+//
+// refresh() re-reads the runs and is cheap enough for a live run at 5–10 Hz: the series
+// objects are created only when the runs, labels or grouping change, and each refresh
+// replace()s every series with points decimated to the plot's pixels (one signal per
+// series, never one per point).
+//
+// Threading: GUI thread only. The RunData objects are not owned; they must outlive the
+// chart or be replaced with setRuns({}) first.
+
+#include "ui/run_data.h"
+
+#include <QChartView>
+#include <QColor>
+#include <QString>
+#include <QStringList>
+
+#include <vector>
+
+QT_FORWARD_DECLARE_CLASS(QAreaSeries)
+QT_FORWARD_DECLARE_CLASS(QLineSeries)
+QT_FORWARD_DECLARE_CLASS(QValueAxis)
+
+namespace dasp::ui {
+
+class ConvergenceChart : public QChartView {
+  Q_OBJECT
+
+ public:
+  enum class Metric { Accuracy, Loss };
+  enum class XAxis { Time, Updates, Samples };
+
+  explicit ConvergenceChart(QWidget* parent = nullptr);
+  ~ConvergenceChart() override;
+
+  // The runs to draw and one label each (legend text; the grouping key in grouped mode).
+  // Missing labels default to "<strategy> #<run id>" (grouped: the strategy).
+  void setRuns(std::vector<const RunData*> runs, QStringList labels = {});
+  void setMetric(Metric metric);
+  void setXAxis(XAxis axis);
+  // EMA factor: 0 = no smoothing … 0.99 (clamped).
+  void setSmoothing(double factor);
+  void setGrouped(bool grouped);
+  // A horizontal line at `value` (in the metric's units); NaN hides it.
+  void setTarget(double value);
+  // The time cursor in seconds of run time (mapped onto the updates/samples axes through
+  // the first run's evaluations); NaN hides it.
+  void setCursor(double t);
+  using QWidget::setCursor;
+  void setCursor(Qt::CursorShape) = delete;  // would silently convert to a time
+  // Re-reads the runs' data into the series.
+  void refresh();
+
+  Metric metric() const { return m_metric; }
+  XAxis xAxis() const { return m_xAxis; }
+  double smoothing() const { return m_smoothing; }
+  bool grouped() const { return m_grouped; }
+  double target() const { return m_target; }
+  double cursorTime() const { return m_cursor; }
+  // The tooltip of the event marker at a viewport position ("" when none is there).
+  QString markerToolTipAt(const QPoint& viewportPos) const;
+  // The x value of run time `t` for `run` on the current axis (NaN if it cannot be mapped).
+  double xOf(const RunData& run, double t) const;
+
+ protected:
+  void drawForeground(QPainter* painter, const QRectF& rect) override;
+  bool viewportEvent(QEvent* event) override;
+
+ private:
+  struct RunSeries {
+    QLineSeries* raw = nullptr;
+    QLineSeries* smooth = nullptr;
+  };
+  struct GroupSeries {
+    QString label;
+    std::vector<int> members;
+    QLineSeries* mean = nullptr;
+    QLineSeries* upper = nullptr;
+    QLineSeries* lower = nullptr;
+    QAreaSeries* band = nullptr;
+  };
+  struct Marker {
+    double x = 0;
+    QString text;
+    QColor color;
+  };
+
+  void rebuild();  // re-creates the series after the runs, labels or grouping changed
+  void updateTitles();
+  std::vector<QPointF> points(const RunData& run) const;
+  std::vector<QPointF> smoothed(const std::vector<QPointF>& raw) const;
+  QRectF plotInScene() const;
+  double sceneXOf(double x) const;
+
+  std::vector<const RunData*> m_runs;
+  QStringList m_labels;
+  Metric m_metric = Metric::Accuracy;
+  XAxis m_xAxis = XAxis::Time;
+  double m_smoothing = 0;
+  bool m_grouped = false;
+  double m_target;
+  double m_cursor;
+  QValueAxis* m_axisX = nullptr;
+  QValueAxis* m_axisY = nullptr;
+  std::vector<RunSeries> m_runSeries;
+  std::vector<GroupSeries> m_groups;
+  std::vector<Marker> m_markers;
+  double m_xMin = 0, m_xMax = 1, m_yMin = 0, m_yMax = 1;
+  int m_pixels = 0;             // the plot width the series were decimated for
+  bool m_refreshQueued = false;
+};
+
+}  // namespace dasp::ui

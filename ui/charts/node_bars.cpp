@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+#include "ui/charts/node_bars.h"
+
+#include <QFontMetrics>
+#include <QPainter>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace dasp::ui {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr int kLabelW = 150;
+constexpr int kHeaderH = 36;
+constexpr int kRowH = 20;
+constexpr double kStragglerRatio = 0.8;
+
+const QColor kWaitColor(0xE6, 0x9F, 0x00);
+const QColor kStalenessColor(0xCC, 0x79, 0xA7);
+const QColor kThroughputColor(0x00, 0x72, 0xB2);
+const QColor kStragglerColor(0xD0, 0x10, 0x10);
+
+// Mean of the finite values with t in (t0, t1]; NaN when there are none.
+double meanIn(const std::vector<Point>& v, double t0, double t1, std::int64_t* count = nullptr) {
+  double sum = 0;
+  std::int64_t n = 0, all = 0;
+  for (const Point& p : v) {
+    if (!(p.t > t0 && p.t <= t1)) continue;
+    ++all;
+    if (!std::isfinite(p.value)) continue;
+    sum += p.value;
+    ++n;
+  }
+  if (count != nullptr) *count = all;
+  return n > 0 ? sum / static_cast<double>(n) : kNaN;
+}
+
+QString figure(double v, int decimals) {
+  return std::isfinite(v) ? QString::number(v, 'f', decimals) : QStringLiteral("–");
+}
+
+}  // namespace
+
+NodeBars::NodeBars(QWidget* parent) : QWidget(parent) {
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+}
+
+NodeBars::~NodeBars() = default;
+
+void NodeBars::setRun(const RunData* run) {
+  m_run = run;
+  refresh();
+  updateGeometry();
+}
+
+void NodeBars::setLastSeconds(double seconds) {
+  m_fixed = false;
+  m_lastSeconds = seconds > 0 && std::isfinite(seconds) ? seconds : 10;
+  refresh();
+}
+
+void NodeBars::setWindow(double t0, double t1) {
+  if (!std::isfinite(t0) || !std::isfinite(t1)) return;
+  m_fixed = true;
+  m_t0 = std::min(t0, t1);
+  m_t1 = std::max(t0, t1);
+  refresh();
+}
+
+std::vector<NodeStats> NodeBars::computeStats(const RunData& run, double t0, double t1) {
+  std::vector<NodeStats> out;
+  // Samples count in (t0, t1]; a window starting at 0 also takes the samples at t = 0.
+  const double span = t1 - std::max(t0, 0.0);
+  if (t0 <= 0) t0 = -std::numeric_limits<double>::infinity();
+  for (const NodeData& n : run.nodes) {
+    NodeStats s;
+    s.name = n.name;
+    std::int64_t iterations = 0;
+    s.meanWait = meanIn(n.wait, t0, t1, &iterations);
+    if (n.wait.empty()) static_cast<void>(meanIn(n.trainLoss, t0, t1, &iterations));
+    s.meanStaleness = meanIn(n.staleness, t0, t1);
+    s.iterations = iterations;
+    s.throughput = span > 0 ? static_cast<double>(iterations) / span : kNaN;
+    out.push_back(s);
+  }
+  // The straggler: the lowest throughput, when below 0.8x the median of all workers.
+  std::vector<double> tp;
+  for (const NodeStats& s : out) {
+    if (std::isfinite(s.throughput)) tp.push_back(s.throughput);
+  }
+  if (tp.size() >= 2) {
+    std::sort(tp.begin(), tp.end());
+    const std::size_t m = tp.size() / 2;
+    const double median = tp.size() % 2 == 1 ? tp[m] : (tp[m - 1] + tp[m]) / 2;
+    auto slowest = std::min_element(out.begin(), out.end(), [](const NodeStats& a, const NodeStats& b) {
+      const double x = std::isfinite(a.throughput) ? a.throughput : std::numeric_limits<double>::infinity();
+      const double y = std::isfinite(b.throughput) ? b.throughput : std::numeric_limits<double>::infinity();
+      return x < y;
+    });
+    if (slowest != out.end() && slowest->throughput < kStragglerRatio * median) slowest->straggler = true;
+  }
+  return out;
+}
+
+void NodeBars::refresh() {
+  const std::size_t before = m_stats.size();
+  m_stats.clear();
+  if (m_run != nullptr) {
+    const double end = std::isfinite(m_run->endT) ? m_run->endT : 0;
+    m_shownT1 = m_fixed ? m_t1 : end;
+    m_shownT0 = m_fixed ? m_t0 : std::max(0.0, end - m_lastSeconds);
+    m_stats = computeStats(*m_run, m_shownT0, m_shownT1);
+  }
+  if (m_stats.size() != before) updateGeometry();
+  update();
+}
+
+QSize NodeBars::sizeHint() const {
+  return QSize(640, kHeaderH + static_cast<int>(std::max<std::size_t>(m_stats.size(), 1)) * kRowH + 6);
+}
+
+QSize NodeBars::minimumSizeHint() const { return QSize(360, kHeaderH + kRowH + 6); }
+
+void NodeBars::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), palette().color(QPalette::Base));
+  const QColor text = palette().color(QPalette::WindowText);
+  const QFontMetrics fm(font());
+  p.setPen(text);
+  if (m_run == nullptr || m_stats.empty()) {
+    p.setPen(palette().color(QPalette::PlaceholderText));
+    p.drawText(rect(), Qt::AlignCenter, m_run == nullptr ? tr("no run") : tr("no nodes yet"));
+    return;
+  }
+  p.drawText(QRect(4, 2, width() - 8, 14), Qt::AlignLeft | Qt::AlignVCenter,
+             tr("window %1–%2 s").arg(m_shownT0, 0, 'f', 1).arg(m_shownT1, 0, 'f', 1));
+
+  struct Column {
+    QString title;
+    QColor color;
+    int decimals;
+    double (*get)(const NodeStats&);
+  };
+  const Column columns[] = {
+      {tr("mean wait (s)"), kWaitColor, 3, [](const NodeStats& s) { return s.meanWait; }},
+      {tr("mean staleness"), kStalenessColor, 2, [](const NodeStats& s) { return s.meanStaleness; }},
+      {tr("throughput (it/s)"), kThroughputColor, 1, [](const NodeStats& s) { return s.throughput; }},
+  };
+  const int colW = std::max((width() - kLabelW - 8) / 3, 40);
+  for (int c = 0; c < 3; ++c) {
+    const Column& col = columns[c];
+    const int x0 = kLabelW + c * colW;
+    double max = 0;
+    for (const NodeStats& s : m_stats) {
+      const double v = col.get(s);
+      if (std::isfinite(v)) max = std::max(max, v);
+    }
+    p.setPen(text);
+    p.drawText(QRect(x0, 18, colW - 6, 16), Qt::AlignLeft | Qt::AlignVCenter, col.title);
+    const int valueW = fm.horizontalAdvance(QStringLiteral("00000.000")) + 4;
+    const int barMax = std::max(colW - valueW - 8, 4);
+    for (std::size_t r = 0; r < m_stats.size(); ++r) {
+      const NodeStats& s = m_stats[r];
+      const int y = kHeaderH + static_cast<int>(r) * kRowH;
+      const double v = col.get(s);
+      const bool red = s.straggler && c == 2;
+      int len = 0;
+      if (std::isfinite(v) && max > 0) len = static_cast<int>(std::lround(v / max * barMax));
+      if (std::isfinite(v) && v > 0) len = std::max(len, 1);
+      p.fillRect(QRect(x0, y + 3, len, kRowH - 6), red ? kStragglerColor : col.color);
+      p.setPen(red ? kStragglerColor : text);
+      p.drawText(QRect(x0 + len + 4, y, valueW, kRowH), Qt::AlignLeft | Qt::AlignVCenter, figure(v, col.decimals));
+    }
+  }
+  for (std::size_t r = 0; r < m_stats.size(); ++r) {
+    const NodeStats& s = m_stats[r];
+    const int y = kHeaderH + static_cast<int>(r) * kRowH;
+    QString label = s.name;
+    if (s.straggler) label += QStringLiteral("  ") + tr("straggler");
+    p.setPen(s.straggler ? kStragglerColor : text);
+    p.drawText(QRect(4, y, kLabelW - 10, kRowH), Qt::AlignRight | Qt::AlignVCenter,
+               fm.elidedText(label, Qt::ElideMiddle, kLabelW - 10));
+  }
+}
+
+}  // namespace dasp::ui

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// NodeBars: per-node statistics of one run as horizontal bars, one row per worker and
+// three columns: mean wait (s), mean staleness, and throughput (iterations/s). The
+// figures cover a time window: by default the last 10 s of the run (for a live run: how
+// the nodes behave now), or a fixed [t0, t1]. The straggler (the node with the lowest
+// throughput, when it is below 0.8x the median) is flagged in red with "straggler".
+// Custom painted: a handful of rows, refreshed at 5–10 Hz while a run is live.
+// Threading: GUI thread only. The RunData is not owned; it must outlive the widget or be
+// replaced with setRun(nullptr) first.
+
+#include "ui/run_data.h"
+
+#include <QString>
+#include <QWidget>
+
+#include <cstdint>
+#include <vector>
+
+namespace dasp::ui {
+
+struct NodeStats {
+  QString name;
+  double meanWait = 0;       // seconds; NaN when the node has no wait sample in the window
+  double meanStaleness = 0;  // NaN when no gradient of the node was applied in the window
+  double throughput = 0;     // iterations per second of the window
+  std::int64_t iterations = 0;
+  bool straggler = false;
+};
+
+class NodeBars : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit NodeBars(QWidget* parent = nullptr);
+  ~NodeBars() override;
+
+  void setRun(const RunData* run);
+  // The last `seconds` of the run (the default, with 10 s).
+  void setLastSeconds(double seconds);
+  // A fixed window [t0, t1] of run time (e.g. the node lanes' visible window).
+  void setWindow(double t0, double t1);
+  // Recomputes the figures from the run.
+  void refresh();
+  const std::vector<NodeStats>& stats() const { return m_stats; }
+
+  // The figures of every worker over (t0, t1] (a window starting at or before 0 includes
+  // t = 0), the straggler flagged. Iterations are counted from the wait samples (one per
+  // iteration), else the training-loss samples; non-finite values are left out of means.
+  static std::vector<NodeStats> computeStats(const RunData& run, double t0, double t1);
+
+  QSize sizeHint() const override;
+  QSize minimumSizeHint() const override;
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+
+ private:
+  const RunData* m_run = nullptr;
+  bool m_fixed = false;
+  double m_lastSeconds = 10;
+  double m_t0 = 0, m_t1 = 0;
+  double m_shownT0 = 0, m_shownT1 = 0;
+  std::vector<NodeStats> m_stats;
+};
+
+}  // namespace dasp::ui

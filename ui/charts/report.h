@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Report exports of one or more runs, all from RunData (no network, no store access):
+// CSV at full resolution, a Chrome trace-event JSON of the node timelines (Perfetto,
+// chrome://tracing), and an HTML or PDF report with a summary table, per-strategy
+// mean ± std, the GUI's own charts rendered offscreen, each run's spec and its events.
+// Used by the workbench's export menu and by the `dasp-report` tool.
+//
+// Errors (an unwritable path, a full disk) come back as a Status naming the file; files
+// are written through QSaveFile, so a failed export never leaves a truncated file behind.
+//
+// Threading: GUI thread (the HTML and PDF reports render widgets, which needs a
+// QApplication; they fail with a Status without one). CSV and trace need only QtCore.
+
+#include "core/result.h"
+#include "ui/run_data.h"
+
+#include <QString>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace dasp::ui {
+
+enum class ReportFormat { Html, Pdf, Csv, ChromeTrace };
+// From the file name: .html/.htm, .pdf, .csv, .json (e.g. run.trace.json); nullopt else.
+std::optional<ReportFormat> reportFormatFor(const QString& path);
+
+// Columns run_id,node,series,t_s,version,value: one row per sample (series wait_s,
+// staleness, train_loss, compute_s per node) and two per evaluation (accuracy and loss,
+// node "evaluator"), nothing thinned; numbers in their shortest exact form.
+Status writeCsv(const std::vector<RunData>& runs, const QString& path);
+// Complete events ("ph":"X", ts/dur in microseconds, pid = run id, tid = node lane,
+// name = state, args.parallel = parallel state), decisions and events as instant events
+// ("ph":"i"), accuracy as a counter; process and thread names as metadata.
+Status writeChromeTrace(const std::vector<RunData>& runs, const QString& path);
+// A self-contained page: charts embedded as base64 PNG.
+Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path);
+// The same content through QTextDocument and QPdfWriter, A4.
+Status writePdfReport(const std::vector<RunData>& runs, const QString& path);
+// Dispatches on reportFormatFor(path).
+Status writeReport(const std::vector<RunData>& runs, const QString& path);
+
+// One run's row of the summary table (also what the compare view shows). Figures come
+// from the run's summary when the runner wrote one, else from its data.
+struct RunFigures {
+  std::int64_t runId = 0;
+  QString name, strategy, status, lrConvention;
+  std::int64_t seed = 0;
+  std::optional<double> target;        // the spec's target accuracy
+  std::optional<double> timeToTarget;  // seconds
+  std::optional<double> speedupVsBsp;  // mean BSP time to target / this run's
+  std::optional<double> finalAccuracy;
+  std::optional<double> meanWait, meanStaleness, maxStaleness;
+  std::optional<double> updates, dropped, lost;
+};
+// The figures of every run, speedups against the mean of the BSP runs with the same
+// experiment name (else of all BSP runs) that reached the target.
+std::vector<RunFigures> runFigures(const std::vector<RunData>& runs);
+
+}  // namespace dasp::ui

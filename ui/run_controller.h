@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// RunController: launches experiments from the workbench with the same runner as
+// `dasp run` (net::runExperiment), on a background thread, and carries the GUI's live
+// actions (slow a node ×k, restore, pause, resume, kill a node, kill the server) to the
+// runner, which executes and records each one as a run event.
+//
+// A launch is a plan: one run, or a suite expanded like the CLI does (entries × seeds,
+// planRuns()), run in turn. The runner's event batches go to a LiveRunFeed (drained by the
+// GUI on a timer); only low-rate notifications cross as queued signals: a run started, a
+// run finished, progress lines.
+//
+// Closing the window mid-run calls stopAndWait(): it sets the cancel flag and joins the
+// thread; the runner then stops the server, lets the evaluator finish, shuts every node
+// down and marks the run `stopped` in the store.
+//
+// Threading: a QObject of the GUI thread; every public method is for the GUI thread and
+// every signal is delivered there (queued from the runner's threads). The runner thread
+// must live as long as the run's children (they get PR_SET_PDEATHSIG, which follows the
+// forking thread), which holds because runExperiment() blocks until they are gone.
+
+#include "core/result.h"
+#include "core/spec.h"
+#include "net/runner.h"
+
+#include <QObject>
+#include <QString>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace dasp::ui {
+
+class LiveRunFeed;
+
+// One run of a launch: a resolved, validated spec (suite and seeds expanded) and a label
+// for people ("ssp(3) seed 2").
+struct PlannedRun {
+  ExperimentSpec spec;
+  QString label;
+};
+
+// Expands a spec the way `dasp run` does: suite entries (each entry's strategy merged over
+// the base strategy, its recovery, its worker count) × seeds (or the spec's seed), each
+// validated (the CLI's messages) and filled with defaults. A spec without a suite is one run.
+Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& spec);
+
+class RunController : public QObject {
+  Q_OBJECT
+
+ public:
+  // `feed` receives the live events; it must outlive the controller.
+  explicit RunController(LiveRunFeed* feed, QObject* parent = nullptr);
+  ~RunController() override;  // stopAndWait()
+
+  // The `dasp` executable that runs the nodes: $DASP_BIN when set, else the `dasp` next to
+  // this application's binary.
+  static QString daspBinary();
+
+  // Starts the plan on the background thread, recording into `dbPath`. Refused (false,
+  // with `error`) while a plan is running, for an empty plan, or without a `dasp` binary.
+  bool start(std::vector<PlannedRun> plan, const QString& dbPath, QString* error = nullptr);
+  // True from start() until finished() (or stopAndWait()).
+  bool isRunning() const { return m_running; }
+  // The run in progress (0 before the runner created it, and between runs).
+  std::int64_t currentRunId() const { return m_currentRunId.load(); }
+  // The number of runs in the current (or last) plan.
+  int plannedRuns() const { return static_cast<int>(m_plan.size()); }
+
+ public Q_SLOTS:
+  // Asks the runner to stop the current run and skips the rest of the plan.
+  void stop();
+  // stop(), then blocks until the runner has shut every node down (window closing).
+  void stopAndWait();
+
+  // Live actions on the current run, by node name ("worker-2"). slowDown multiplies the
+  // node's own slowdown (from the spec) by `k`; restore returns it to its profile.
+  void slowDown(const QString& node, double k);
+  void restore(const QString& node);
+  void pause(const QString& node);
+  void resume(const QString& node);
+  void kill(const QString& node);
+  void killServer();
+
+ Q_SIGNALS:
+  // Run `index` (0-based) of `total` begins (before the runner creates it).
+  void runPlanned(int index, int total, const QString& label);
+  // The runner created the run in the store.
+  void runStarted(qint64 runId);
+  // A run ended: status completed, stopped or failed (runId 0 when it never got one).
+  void runFinished(qint64 runId, const QString& status, const QString& error);
+  // The whole plan is over (or was stopped); isRunning() is false from here.
+  void finished();
+  // Progress lines of the runner, for the log view.
+  void logLine(const QString& line);
+
+ private:
+  void threadMain(std::vector<PlannedRun> plan, std::string dbPath, std::string binary, int generation);
+  void onThreadDone(int generation);
+  void joinThread();
+  double profileSlowdown(const QString& node) const;
+
+  LiveRunFeed* m_feed;
+  std::vector<PlannedRun> m_plan;
+  std::thread m_thread;
+  std::atomic<bool> m_cancel{false};
+  std::atomic<std::int64_t> m_currentRunId{0};
+  std::atomic<int> m_currentIndex{-1};
+  net::RunControl m_control;
+  bool m_running = false;
+  int m_generation = 0;  // which plan a queued "thread done" belongs to
+};
+
+}  // namespace dasp::ui
