@@ -579,6 +579,78 @@ double learningRateAt(const v1::OptimizerSpec& optimizer, std::int64_t step) {
   }
 }
 
+namespace {
+std::vector<std::string> splitCommaList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!trim(item).empty()) out.push_back(trim(item));
+  }
+  return out;
+}
+}  // namespace
+
+Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& base, const std::vector<std::string>& grids) {
+  std::vector<std::pair<ExperimentSpec, std::string>> gridSpecs{{base, ""}};
+  for (const auto& g : grids) {
+    const auto eq = g.find('=');
+    if (eq == std::string::npos) return Status::error("--grid " + g + ": expected path=v1,v2,...");
+    const auto path = g.substr(0, eq);
+    const auto values = splitCommaList(g.substr(eq + 1));
+    if (values.empty()) return Status::error("--grid " + g + ": no values");
+    std::vector<std::pair<ExperimentSpec, std::string>> next;
+    for (const auto& [spec, label] : gridSpecs) {
+      for (const auto& v : values) {
+        ExperimentSpec s = spec;
+        if (auto st = applyOverride(s, path + "=" + v); !st) return Status::error("--grid: " + st.message());
+        next.emplace_back(s, label + (label.empty() ? "" : " ") + path + "=" + v);
+      }
+    }
+    gridSpecs = std::move(next);
+  }
+  std::vector<PlannedRun> out;
+  for (const auto& [spec, gridLabel] : gridSpecs) {
+    std::vector<v1::SuiteEntry> entries(spec.suite().begin(), spec.suite().end());
+    if (entries.empty()) entries.emplace_back();
+    std::vector<std::uint64_t> seeds(spec.seeds().begin(), spec.seeds().end());
+    if (seeds.empty()) seeds.push_back(spec.has_seed() ? spec.seed() : withDefaults(spec).seed());
+    for (const auto& entry : entries) {
+      for (const auto seed : seeds) {
+        ExperimentSpec s = spec;
+        s.clear_suite();
+        s.clear_seeds();
+        s.set_seed(seed);
+        if (entry.has_strategy()) {
+          // The entry's strategy replaces the name and adds its knobs over the base's.
+          auto strategy = spec.strategy();
+          strategy.MergeFrom(entry.strategy());
+          *s.mutable_strategy() = strategy;
+        }
+        if (entry.has_recovery()) *s.mutable_recovery() = entry.recovery();
+        if (entry.workers() > 0) {
+          auto* cluster = s.mutable_cluster();
+          if (cluster->workers_size() > 0) {
+            while (cluster->workers_size() > entry.workers()) cluster->mutable_workers()->RemoveLast();
+          } else {
+            cluster->set_count(entry.workers());
+          }
+        }
+        if (auto st = validateSpec(s); !st) return st;
+        s = withDefaults(s);
+        std::string label = s.strategy().name();
+        if (s.strategy().name() == "ssp") label += "(" + std::to_string(s.strategy().ssp().staleness()) + ")";
+        if (s.strategy().name() == "dssp") {
+          label += "(" + std::to_string(s.strategy().dssp().s_low()) + "," + std::to_string(s.strategy().dssp().s_high()) + ")";
+        }
+        if (s.strategy().name() == "backup") label += "(" + std::to_string(s.strategy().backup().backup_workers()) + ")";
+        if (!gridLabel.empty()) label += " " + gridLabel;
+        out.push_back({s, label});
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<v1::NodeSpec> expandWorkers(const ExperimentSpec& spec) {
   std::vector<v1::NodeSpec> out;
   const auto& cluster = spec.cluster();

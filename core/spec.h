@@ -44,6 +44,16 @@ const std::vector<std::string>& knownStrategies();
 // Learning rate at update `step` under the optimizer's decay.
 double learningRateAt(const v1::OptimizerSpec& optimizer, std::int64_t step);
 
+// One concrete run of an experiment: a resolved, validated spec (no suite, one seed) and
+// its label for comparison tables ("ssp(3)", "dasp strategy.dasp.delta=0.5").
+struct PlannedRun {
+  ExperimentSpec spec;
+  std::string label;
+};
+// Expands `--grid path=v1,v2` values × suite entries × seeds, in that order, as `dasp run`
+// and the workbench run them. Errors name the grid argument or the field.
+Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& spec, const std::vector<std::string>& grids = {});
+
 // The worker speed profiles the cluster describes (workers, or count + slowdowns).
 std::vector<v1::NodeSpec> expandWorkers(const ExperimentSpec& spec);
 

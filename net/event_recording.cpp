@@ -7,6 +7,16 @@ namespace dasp::net {
 
 namespace pb = dasp::ps::v1;
 
+IterationTimeline iterationTimeline(const pb::ClusterEvent& e) {
+  IterationTimeline t;
+  t.release = e.release_t_s();
+  t.waitStart = t.release - e.wait_s();
+  t.pullEnd = t.release + e.pull_s();
+  t.computeEnd = std::min(e.t_s(), t.pullEnd + e.compute_s() + e.emulated_s());
+  t.pushEnd = e.t_s();
+  return t;
+}
+
 EventRecording::EventRecording(RunRecorder& recorder, std::vector<std::string> nodeNames, double targetAccuracy)
     : m_recorder(recorder), m_names(std::move(nodeNames)), m_target(targetAccuracy) {}
 
@@ -34,20 +44,15 @@ void EventRecording::record(const pb::EventBatch& batch) {
         f.samples += e.batch_size();
         f.waitSum += e.wait_s();
         f.computeSum += e.compute_s() + e.emulated_s();
-        // The iteration's timeline, from the server's times: WAIT ends at the release,
-        // then the pull transfer, the compute (real + emulated), the push up to arrival.
-        const double release = e.release_t_s();
-        const double waitStart = release - e.wait_s();
-        const double pullEnd = release + e.pull_s();
-        const double computeEnd = std::min(e.t_s(), pullEnd + e.compute_s() + e.emulated_s());
+        const auto tl = iterationTimeline(e);
         auto interval = [&](const char* state, double t0, double t1) {
           if (t1 <= t0) return;
           m_recorder.record(StateIntervalRow{runId, node, state, e.parallel_state(), t0, t1});
         };
-        interval("WAIT", waitStart, release);
-        interval("PULL", release, pullEnd);
-        interval("COMPUTE", pullEnd, computeEnd);
-        interval("PUSH", computeEnd, e.t_s());
+        interval("WAIT", tl.waitStart, tl.release);
+        interval("PULL", tl.release, tl.pullEnd);
+        interval("COMPUTE", tl.pullEnd, tl.computeEnd);
+        interval("PUSH", tl.computeEnd, tl.pushEnd);
         m_recorder.record(SampleRow{runId, node, "wait_s", e.t_s(), e.version(), e.wait_s()});
         m_recorder.record(SampleRow{runId, node, "train_loss", e.t_s(), e.version(), e.loss()});
         m_recorder.record(SampleRow{runId, node, "compute_s", e.t_s(), e.version(), e.compute_s()});

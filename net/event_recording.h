@@ -15,6 +15,14 @@
 
 namespace dasp::net {
 
+// An ITERATION event's timeline from the server's times: WAIT ends at the release, then
+// the pull transfer, the compute (real + emulated), and the push up to its arrival. The
+// recorder and the live view draw the same segments from it.
+struct IterationTimeline {
+  double waitStart = 0, release = 0, pullEnd = 0, computeEnd = 0, pushEnd = 0;
+};
+IterationTimeline iterationTimeline(const dasp::ps::v1::ClusterEvent& iteration);
+
 struct RunFigures {
   std::int64_t version = 0;
   std::int64_t gradients = 0;   // iterations pushed

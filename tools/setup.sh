@@ -14,6 +14,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   libsqlite3-dev zlib1g-dev
   dataset-fashion-mnist
+  poppler-utils xvfb xauth imagemagick
 )
 
 missing=()

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/live_run_feed.h"
 
+#include "net/event_recording.h"
+
 #include <algorithm>
 #include <iterator>
 #include <utility>
@@ -83,20 +85,14 @@ void LiveRunFeed::push(std::int64_t runId, const pb::EventBatch& batch) {
     switch (e.kind()) {
       case pb::ClusterEvent::ITERATION: {
         NodeData& n = d.node(nodeName(e.rank()));
-        // The iteration's timeline from the server's times (as net/event_recording.cpp):
-        // WAIT ends at the release, then the pull transfer, the compute (real + emulated),
-        // the push up to its arrival.
-        const double release = e.release_t_s();
-        const double waitStart = release - e.wait_s();
-        const double pullEnd = release + e.pull_s();
-        const double computeEnd = std::min(e.t_s(), pullEnd + e.compute_s() + e.emulated_s());
+        const auto tl = net::iterationTimeline(e);  // the same segments the store gets
         auto interval = [&](NodeState state, double t0, double t1) {
           if (t1 > t0) n.intervals.push_back({t0, t1, state, parallel});
         };
-        interval(NodeState::Wait, waitStart, release);
-        interval(NodeState::Pull, release, pullEnd);
-        interval(NodeState::Compute, pullEnd, computeEnd);
-        interval(NodeState::Push, computeEnd, e.t_s());
+        interval(NodeState::Wait, tl.waitStart, tl.release);
+        interval(NodeState::Pull, tl.release, tl.pullEnd);
+        interval(NodeState::Compute, tl.pullEnd, tl.computeEnd);
+        interval(NodeState::Push, tl.computeEnd, tl.pushEnd);
         n.wait.push_back({e.t_s(), e.version(), e.wait_s()});
         n.trainLoss.push_back({e.t_s(), e.version(), e.loss()});
         n.compute.push_back({e.t_s(), e.version(), e.compute_s()});

@@ -11,51 +11,6 @@
 
 namespace dasp::ui {
 
-Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& spec) {
-  // The same expansion as `dasp run` (app/cli/cmd_run.cpp), without --grid.
-  std::vector<v1::SuiteEntry> entries(spec.suite().begin(), spec.suite().end());
-  if (entries.empty()) entries.emplace_back();
-  std::vector<std::uint64_t> seeds(spec.seeds().begin(), spec.seeds().end());
-  if (seeds.empty()) seeds.push_back(spec.has_seed() ? spec.seed() : withDefaults(spec).seed());
-  std::vector<PlannedRun> out;
-  for (const auto& entry : entries) {
-    for (const auto seed : seeds) {
-      ExperimentSpec s = spec;
-      s.clear_suite();
-      s.clear_seeds();
-      s.set_seed(seed);
-      if (entry.has_strategy()) {
-        // The entry's strategy replaces the name and adds its knobs over the base's.
-        auto strategy = spec.strategy();
-        strategy.MergeFrom(entry.strategy());
-        *s.mutable_strategy() = strategy;
-      }
-      if (entry.has_recovery()) *s.mutable_recovery() = entry.recovery();
-      if (entry.workers() > 0) {
-        auto* cluster = s.mutable_cluster();
-        if (cluster->workers_size() > 0) {
-          while (cluster->workers_size() > entry.workers()) cluster->mutable_workers()->RemoveLast();
-        } else {
-          cluster->set_count(entry.workers());
-        }
-      }
-      if (auto st = validateSpec(s); !st) return st;
-      s = withDefaults(s);
-      QString label = QString::fromStdString(s.strategy().name());
-      if (s.strategy().name() == "ssp") label += QStringLiteral("(%1)").arg(s.strategy().ssp().staleness());
-      if (s.strategy().name() == "dssp") {
-        label += QStringLiteral("(%1,%2)").arg(s.strategy().dssp().s_low()).arg(s.strategy().dssp().s_high());
-      }
-      if (s.strategy().name() == "backup") {
-        label += QStringLiteral("(%1)").arg(s.strategy().backup().backup_workers());
-      }
-      label += QStringLiteral(" seed %1").arg(static_cast<qulonglong>(seed));
-      out.push_back({std::move(s), label});
-    }
-  }
-  return out;
-}
-
 RunController::RunController(LiveRunFeed* feed, QObject* parent) : QObject(parent), m_feed(feed) {}
 
 RunController::~RunController() { stopAndWait(); }
@@ -119,7 +74,9 @@ void RunController::threadMain(std::vector<PlannedRun> plan, std::string dbPath,
   for (int i = 0; i < total && !m_cancel.load(); ++i) {
     const PlannedRun& run = plan[static_cast<std::size_t>(i)];
     m_currentIndex.store(i);
-    post([this, i, total, label = run.label] { Q_EMIT runPlanned(i, total, label); });
+    const QString label = QString::fromStdString(run.label) +
+                          QStringLiteral(" seed %1").arg(static_cast<qulonglong>(run.spec.seed()));
+    post([this, i, total, label] { Q_EMIT runPlanned(i, total, label); });
     m_feed->beginRun(run.spec);
     Result<net::RunSummary> result = net::runExperiment(run.spec, options);
     const std::int64_t runId = result ? result->runId : m_currentRunId.load();

@@ -36,17 +36,10 @@ namespace dasp::ui {
 
 class LiveRunFeed;
 
-// One run of a launch: a resolved, validated spec (suite and seeds expanded) and a label
-// for people ("ssp(3) seed 2").
-struct PlannedRun {
-  ExperimentSpec spec;
-  QString label;
-};
-
-// Expands a spec the way `dasp run` does: suite entries (each entry's strategy merged over
-// the base strategy, its recovery, its worker count) × seeds (or the spec's seed), each
-// validated (the CLI's messages) and filled with defaults. A spec without a suite is one run.
-Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& spec);
+// A launch runs the plan `dasp run` makes (core/spec.h: planRuns): suite entries × seeds,
+// each validated with the CLI's messages and filled with defaults.
+using ::dasp::PlannedRun;
+using ::dasp::planRuns;
 
 class RunController : public QObject {
   Q_OBJECT

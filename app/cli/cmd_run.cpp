@@ -23,11 +23,6 @@ const char* kUsage =
     "usage: dasp run SPEC.json [--set path=value]... [--grid path=v1,v2,...]... [--seeds 1,2,3]\n"
     "                [--db FILE] [--tags T] [--json] [--quiet]\n";
 
-struct Planned {
-  ExperimentSpec spec;
-  std::string label;  // strategy (+ grid values) for the table
-};
-
 std::string selfPath() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -41,68 +36,6 @@ std::vector<std::string> splitList(const std::string& text) {
   std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ',');) {
     if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-// Expands grid × suite × seeds into concrete, validated, resolved specs.
-Result<std::vector<Planned>> plan(const ExperimentSpec& base, const std::vector<std::string>& grids) {
-  std::vector<std::pair<ExperimentSpec, std::string>> gridSpecs{{base, ""}};
-  for (const auto& g : grids) {
-    const auto eq = g.find('=');
-    if (eq == std::string::npos) return Status::error("--grid " + g + ": expected path=v1,v2,...");
-    const auto path = g.substr(0, eq);
-    const auto values = splitList(g.substr(eq + 1));
-    if (values.empty()) return Status::error("--grid " + g + ": no values");
-    std::vector<std::pair<ExperimentSpec, std::string>> next;
-    for (const auto& [spec, label] : gridSpecs) {
-      for (const auto& v : values) {
-        ExperimentSpec s = spec;
-        if (auto st = applyOverride(s, path + "=" + v); !st) return Status::error("--grid: " + st.message());
-        next.emplace_back(s, label + (label.empty() ? "" : " ") + path + "=" + v);
-      }
-    }
-    gridSpecs = std::move(next);
-  }
-  std::vector<Planned> out;
-  for (const auto& [spec, gridLabel] : gridSpecs) {
-    std::vector<v1::SuiteEntry> entries(spec.suite().begin(), spec.suite().end());
-    if (entries.empty()) entries.emplace_back();
-    std::vector<std::uint64_t> seeds(spec.seeds().begin(), spec.seeds().end());
-    if (seeds.empty()) seeds.push_back(spec.seed());
-    for (const auto& entry : entries) {
-      for (const auto seed : seeds) {
-        ExperimentSpec s = spec;
-        s.clear_suite();
-        s.clear_seeds();
-        s.set_seed(seed);
-        if (entry.has_strategy()) {
-          // The entry's strategy replaces the name and adds its knobs over the base's.
-          auto strategy = spec.strategy();
-          strategy.MergeFrom(entry.strategy());
-          *s.mutable_strategy() = strategy;
-        }
-        if (entry.has_recovery()) *s.mutable_recovery() = entry.recovery();
-        if (entry.workers() > 0) {
-          auto* cluster = s.mutable_cluster();
-          if (cluster->workers_size() > 0) {
-            while (cluster->workers_size() > entry.workers()) cluster->mutable_workers()->RemoveLast();
-          } else {
-            cluster->set_count(entry.workers());
-          }
-        }
-        if (auto st = validateSpec(s); !st) return st;
-        s = withDefaults(s);
-        std::string label = s.strategy().name();
-        if (s.strategy().name() == "ssp") label += "(" + std::to_string(s.strategy().ssp().staleness()) + ")";
-        if (s.strategy().name() == "dssp") {
-          label += "(" + std::to_string(s.strategy().dssp().s_low()) + "," + std::to_string(s.strategy().dssp().s_high()) + ")";
-        }
-        if (s.strategy().name() == "backup") label += "(" + std::to_string(s.strategy().backup().backup_workers()) + ")";
-        if (!gridLabel.empty()) label += " " + gridLabel;
-        out.push_back({s, label});
-      }
-    }
   }
   return out;
 }
@@ -130,7 +63,7 @@ std::string pm(const Stat& s, int decimals) {
   return std::string(a) + " ± " + b;
 }
 
-void printTable(const std::vector<Planned>& planned, const std::vector<net::RunSummary>& results, double target,
+void printTable(const std::vector<PlannedRun>& planned, const std::vector<net::RunSummary>& results, double target,
                 const std::string& convention) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<const net::RunSummary*>> groups;
@@ -215,7 +148,7 @@ int cmdRun(int argc, char** argv) {
       }
     }
   }
-  auto planned = plan(spec.value(), args.values("--grid"));
+  auto planned = planRuns(spec.value(), args.values("--grid"));
   if (!planned) return fail(args.positional().front() + ": " + planned.message());
 
   const bool json = args.has("--json");
@@ -233,7 +166,7 @@ int cmdRun(int argc, char** argv) {
   }
 
   std::vector<net::RunSummary> results;
-  std::vector<Planned> done;
+  std::vector<PlannedRun> done;
   int failures = 0;
   for (std::size_t i = 0; i < planned->size(); ++i) {
     if (stopRequested()->load()) break;
