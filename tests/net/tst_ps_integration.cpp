@@ -86,6 +86,7 @@ class TestPsIntegration : public QObject {
   void busyPortIsAClearError();
   void unreachableServerRetriesThenFails();
   void vanishedWorkerDoesNotDeadlockBsp();
+  void largeModelMovesInChunks();
 };
 
 void TestPsIntegration::everyStrategyTrains_data() {
@@ -237,6 +238,52 @@ void TestPsIntegration::vanishedWorkerDoesNotDeadlockBsp() {
   for (auto& t : threads) t.join();
   for (const auto& e : errors) QVERIFY2(e.empty(), e.c_str());
   QVERIFY(f->server->stats().version >= 30);
+}
+
+void TestPsIntegration::largeModelMovesInChunks() {
+  // 2M floats = 8 MB: above the 4 MB threshold, so push and pull go through the chunked
+  // RPCs; the values must arrive exactly and be applied once.
+  const std::int64_t n = 2'000'000;
+  dasp::net::ServerOptions options;
+  options.spec = smallSpec("asp", 1);
+  options.spec.mutable_optimizer()->set_momentum(0.0);
+  options.spec.mutable_optimizer()->set_lr(0.5);
+  options.workers = 1;
+  options.modelName = "flat";
+  options.initialParameters.assign(static_cast<std::size_t>(n), 1.0f);
+  auto server = dasp::net::ParameterServer::start(std::move(options));
+  QVERIFY(server.isOk());
+  const std::string address = "127.0.0.1:" + std::to_string(server.value()->port());
+  dasp::net::PsClient client(address, n);
+  QVERIFY(client.chunked());
+  dasp::ps::v1::JoinRequest join;
+  join.set_role("worker");
+  join.set_model("flat");
+  join.set_parameter_count(n);
+  join.set_requested_rank(0);
+  dasp::ps::v1::JoinReply joined;
+  QVERIFY(client.join(join, joined, 10).ok());
+  std::vector<float> gradient(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) gradient[static_cast<std::size_t>(i)] = static_cast<float>(i % 1000) * 0.001f;
+  dasp::ps::v1::PushRequest push;
+  push.set_rank(0);
+  dasp::ps::v1::PushReply pushed;
+  auto status = client.pushGradient(push, gradient.data(), pushed, 30);
+  QVERIFY2(status.ok(), status.error_message().c_str());
+  QCOMPARE(pushed.outcome(), std::string("applied"));
+  dasp::ps::v1::PullRequest pull;
+  pull.set_rank(0);
+  dasp::ps::v1::PullReply reply;
+  const float* params = nullptr;
+  status = client.pullParameters(pull, reply, params, 30);
+  QVERIFY2(status.ok(), status.error_message().c_str());
+  QVERIFY(params != nullptr);
+  QCOMPARE(reply.version(), 1LL);
+  for (std::int64_t i : {std::int64_t{0}, std::int64_t{999}, n / 2 + 7, n - 1}) {
+    const float expected = 1.0f - 0.5f * gradient[static_cast<std::size_t>(i)];
+    QCOMPARE(params[i], expected);
+  }
+  server.value()->shutdown();
 }
 
 QTEST_GUILESS_MAIN(TestPsIntegration)
