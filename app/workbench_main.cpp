@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // dasp-workbench: the GUI. Picks the run store (--db FILE, else $DASP_DB, else the default
-// store file), opens the main window and loads experiments/default.json into the designer
-// (the presets directory: $DASP_EXPERIMENTS_DIR, else the source tree's experiments/ next
-// to build/bin, else ./experiments). Links no LibTorch (see docs: layers).
+// store file), opens the main window and loads a spec into the designer: --spec FILE, else
+// experiments/default.json (the presets directory: $DASP_EXPERIMENTS_DIR, else the source
+// tree's experiments/ next to build/bin, else ./experiments). --launch runs the loaded spec
+// as soon as the window is up (demos, screenshots). Links no LibTorch (see docs: layers).
 
 #include "core/run_store.h"
 #include "ui/main_window.h"
@@ -14,6 +15,9 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QString>
+#include <QTimer>
+
+#include <iostream>
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
@@ -28,6 +32,14 @@ int main(int argc, char** argv) {
                                 .arg(QStringLiteral("~/.local/share/dasp/runs.sqlite")),
       QStringLiteral("FILE"));
   parser.addOption(dbOption);
+  const QCommandLineOption specOption(
+      QStringLiteral("spec"),
+      QStringLiteral("Load the experiment spec FILE into the designer (default: the default.json preset)."),
+      QStringLiteral("FILE"));
+  parser.addOption(specOption);
+  const QCommandLineOption launchOption(
+      QStringLiteral("launch"), QStringLiteral("Launch the loaded spec at start-up, as the Launch button does."));
+  parser.addOption(launchOption);
   parser.process(app);
 
   // defaultStorePath() already prefers $DASP_DB when it is set and not empty.
@@ -36,14 +48,30 @@ int main(int argc, char** argv) {
                                 : QString::fromStdString(dasp::defaultStorePath());
 
   dasp::ui::MainWindow window(storePath);
-  // A missing or malformed default preset is reported in the designer, never fatal.
-  const QString preset = QDir(dasp::ui::SpecDesigner::experimentsDir()).filePath(QStringLiteral("default.json"));
-  if (QFileInfo::exists(preset)) {
-    window.designer()->loadFile(preset);
+  bool specLoaded = false;
+  if (parser.isSet(specOption)) {
+    // A bad --spec is an error on stderr and in the designer; the window still opens.
+    specLoaded = window.designer()->loadFile(parser.value(specOption));
+    if (!specLoaded) std::cerr << "dasp-workbench: " << window.designer()->message().toStdString() << "\n";
   } else {
-    window.designer()->showMessage(
-        QObject::tr("No default experiment at %1: choose a preset or open a spec.").arg(preset), false);
+    // A missing or malformed default preset is reported in the designer, never fatal.
+    const QString preset = QDir(dasp::ui::SpecDesigner::experimentsDir()).filePath(QStringLiteral("default.json"));
+    if (QFileInfo::exists(preset)) {
+      specLoaded = window.designer()->loadFile(preset);
+    } else {
+      window.designer()->showMessage(
+          QObject::tr("No default experiment at %1: choose a preset or open a spec.").arg(preset), false);
+    }
   }
   window.show();
+  if (parser.isSet(launchOption)) {
+    // After the window is shown, from the event loop: as a click on Launch would.
+    QTimer::singleShot(0, &window, [&window, specLoaded] {
+      if (!specLoaded || !window.launch()) {
+        std::cerr << "dasp-workbench: --launch: not launched: " << window.designer()->message().toStdString()
+                  << "\n";
+      }
+    });
+  }
   return QApplication::exec();
 }

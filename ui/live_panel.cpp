@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/live_panel.h"
 
+#include "ui/live_charts.h"
 #include "ui/run_controller.h"
 #include "ui/run_data.h"
 
@@ -15,6 +16,8 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace dasp::ui {
 
@@ -72,11 +75,25 @@ LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(paren
   charts->setObjectName(QStringLiteral("chartArea"));
   m_chartArea = new QVBoxLayout(charts);
   m_chartArea->setContentsMargins(0, 0, 0, 0);
+  m_charts = new LiveCharts(charts);
+  m_charts->setObjectName(QStringLiteral("liveCharts"));
+  m_chartArea->addWidget(m_charts, 1);
   splitter->addWidget(top);
   splitter->addWidget(charts);
   splitter->setStretchFactor(0, 1);
-  splitter->setStretchFactor(1, 2);
+  splitter->setStretchFactor(1, 3);
   layout->addWidget(splitter, 1);
+  // The table needs only a few rows visible; the charts get the rest of the dock.
+  m_table->setMinimumHeight(m_table->verticalHeader()->defaultSectionSize() * 3);
+  top->setMinimumHeight(0);
+  splitter->setSizes({1, 3});
+
+  connect(this, &LivePanel::refreshed, m_charts, &LiveCharts::refresh);
+  connect(m_charts, &LiveCharts::cursorMoved, this, [this](double t) {
+    if (!m_replay) return;
+    m_cursor = t;
+    refresh();
+  });
 
   connect(slow, &QPushButton::clicked, this, [this] { m_controller->slowDown(selectedNode(), slowFactor()); });
   connect(restore, &QPushButton::clicked, this, [this] { m_controller->restore(selectedNode()); });
@@ -93,6 +110,21 @@ void LivePanel::setRun(const RunData* run) {
   resetStats();
 }
 
+void LivePanel::showLive(const RunData* run) {
+  m_replay = false;
+  setRun(run);
+  m_charts->showLive(run);
+  refresh();
+}
+
+void LivePanel::showReplay(const RunData* run) {
+  m_replay = true;
+  setRun(run);
+  m_cursor = run != nullptr && std::isfinite(run->endT) ? run->endT : 0.0;
+  m_charts->showReplay(run);  // emits cursorMoved(end): refreshes the table
+  refresh();
+}
+
 void LivePanel::setRunning(bool running) {
   m_running = running;
   updateActions();
@@ -106,10 +138,12 @@ QString LivePanel::selectedNode() const {
 double LivePanel::slowFactor() const { return m_factor->value(); }
 
 void LivePanel::updateActions() {
-  const bool node = m_running && !selectedNode().isEmpty();
+  // The actions act on the live run: not while another run is replayed in this view.
+  const bool live = m_running && !m_replay;
+  const bool node = live && !selectedNode().isEmpty();
   for (QPushButton* b : m_nodeButtons) b->setEnabled(node);
   m_factor->setEnabled(node);
-  m_killServer->setEnabled(m_running);
+  m_killServer->setEnabled(live);
 }
 
 void LivePanel::resetStats() {
@@ -129,9 +163,84 @@ void LivePanel::setCell(int row, int column, const QString& text) {
   }
 }
 
+void LivePanel::setRow(int row, const QString& node, const RowFigures& f) {
+  auto number = [](double v, int decimals) { return std::isfinite(v) ? QString::number(v, 'f', decimals) : QString(); };
+  setCell(row, Node, node);
+  setCell(row, State, f.state);
+  setCell(row, Parallel, f.parallel);
+  setCell(row, Iterations, QString::number(f.iterations));
+  setCell(row, MeanWait, number(1000.0 * f.meanWait, 1));
+  setCell(row, MeanStaleness, number(f.meanStaleness, 2));
+  setCell(row, LastLoss, number(f.lastLoss, 4));
+}
+
+LivePanel::RowFigures LivePanel::liveFigures(const NodeData& n) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  NodeStats& s = m_stats[n.name];
+  for (; s.waitSeen < n.wait.size(); ++s.waitSeen) s.waitSum += n.wait[s.waitSeen].value;
+  for (; s.stalenessSeen < n.staleness.size(); ++s.stalenessSeen) s.stalenessSum += n.staleness[s.stalenessSeen].value;
+  RowFigures f;
+  f.state = tr("starting");
+  if (!n.intervals.empty()) {
+    f.state = QLatin1String(toString(n.intervals.back().state));
+    f.parallel = QLatin1String(toString(n.intervals.back().parallel));
+  }
+  if (s.down) f.state = QStringLiteral("DOWN");
+  f.iterations = n.iterations;
+  f.meanWait = s.waitSeen ? s.waitSum / static_cast<double>(s.waitSeen) : kNaN;
+  f.meanStaleness = s.stalenessSeen ? s.stalenessSum / static_cast<double>(s.stalenessSeen) : kNaN;
+  f.lastLoss = n.trainLoss.empty() ? kNaN : n.trainLoss.back().value;
+  return f;
+}
+
+LivePanel::RowFigures LivePanel::figuresAt(const NodeData& n, const RunData& run, double t) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  // Series are in time order (the store and the feed append them so): binary searches.
+  auto upTo = [t](const std::vector<Point>& v) {
+    return static_cast<std::size_t>(
+        std::partition_point(v.begin(), v.end(), [t](const Point& p) { return p.t <= t; }) - v.begin());
+  };
+  auto mean = [](const std::vector<Point>& v, std::size_t count) {
+    double sum = 0;
+    std::size_t finite = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!std::isfinite(v[i].value)) continue;
+      sum += v[i].value;
+      ++finite;
+    }
+    return finite > 0 ? sum / static_cast<double>(finite) : kNaN;
+  };
+  RowFigures f;
+  const auto it = std::partition_point(n.intervals.begin(), n.intervals.end(),
+                                       [t](const Interval& i) { return i.t0 <= t; });
+  if (it == n.intervals.begin()) {
+    f.state = tr("not started");
+  } else {
+    const Interval& last = *(it - 1);
+    // Between two intervals (the server had not heard from the node yet): IDLE.
+    f.state = QLatin1String(toString(last.t1 >= t ? last.state : NodeState::Idle));
+    f.parallel = QLatin1String(toString(last.parallel));
+  }
+  // The node's last state event by t says whether it was down (as the live table does).
+  bool down = false;
+  for (const Event& e : run.events) {
+    if (e.t <= t && e.kind == QLatin1String("node") && e.node == n.name) down = e.detail.startsWith(QLatin1String("DOWN"));
+  }
+  if (down) f.state = QStringLiteral("DOWN");
+  const std::size_t waits = upTo(n.wait);
+  f.iterations = static_cast<std::int64_t>(n.wait.empty() ? upTo(n.trainLoss) : waits);
+  f.meanWait = mean(n.wait, waits);
+  f.meanStaleness = mean(n.staleness, upTo(n.staleness));
+  const std::size_t losses = upTo(n.trainLoss);
+  f.lastLoss = losses > 0 ? n.trainLoss[losses - 1].value : kNaN;
+  return f;
+}
+
 void LivePanel::refresh() {
   if (m_data == nullptr) {
     m_table->setRowCount(0);
+    m_summary->setText(m_replay ? tr("No run to replay.") : tr("No run yet: design an experiment and Launch it."));
+    updateActions();
     Q_EMIT refreshed();
     return;
   }
@@ -140,35 +249,17 @@ void LivePanel::refresh() {
     resetStats();
     m_shownRunId = d.runId;
   }
-  for (; m_eventsSeen < d.events.size(); ++m_eventsSeen) {
-    const Event& e = d.events[m_eventsSeen];
-    if (e.kind == QLatin1String("node")) m_stats[e.node].down = e.detail.startsWith(QLatin1String("DOWN"));
+  if (!m_replay) {
+    for (; m_eventsSeen < d.events.size(); ++m_eventsSeen) {
+      const Event& e = d.events[m_eventsSeen];
+      if (e.kind == QLatin1String("node")) m_stats[e.node].down = e.detail.startsWith(QLatin1String("DOWN"));
+    }
   }
   const QString selected = selectedNode();
   m_table->setRowCount(static_cast<int>(d.nodes.size()));
-  double version = 0;
-  if (auto it = d.summary.find(QStringLiteral("updates")); it != d.summary.end()) version = it->second;
   for (std::size_t i = 0; i < d.nodes.size(); ++i) {
     const NodeData& n = d.nodes[i];
-    NodeStats& s = m_stats[n.name];
-    for (; s.waitSeen < n.wait.size(); ++s.waitSeen) s.waitSum += n.wait[s.waitSeen].value;
-    for (; s.stalenessSeen < n.staleness.size(); ++s.stalenessSeen) s.stalenessSum += n.staleness[s.stalenessSeen].value;
-    const int row = static_cast<int>(i);
-    setCell(row, Node, n.name);
-    QString state = tr("starting");
-    QString parallel;
-    if (!n.intervals.empty()) {
-      state = QLatin1String(toString(n.intervals.back().state));
-      parallel = QLatin1String(toString(n.intervals.back().parallel));
-    }
-    if (s.down) state = QStringLiteral("DOWN");
-    setCell(row, State, state);
-    setCell(row, Parallel, parallel);
-    setCell(row, Iterations, QString::number(n.iterations));
-    setCell(row, MeanWait, s.waitSeen ? QString::number(1000.0 * s.waitSum / static_cast<double>(s.waitSeen), 'f', 1) : QString());
-    setCell(row, MeanStaleness,
-            s.stalenessSeen ? QString::number(s.stalenessSum / static_cast<double>(s.stalenessSeen), 'f', 2) : QString());
-    setCell(row, LastLoss, n.trainLoss.empty() ? QString() : QString::number(n.trainLoss.back().value, 'f', 4));
+    setRow(static_cast<int>(i), n.name, m_replay ? figuresAt(n, d, m_cursor) : liveFigures(n));
   }
   if (!selected.isEmpty() && selectedNode() != selected) {  // a lane inserted above: keep the node
     for (int row = 0; row < m_table->rowCount(); ++row) {
@@ -176,16 +267,25 @@ void LivePanel::refresh() {
     }
   }
 
-  QString text = tr("Run %1 · %2 · seed %3 · %4 · t = %5 s · version %6")
+  double version = 0;
+  if (auto it = d.summary.find(QStringLiteral("updates")); it != d.summary.end()) version = it->second;
+  // Replay: the last evaluation made by the cursor time; live: the latest.
+  const Evaluation* eval = nullptr;
+  for (auto it = d.evaluations.rbegin(); it != d.evaluations.rend() && eval == nullptr; ++it) {
+    if (!m_replay || it->t <= m_cursor) eval = &*it;
+  }
+  if (m_replay) version = eval != nullptr ? static_cast<double>(eval->version) : 0;
+  QString text = tr("%1 %2 · %3 · seed %4 · %5 · t = %6 s · version %7")
+                     .arg(m_replay ? tr("Replay of run") : tr("Run"))
                      .arg(d.runId)
                      .arg(d.strategy.isEmpty() ? tr("?") : d.strategy)
                      .arg(d.seed)
                      .arg(d.status.isEmpty() ? tr("running") : d.status)
-                     .arg(d.endT, 0, 'f', 1)
+                     .arg(m_replay ? QStringLiteral("%1 / %2").arg(m_cursor, 0, 'f', 1).arg(d.endT, 0, 'f', 1)
+                                   : QString::number(d.endT, 'f', 1))
                      .arg(static_cast<qint64>(version));
-  if (!d.evaluations.empty()) {
-    const Evaluation& e = d.evaluations.back();
-    text += tr(" · accuracy %1 (loss %2, version %3)").arg(e.accuracy, 0, 'f', 4).arg(e.loss, 0, 'f', 4).arg(e.version);
+  if (eval != nullptr) {
+    text += tr(" · accuracy %1 (loss %2, version %3)").arg(eval->accuracy, 0, 'f', 4).arg(eval->loss, 0, 'f', 4).arg(eval->version);
   }
   m_summary->setText(text);
   updateActions();

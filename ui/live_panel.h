@@ -3,8 +3,13 @@
 // LivePanel: the live view of the run in progress — one row per node (state, parallel
 // state, iterations, mean wait, mean staleness, last training loss), the current model
 // version and accuracy, and the live actions on the selected node (slow ×k, restore,
-// pause, resume, kill) and on the server (kill). The charts (ui/charts/) go into
-// chartArea(), below the table.
+// pause, resume, kill) and on the server (kill). The charts (LiveCharts: node lanes,
+// convergence, per-node bars, staleness histogram) sit in chartArea(), below the table,
+// and redraw on refreshed().
+//
+// A finished run can be replayed (showReplay): the actions are off, a time slider moves a
+// cursor over every chart, and the table shows each node at the cursor time (its state,
+// and its figures over [0, t]). showLive() returns to the live run.
 //
 // It draws a RunData owned by the main window, which a LiveRunFeed fills on the drain
 // timer; refresh() is called after each drain and only reads what is new since the last
@@ -28,7 +33,9 @@ class QVBoxLayout;
 
 namespace dasp::ui {
 
+class LiveCharts;
 class RunController;
+struct NodeData;
 struct RunData;
 
 class LivePanel : public QWidget {
@@ -39,12 +46,19 @@ class LivePanel : public QWidget {
 
   explicit LivePanel(RunController* controller, QWidget* parent = nullptr);
 
-  // The run to show (not owned; may be null). Call refresh() after it changes.
+  // The run to show (not owned; may be null), keeping the mode. Call refresh() after it
+  // changes.
   void setRun(const RunData* run);
   const RunData* run() const { return m_data; }
-  // Enables the live actions while a run goes.
+  // Live mode: `run` grows; the lanes follow its end. Refreshes.
+  void showLive(const RunData* run);
+  // Replay mode: a finished run, the cursor at its end. Refreshes.
+  void showReplay(const RunData* run);
+  bool isReplay() const { return m_replay; }
+  // Enables the live actions while a run goes (never while replaying).
   void setRunning(bool running);
   bool isRunning() const { return m_running; }
+  LiveCharts* charts() const { return m_charts; }
 
   // Where the chart widgets go, below the node table.
   QVBoxLayout* chartArea() const { return m_chartArea; }
@@ -70,13 +84,25 @@ class LivePanel : public QWidget {
     double waitSum = 0, stalenessSum = 0;
     bool down = false;
   };
+  // One row of the table.
+  struct RowFigures {
+    QString state, parallel;
+    std::int64_t iterations = 0;
+    double meanWait = 0, meanStaleness = 0, lastLoss = 0;  // NaN: none
+  };
   void resetStats();
   void updateActions();
   void setCell(int row, int column, const QString& text);
+  void setRow(int row, const QString& node, const RowFigures& f);
+  RowFigures liveFigures(const NodeData& n);
+  // The node at run time t (replay): the state of the interval covering t, figures over [0, t].
+  static RowFigures figuresAt(const NodeData& n, const RunData& run, double t);
 
   RunController* m_controller;
   const RunData* m_data = nullptr;
   bool m_running = false;
+  bool m_replay = false;
+  double m_cursor = 0;  // replay: the cursor's run time
   std::int64_t m_shownRunId = -1;
   std::map<QString, NodeStats> m_stats;
   std::size_t m_eventsSeen = 0;
@@ -87,6 +113,7 @@ class LivePanel : public QWidget {
   std::vector<QPushButton*> m_nodeButtons;
   QPushButton* m_killServer = nullptr;
   QVBoxLayout* m_chartArea = nullptr;
+  LiveCharts* m_charts = nullptr;
 };
 
 }  // namespace dasp::ui

@@ -3,6 +3,8 @@
 
 #include "core/build_info.h"
 #include "core/run_store.h"
+#include "ui/compare_panel.h"
+#include "ui/live_charts.h"
 #include "ui/live_panel.h"
 #include "ui/run_controller.h"
 #include "ui/run_table_model.h"
@@ -12,6 +14,7 @@
 #include <QAction>
 #include <QCloseEvent>
 #include <QDateTime>
+#include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -23,16 +26,41 @@
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QSettings>
+#include <QShowEvent>
 #include <QStatusBar>
 #include <QTimer>
 #include <QToolBar>
+
+#include <algorithm>
 
 namespace dasp::ui {
 
 namespace {
 
 constexpr int kDrainIntervalMs = 150;  // live data reaches the views at ~6.7 Hz
-constexpr int kLayoutVersion = 1;      // dock layout of saveState(); 0 was the runs-only window
+constexpr int kLayoutVersion = 2;      // dock layout of saveState(); 1: no Compare dock, runs at the bottom
+
+struct ExportFormat {
+  ReportFormat format;
+  const char* menuText;
+  const char* filter;
+  const char* suffix;
+  const char* defaultName;
+};
+// In ReportFormat order.
+constexpr ExportFormat kExportFormats[] = {
+    {ReportFormat::Html, QT_TRANSLATE_NOOP("MainWindow", "&HTML Report…"),
+     QT_TRANSLATE_NOOP("MainWindow", "HTML report (*.html *.htm)"), "html", "report.html"},
+    {ReportFormat::Pdf, QT_TRANSLATE_NOOP("MainWindow", "&PDF Report…"), QT_TRANSLATE_NOOP("MainWindow", "PDF report (*.pdf)"),
+     "pdf", "report.pdf"},
+    {ReportFormat::Csv, QT_TRANSLATE_NOOP("MainWindow", "&CSV of Every Series…"),
+     QT_TRANSLATE_NOOP("MainWindow", "CSV (*.csv)"), "csv", "series.csv"},
+    {ReportFormat::ChromeTrace, QT_TRANSLATE_NOOP("MainWindow", "Chrome &Trace of the Node Timeline…"),
+     QT_TRANSLATE_NOOP("MainWindow", "Chrome trace (*.trace.json *.json)"), "json", "timeline.trace.json"},
+};
+static_assert(static_cast<int>(ReportFormat::ChromeTrace) == 3, "kExportFormats is indexed by ReportFormat");
+
+QString translated(const char* text) { return QCoreApplication::translate("MainWindow", text); }
 
 }  // namespace
 
@@ -48,6 +76,9 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent)
   connect(m_runs, &RunsPanel::countTextChanged, m_countLabel, &QLabel::setText);
   connect(m_runs, &RunsPanel::statusMessage, statusBar(), &QStatusBar::showMessage);
   connect(m_runs, &RunsPanel::specRequested, this, &MainWindow::openRunSpec);
+  connect(m_runs, &RunsPanel::replayRequested, this, &MainWindow::openInLiveView);
+  connect(m_runs, &RunsPanel::compareRequested, this, &MainWindow::compareRuns);
+  connect(m_live->charts(), &LiveCharts::liveRequested, this, &MainWindow::showLiveRun);
   connect(m_designer, &SpecDesigner::specLoaded, this, [this](const QString& source) {
     statusBar()->showMessage(tr("Experiment: %1").arg(source), 5000);
   });
@@ -59,6 +90,7 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent)
   });
   connect(c, &RunController::runStarted, this, [this](qint64 runId) {
     appendLog(tr("run %1 started").arg(runId));
+    m_live->charts()->setLiveAvailable(true);
     m_runs->reload();  // the new run shows at once, not at the next periodic reload
   });
   connect(c, &RunController::runFinished, this, &MainWindow::onRunFinished);
@@ -69,7 +101,7 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent)
   });
   connect(c, &RunController::logLine, this, &MainWindow::appendLog);
 
-  m_live->setRun(&m_liveData);
+  m_live->showLive(&m_liveData);
   m_drainTimer = new QTimer(this);
   m_drainTimer->setInterval(kDrainIntervalMs);
   connect(m_drainTimer, &QTimer::timeout, this, &MainWindow::drainLive);
@@ -103,15 +135,23 @@ void MainWindow::createDocks() {
   m_designer = new SpecDesigner(this);
   m_live = new LivePanel(m_controller.get(), this);
   m_runs = new RunsPanel(this);
+  m_compare = new ComparePanel(this);
   m_log = new QPlainTextEdit(this);
   m_log->setObjectName(QStringLiteral("logView"));
   m_log->setReadOnly(true);
   m_log->setMaximumBlockCount(10000);
   m_designerDock = dock(tr("Designer"), "designerDock", m_designer, Qt::LeftDockWidgetArea);
+  // The run list goes under the charts in the right-hand column rather than in the bottom
+  // dock area: without a central widget QMainWindow gives a bottom area all the height a
+  // larger window brings, and the charts none.
   m_liveDock = dock(tr("Live"), "liveDock", m_live, Qt::RightDockWidgetArea);
-  m_runsDock = dock(tr("Runs"), "runsDock", m_runs, Qt::BottomDockWidgetArea);
-  m_logDock = dock(tr("Log"), "logDock", m_log, Qt::BottomDockWidgetArea);
+  m_compareDock = dock(tr("Compare"), "compareDock", m_compare, Qt::RightDockWidgetArea);
+  m_runsDock = dock(tr("Runs"), "runsDock", m_runs, Qt::RightDockWidgetArea);
+  m_logDock = dock(tr("Log"), "logDock", m_log, Qt::RightDockWidgetArea);
+  splitDockWidget(m_liveDock, m_runsDock, Qt::Vertical);
+  tabifyDockWidget(m_liveDock, m_compareDock);
   tabifyDockWidget(m_runsDock, m_logDock);
+  m_liveDock->raise();
   m_runsDock->raise();
 }
 
@@ -143,6 +183,16 @@ void MainWindow::createMenus() {
   file->addAction(tr("Open &Experiment…"), m_designer, &SpecDesigner::openFile);
   file->addAction(tr("Save Experiment &As…"), m_designer, &SpecDesigner::saveFileAs);
   file->addSeparator();
+  QMenu* exportMenu = file->addMenu(tr("&Export Report"));
+  exportMenu->setToolTipsVisible(true);
+  for (const ExportFormat& f : kExportFormats) {
+    QAction* a = exportMenu->addAction(translated(f.menuText));
+    a->setToolTip(tr("The compared runs, else the runs selected in the Runs view"));
+    const ReportFormat format = f.format;
+    connect(a, &QAction::triggered, this, [this, format] { chooseExportFile(format); });
+    m_exportActions[static_cast<int>(format)] = a;
+  }
+  file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
   quit->setMenuRole(QAction::QuitRole);
@@ -153,13 +203,17 @@ void MainWindow::createMenus() {
 
   QMenu* runs = menuBar()->addMenu(tr("&Runs"));
   runs->addAction(m_runs->openSpecAction());
+  runs->addAction(m_runs->replayAction());
+  runs->addAction(m_runs->compareAction());
   runs->addAction(m_runs->logsAction());
   runs->addSeparator();
   runs->addAction(m_runs->editTagsAction());
   runs->addAction(m_runs->deleteAction());
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  for (QDockWidget* d : {m_designerDock, m_liveDock, m_runsDock, m_logDock}) view->addAction(d->toggleViewAction());
+  for (QDockWidget* d : {m_designerDock, m_liveDock, m_compareDock, m_runsDock, m_logDock}) {
+    view->addAction(d->toggleViewAction());
+  }
   view->addSeparator();
   m_statusBarAction = view->addAction(tr("Show &Status Bar"));
   m_statusBarAction->setCheckable(true);
@@ -205,8 +259,7 @@ bool MainWindow::launch() {
   const int runs = static_cast<int>(plan->size());
   m_feed.clear();
   m_liveData = RunData{};
-  m_live->setRun(&m_liveData);
-  m_live->refresh();
+  m_live->showLive(&m_liveData);  // a replay gives way to the new run
   QString error;
   if (!m_controller->start(std::move(plan).value(), m_runs->storePath(), &error)) return refuse(error);
   appendLog(tr("Launch: %1, %n run(s), store %2", nullptr, runs)
@@ -238,14 +291,15 @@ void MainWindow::appendLog(const QString& line) {
 
 void MainWindow::drainLive() {
   if (!m_feed.hasPending()) return;
-  if (m_feed.drainInto(m_liveData)) m_live->refresh();
+  // While another run is replayed, the live data still grows, undrawn.
+  if (m_feed.drainInto(m_liveData) && m_live->run() == &m_liveData) m_live->refresh();
 }
 
 void MainWindow::onRunFinished(qint64 runId, const QString& status, const QString& error) {
   drainLive();  // the run's last events before its status
   if (m_liveData.runId == runId && runId != 0) {
     m_liveData.status = status;
-    m_live->refresh();
+    if (m_live->run() == &m_liveData) m_live->refresh();
   }
   QString line = runId > 0 ? tr("run %1 %2").arg(runId).arg(status) : tr("run not started: %1").arg(status);
   if (!error.isEmpty()) line += QStringLiteral(": ") + error;
@@ -298,7 +352,7 @@ void MainWindow::showAbout() {
 void MainWindow::restoreSettings() {
   QSettings settings(QStringLiteral("dasp"), QStringLiteral("workbench"));
   if (!restoreGeometry(settings.value(QStringLiteral("mainWindow/geometry")).toByteArray())) resize(1400, 900);
-  restoreState(settings.value(QStringLiteral("mainWindow/docks")).toByteArray(), kLayoutVersion);
+  m_needsDefaultLayout = !restoreState(settings.value(QStringLiteral("mainWindow/docks")).toByteArray(), kLayoutVersion);
   m_runs->restoreHeaderState(settings.value(QStringLiteral("runsTable/header")).toByteArray());
   m_statusBarAction->setChecked(settings.value(QStringLiteral("mainWindow/statusBar"), true).toBool());
 }
@@ -309,6 +363,158 @@ void MainWindow::saveSettings() const {
   settings.setValue(QStringLiteral("mainWindow/docks"), saveState(kLayoutVersion));
   settings.setValue(QStringLiteral("runsTable/header"), m_runs->headerState());
   settings.setValue(QStringLiteral("mainWindow/statusBar"), m_statusBarAction->isChecked());
+}
+
+void MainWindow::showError(const QString& title, const QString& message) {
+  statusBar()->showMessage(message, 10000);
+  announce(title, message);
+}
+
+bool MainWindow::openInLiveView(qint64 runId) {
+  RunStore* store = m_runs->store();
+  if (store == nullptr) {
+    showError(tr("Open in Live View"), tr("No run store is open: %1").arg(m_runs->lastError()));
+    return false;
+  }
+  auto loaded = loadRunData(*store, runId);
+  if (!loaded) {
+    showError(tr("Open in Live View"),
+              tr("Cannot read run %1: %2").arg(runId).arg(QString::fromStdString(loaded.message())));
+    return false;
+  }
+  m_replayData = std::move(loaded).value();
+  m_live->showReplay(&m_replayData);
+  m_live->charts()->setLiveAvailable(m_liveData.runId != 0);
+  m_liveDock->show();
+  m_liveDock->raise();
+  statusBar()->showMessage(tr("Replaying run %1: the slider moves the time cursor.").arg(runId), 5000);
+  return true;
+}
+
+void MainWindow::showLiveRun() {
+  m_live->showLive(&m_liveData);
+  m_live->setRunning(m_controller->isRunning());
+  m_liveDock->show();
+  m_liveDock->raise();
+}
+
+int MainWindow::compareRuns(const QList<qint64>& runIds) {
+  RunStore* store = m_runs->store();
+  std::vector<RunData> runs;
+  QStringList failures;
+  for (qint64 id : runIds) {
+    if (store == nullptr) {
+      failures << tr("run %1: no run store is open").arg(id);
+      continue;
+    }
+    auto loaded = loadRunData(*store, id);
+    if (loaded) {
+      runs.push_back(std::move(loaded).value());
+    } else {
+      failures << tr("run %1: %2").arg(id).arg(QString::fromStdString(loaded.message()));
+    }
+  }
+  const int count = static_cast<int>(runs.size());
+  m_compare->setRuns(std::move(runs));
+  m_compare->setMessage(failures.isEmpty() ? QString() : tr("Not loaded: %1").arg(failures.join(QStringLiteral("; "))),
+                        !failures.isEmpty());
+  m_compareDock->show();
+  m_compareDock->raise();
+  statusBar()->showMessage(tr("Comparing %n run(s).", nullptr, count), 5000);
+  return count;
+}
+
+std::vector<RunData> MainWindow::loadSelectedRuns(QString* error) const {
+  std::vector<RunData> runs;
+  const std::vector<std::int64_t> ids = m_runs->selectedRunIds();
+  if (ids.empty()) {
+    *error = tr("Nothing to export: compare runs (Runs → Compare Selected) or select them in the Runs view.");
+    return runs;
+  }
+  RunStore* store = m_runs->store();
+  if (store == nullptr) {
+    *error = tr("No run store is open: %1").arg(m_runs->lastError());
+    return runs;
+  }
+  for (std::int64_t id : ids) {
+    auto loaded = loadRunData(*store, id);
+    if (!loaded) {
+      *error = tr("Cannot read run %1: %2").arg(id).arg(QString::fromStdString(loaded.message()));
+      return {};
+    }
+    runs.push_back(std::move(loaded).value());
+  }
+  return runs;
+}
+
+Status MainWindow::exportReport(ReportFormat format, const QString& path) {
+  // The compared runs are already in memory; a selection is read from the store.
+  std::vector<RunData> selected;
+  const std::vector<RunData>* runs = &m_compare->runs();
+  if (runs->empty()) {
+    QString error;
+    selected = loadSelectedRuns(&error);
+    if (selected.empty()) {
+      showError(tr("Export Report"), error);
+      return Status::error(error.toStdString());
+    }
+    runs = &selected;
+  }
+  QGuiApplication::setOverrideCursor(Qt::WaitCursor);  // a PDF renders every chart
+  Status status = Status::error("unknown report format");
+  switch (format) {
+    case ReportFormat::Html: status = writeHtmlReport(*runs, path); break;
+    case ReportFormat::Pdf: status = writePdfReport(*runs, path); break;
+    case ReportFormat::Csv: status = writeCsv(*runs, path); break;
+    case ReportFormat::ChromeTrace: status = writeChromeTrace(*runs, path); break;
+  }
+  QGuiApplication::restoreOverrideCursor();
+  if (!status) {
+    showError(tr("Export Report"), tr("Export failed: %1").arg(QString::fromStdString(status.message())));
+  } else {
+    const QString line = tr("Exported %n run(s) to %1", nullptr, static_cast<int>(runs->size())).arg(path);
+    statusBar()->showMessage(line, 8000);
+    appendLog(line);
+  }
+  return status;
+}
+
+QFileDialog* MainWindow::chooseExportFile(ReportFormat format) {
+  if (m_compare->runs().empty() && m_runs->selectedRunIds().empty()) {
+    showError(tr("Export Report"),
+              tr("Nothing to export: compare runs (Runs → Compare Selected) or select them in the Runs view."));
+    return nullptr;
+  }
+  const ExportFormat& f = kExportFormats[static_cast<int>(format)];
+  const QString dir = QFileInfo(storePath()).absolutePath();
+  auto* dialog = new QFileDialog(this, tr("Export Report"), QDir(dir).filePath(QLatin1String(f.defaultName)),
+                                 translated(f.filter));
+  dialog->setObjectName(QStringLiteral("exportDialog"));
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  dialog->setAcceptMode(QFileDialog::AcceptSave);
+  dialog->setFileMode(QFileDialog::AnyFile);
+  dialog->setDefaultSuffix(QLatin1String(f.suffix));
+  dialog->setOption(QFileDialog::DontUseNativeDialog, !m_nativeDialogs);
+  connect(dialog, &QFileDialog::fileSelected, this, [this, format](const QString& path) {
+    if (!path.isEmpty()) exportReport(format, path);
+  });
+  dialog->open();  // non-modal: no nested event loop, the live view keeps drawing
+  return dialog;
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (!m_needsDefaultLayout) return;
+  m_needsDefaultLayout = false;
+  // Without a saved layout, once the docks have their first geometry (queued: it settles
+  // after the show event): the designer a form's width, the live charts most of the
+  // height of the right-hand column and the run list a few rows under them.
+  QTimer::singleShot(0, this, [this] {
+    const int w = width(), h = height();
+    const int designer = std::min(440, w / 4);
+    resizeDocks({m_designerDock, m_liveDock}, {designer, w - designer}, Qt::Horizontal);
+    resizeDocks({m_liveDock, m_runsDock}, {h * 4 / 5, h / 5}, Qt::Vertical);
+  });
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -4,8 +4,15 @@
 // restored between launches (QSettings "dasp"/"workbench"):
 // - Designer (left): the experiment form (SpecDesigner);
 // - Live (right): the run in progress (LivePanel) — node table, live actions, charts;
-// - Runs (bottom): the run store's runs (RunsPanel);
-// - Log (bottom, tabbed with Runs): the runner's progress lines and the live actions.
+// - Compare (right, tabbed with Live): the runs chosen with Runs → Compare Selected
+//   (ComparePanel): overlaid curves and the summary table;
+// - Runs (right, under Live): the run store's runs (RunsPanel);
+// - Log (tabbed with Runs): the runner's progress lines and the live actions.
+// Runs → Open in Live View replays a finished run in the live view (a time slider scrubs
+// every chart); "Show Live Run" there goes back to the run in progress. File → Export
+// Report writes the compared runs (else the runs selected in the runs view) as an HTML or
+// PDF report, a CSV of every series, or a Chrome trace of the node timelines; a failed
+// export shows its error and leaves no partial file.
 // Launch (toolbar and Experiment menu) validates the designer's spec with the CLI's
 // messages, expands a suite like `dasp run`, and hands the plan to the RunController,
 // which runs it on a background thread with the CLI's runner; Stop cancels it. Live events
@@ -19,17 +26,23 @@
 //
 // Threading: GUI thread only. The runner runs on the RunController's thread.
 
+#include "core/result.h"
+#include "ui/charts/report.h"
 #include "ui/live_run_feed.h"
 #include "ui/run_data.h"
 
 #include <QMainWindow>
 #include <QString>
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 class QAction;
 class QCloseEvent;
+class QShowEvent;
 class QDockWidget;
+class QFileDialog;
 class QLabel;
 class QPlainTextEdit;
 class QSortFilterProxyModel;
@@ -38,6 +51,7 @@ class QTimer;
 
 namespace dasp::ui {
 
+class ComparePanel;
 class LivePanel;
 class RunController;
 class RunTableModel;
@@ -69,6 +83,14 @@ class MainWindow : public QMainWindow {
   QAction* stopAction() const { return m_stopAction; }
   // The log view's text.
   QString logText() const;
+  ComparePanel* comparePanel() const { return m_compare; }
+  // The run replayed in the live view (empty before the first replay).
+  const RunData& replayData() const { return m_replayData; }
+  // File → Export Report → format.
+  QAction* exportAction(ReportFormat format) const { return m_exportActions[static_cast<int>(format)]; }
+  // Whether the file choosers may be the platform's own (tests turn them off to drive
+  // Qt's dialog).
+  void setUseNativeDialogs(bool native) { m_nativeDialogs = native; }
 
  public Q_SLOTS:
   // Re-reads the run list (or retries opening the store); shows any error.
@@ -80,9 +102,23 @@ class MainWindow : public QMainWindow {
   bool launch();
   // Stops the run in progress (and the rest of a suite).
   void stop();
+  // Loads a run from the store and replays it in the live view. False (the reason in the
+  // status bar and a message box) when it cannot be read.
+  bool openInLiveView(qint64 runId);
+  // Back to the run in progress (or the last one) in the live view.
+  void showLiveRun();
+  // Loads the runs into the compare view (those that cannot be read are named there).
+  // Returns the number loaded.
+  int compareRuns(const QList<qint64>& runIds);
+  // Writes the runs to export (compared, else selected) to `path` in `format`.
+  Status exportReport(ReportFormat format, const QString& path);
+  // Opens a (non-modal) file chooser; the chosen file gets exportReport(). Null when there
+  // is nothing to export (the reason in the status bar).
+  QFileDialog* chooseExportFile(ReportFormat format);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
 
  private:
   void createDocks();
@@ -91,6 +127,10 @@ class MainWindow : public QMainWindow {
   void updateRunActions();
   void appendLog(const QString& line);
   void drainLive();
+  // The runs selected in the runs view, read from the store; empty with `error` set when
+  // none is selected or one cannot be read.
+  std::vector<RunData> loadSelectedRuns(QString* error) const;
+  void showError(const QString& title, const QString& message);
   void openRunSpec(qint64 runId, const QString& specJson);
   void onRunFinished(qint64 runId, const QString& status, const QString& error);
   void announce(const QString& title, const QString& message);
@@ -103,12 +143,15 @@ class MainWindow : public QMainWindow {
   // the controller (destroyed first) has joined it.
   LiveRunFeed m_feed;
   RunData m_liveData;
+  RunData m_replayData;  // the run the live view replays (not the live one)
   std::unique_ptr<RunController> m_controller;
 
   SpecDesigner* m_designer = nullptr;
   LivePanel* m_live = nullptr;
   RunsPanel* m_runs = nullptr;
+  ComparePanel* m_compare = nullptr;
   QPlainTextEdit* m_log = nullptr;
+  QDockWidget* m_compareDock = nullptr;
   QDockWidget* m_designerDock = nullptr;
   QDockWidget* m_liveDock = nullptr;
   QDockWidget* m_runsDock = nullptr;
@@ -119,6 +162,9 @@ class MainWindow : public QMainWindow {
   QAction* m_launchAction = nullptr;
   QAction* m_stopAction = nullptr;
   QAction* m_statusBarAction = nullptr;
+  QAction* m_exportActions[4] = {};  // by ReportFormat
+  bool m_nativeDialogs = true;
+  bool m_needsDefaultLayout = true;  // no saved dock layout: size the docks at the first show
 };
 
 }  // namespace dasp::ui

@@ -91,14 +91,28 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
 
   m_openSpecAction = new QAction(tr("Open in &Designer"), this);
   m_openSpecAction->setToolTip(tr("Put the run's spec into the designer; Launch runs it again."));
+  m_replayAction = new QAction(tr("Open in &Live View"), this);
+  m_replayAction->setObjectName(QStringLiteral("replayAction"));
+  m_replayAction->setToolTip(tr("Replay the run in the live view, with a time cursor"));
+  m_compareAction = new QAction(tr("&Compare Selected"), this);
+  m_compareAction->setObjectName(QStringLiteral("compareAction"));
+  m_compareAction->setToolTip(tr("Overlay the selected runs in the compare view, with a summary table"));
   m_logsAction = new QAction(tr("Node &Logs…"), this);
   m_editTagsAction = new QAction(tr("Edit &Tags…"), this);
   m_deleteAction = new QAction(tr("&Delete…"), this);
   connect(m_openSpecAction, &QAction::triggered, this, &RunsPanel::openSelectedSpec);
+  connect(m_replayAction, &QAction::triggered, this, [this] {
+    const auto ids = selectedRunIds();
+    if (ids.size() == 1) Q_EMIT replayRequested(ids.front());
+  });
+  connect(m_compareAction, &QAction::triggered, this, [this] {
+    const auto ids = selectedRunIds();
+    if (!ids.empty()) Q_EMIT compareRequested(QList<qint64>(ids.begin(), ids.end()));
+  });
   connect(m_logsAction, &QAction::triggered, this, &RunsPanel::showLogsOfSelection);
   connect(m_editTagsAction, &QAction::triggered, this, &RunsPanel::editTags);
   connect(m_deleteAction, &QAction::triggered, this, &RunsPanel::deleteRuns);
-  m_table->addActions({m_openSpecAction, m_logsAction, m_editTagsAction, m_deleteAction});
+  m_table->addActions({m_openSpecAction, m_replayAction, m_compareAction, m_logsAction, m_editTagsAction, m_deleteAction});
 
   connect(m_model, &RunTableModel::editFailed, this, [this](const QString& message) {
     m_lastError = message;
@@ -192,6 +206,8 @@ void RunsPanel::updateActions() {
   m_deleteAction->setEnabled(any);
   m_logsAction->setEnabled(one);
   m_openSpecAction->setEnabled(one);
+  m_replayAction->setEnabled(one);
+  m_compareAction->setEnabled(any);
 }
 
 QString RunsPanel::countText() const {

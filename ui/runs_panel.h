@@ -4,8 +4,9 @@
 // editable, runs deletable after a confirmation), reloaded every 2 s while the window is
 // visible so runs written by the CLI or the workbench's own runner appear. Double-clicking
 // a run (outside the editable cells) or "Open in Designer" asks for its spec in the
-// designer (Launch then runs it again); "Logs…" opens a non-modal dialog with each node's
-// exit status and log lines.
+// designer (Launch then runs it again); "Open in Live View" asks for a replay of the run in
+// the live view, "Compare Selected" for the selected runs in the compare view; "Logs…"
+// opens a non-modal dialog with each node's exit status and log lines.
 //
 // A store that cannot be opened or read (not SQLite, a newer schema, locked) never stops
 // the panel: the table stays empty, the error shows in a banner above it and once in a
@@ -16,6 +17,7 @@
 
 #include "core/run_store.h"
 
+#include <QList>
 #include <QString>
 #include <QWidget>
 
@@ -57,6 +59,8 @@ class RunsPanel : public QWidget {
   QAction* deleteAction() const { return m_deleteAction; }
   QAction* logsAction() const { return m_logsAction; }
   QAction* openSpecAction() const { return m_openSpecAction; }
+  QAction* replayAction() const { return m_replayAction; }
+  QAction* compareAction() const { return m_compareAction; }
 
   std::vector<std::int64_t> selectedRunIds() const;
   // A non-modal dialog with the run's nodes (exit status, CPU, memory) and log lines;
@@ -79,6 +83,10 @@ class RunsPanel : public QWidget {
  Q_SIGNALS:
   // A run's stored spec, for the designer.
   void specRequested(qint64 runId, const QString& specJson);
+  // "Open in Live View": replay the run.
+  void replayRequested(qint64 runId);
+  // "Compare Selected": the selected runs, in id order.
+  void compareRequested(const QList<qint64>& runIds);
   void countTextChanged(const QString& text);
   void statusMessage(const QString& text, int timeoutMs);
 
@@ -108,6 +116,8 @@ class RunsPanel : public QWidget {
   QAction* m_deleteAction = nullptr;
   QAction* m_logsAction = nullptr;
   QAction* m_openSpecAction = nullptr;
+  QAction* m_replayAction = nullptr;
+  QAction* m_compareAction = nullptr;
 };
 
 }  // namespace dasp::ui

@@ -35,11 +35,16 @@ void StalenessHistogram::setRun(const RunData* run) {
   refresh();
 }
 
-std::vector<std::int64_t> StalenessHistogram::histogram(const RunData& run) {
+void StalenessHistogram::setUntil(double t) {
+  m_until = std::isnan(t) ? std::numeric_limits<double>::infinity() : t;
+  refresh();
+}
+
+std::vector<std::int64_t> StalenessHistogram::histogram(const RunData& run, double until) {
   std::vector<std::int64_t> counts;
   for (const NodeData& n : run.nodes) {
     for (const Point& p : n.staleness) {
-      if (!std::isfinite(p.value) || p.value < -0.5) continue;
+      if (!std::isfinite(p.value) || p.value < -0.5 || p.t > until) continue;
       const auto bin = static_cast<std::size_t>(std::lround(std::min(p.value, static_cast<double>(kMaxBins - 1))));
       if (counts.size() <= bin) counts.resize(bin + 1, 0);
       ++counts[bin];
@@ -49,7 +54,7 @@ std::vector<std::int64_t> StalenessHistogram::histogram(const RunData& run) {
 }
 
 void StalenessHistogram::refresh() {
-  m_counts = m_run != nullptr ? histogram(*m_run) : std::vector<std::int64_t>{};
+  m_counts = m_run != nullptr ? histogram(*m_run, m_until) : std::vector<std::int64_t>{};
   m_total = 0;
   double sum = 0;
   for (std::size_t i = 0; i < m_counts.size(); ++i) {

@@ -12,6 +12,7 @@
 #include <QWidget>
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace dasp::ui {
@@ -26,11 +27,16 @@ class StalenessHistogram : public QWidget {
   ~StalenessHistogram() override;
 
   void setRun(const RunData* run);
+  // Only gradients applied at or before run time `t`; NaN or +inf: the whole run (default).
+  void setUntil(double t);
+  double until() const { return m_until; }
   void refresh();
   // counts()[s] = applied gradients with staleness s (the last bin: s >= kMaxBins - 1).
   const std::vector<std::int64_t>& counts() const { return m_counts; }
-  // Staleness values are rounded to integers; negative and non-finite ones are skipped.
-  static std::vector<std::int64_t> histogram(const RunData& run);
+  // Staleness values are rounded to integers; negative and non-finite ones are skipped, and
+  // so are points after `until`.
+  static std::vector<std::int64_t> histogram(const RunData& run,
+                                             double until = std::numeric_limits<double>::infinity());
 
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
@@ -40,6 +46,7 @@ class StalenessHistogram : public QWidget {
 
  private:
   const RunData* m_run = nullptr;
+  double m_until = std::numeric_limits<double>::infinity();
   std::vector<std::int64_t> m_counts;
   std::int64_t m_total = 0;
   double m_mean = 0;
