@@ -20,6 +20,24 @@
 #include <iostream>
 
 int main(int argc, char** argv) {
+  // Without a display Qt's xcb platform aborts; say what is wrong instead (and let --help
+  // work anywhere).
+  const bool haveDisplay = qEnvironmentVariableIsSet("DISPLAY") || qEnvironmentVariableIsSet("WAYLAND_DISPLAY") ||
+                           qEnvironmentVariableIsSet("QT_QPA_PLATFORM");
+  if (!haveDisplay) {
+    bool help = false;
+    for (int i = 1; i < argc; ++i) {
+      const QString a = QString::fromLocal8Bit(argv[i]);
+      help = help || a == QLatin1String("--help") || a == QLatin1String("-h");
+    }
+    if (!help) {
+      std::cerr << "dasp-workbench: no display (DISPLAY and WAYLAND_DISPLAY are not set). Run it in a desktop "
+                   "session or under xvfb-run, or set QT_QPA_PLATFORM=offscreen; ./run.sh --headless runs the "
+                   "default experiment without a window.\n";
+      return 2;
+    }
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+  }
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("DASP Workbench"));
   QApplication::setOrganizationName(QStringLiteral("dasp"));
