@@ -52,37 +52,6 @@ std::vector<std::string> Args::unknown(const std::vector<std::string>& known) co
   return out;
 }
 
-std::string jsonString(const std::string& text) {
-  std::string out = "\"";
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string jsonNumber(double value) {
-  if (!std::isfinite(value)) return "null";
-  std::ostringstream s;
-  s.precision(10);
-  s << value;
-  return s.str();
-}
-
 int fail(const std::string& message, int code) {
   std::cerr << "dasp: " << message << std::endl;
   return code;

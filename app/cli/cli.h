@@ -5,6 +5,8 @@
 // 1 a failure at run time, 2 bad usage or bad input.
 // Threading: run on the main thread.
 
+#include "core/json_text.h"
+
 #include <map>
 #include <optional>
 #include <string>
@@ -32,10 +34,8 @@ class Args {
   std::string m_missingValue;
 };
 
-// Writes a JSON string literal (quotes and escapes).
-std::string jsonString(const std::string& text);
-// A number as JSON (non-finite values become null).
-std::string jsonNumber(double value);
+using ::dasp::jsonNumber;  // core/json_text.h
+using ::dasp::jsonString;
 
 // Prints "dasp: <message>" to stderr and returns `code`.
 int fail(const std::string& message, int code = 2);

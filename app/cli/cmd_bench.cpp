@@ -25,6 +25,16 @@
 namespace dasp::cli {
 namespace {
 
+// The benchmarks' data: the real Fashion-MNIST (or --dataset-path), one intra-op thread.
+Result<TrainTest> benchData(const Args& args) {
+  v1::DatasetSpec dataSpec;
+  dataSpec.set_name("fashion-mnist");
+  dataSpec.set_path(args.value("--dataset-path").value_or("/usr/share/datasets/fashion-mnist"));
+  dataSpec.set_normalize(true);
+  ml::configureThreads(1);
+  return loadDataset(dataSpec, 1);
+}
+
 int benchTrain(const Args& args) {
   std::vector<std::string> models;
   std::stringstream list(args.value("--models").value_or("mlp,lenet"));
@@ -41,13 +51,8 @@ int benchTrain(const Args& args) {
     return fail("bench train: --batch, --rounds and --seconds take numbers");
   }
   if (batch <= 0 || rounds <= 0 || !(seconds > 0)) return fail("bench train: values must be positive");
-  v1::DatasetSpec dataSpec;
-  dataSpec.set_name("fashion-mnist");
-  dataSpec.set_path(args.value("--dataset-path").value_or("/usr/share/datasets/fashion-mnist"));
-  dataSpec.set_normalize(true);
-  auto data = loadDataset(dataSpec, 1);
+  auto data = benchData(args);
   if (!data) return fail(data.message());
-  ml::configureThreads(1);
 
   const bool json = args.has("--json");
   std::vector<ml::TrainBenchCase> cases;
@@ -144,13 +149,8 @@ int benchPs(const Args& args) {
   auto note = [&](const char* what) {
     if (!json) std::fprintf(stderr, "bench ps: %s ...\n", what);
   };
-  v1::DatasetSpec dataSpec;
-  dataSpec.set_name("fashion-mnist");
-  dataSpec.set_path(args.value("--dataset-path").value_or("/usr/share/datasets/fashion-mnist"));
-  dataSpec.set_normalize(true);
-  auto data = loadDataset(dataSpec, 1);
+  auto data = benchData(args);
   if (!data) return fail(data.message());
-  ml::configureThreads(1);
 
   note("(a) lenet iteration: 1 worker + server over loopback vs the single-process trainer");
   auto times = iterationTimes(data.value(), "lenet", 64, 300, 3);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/charts/report.h"
 
+#include "core/json_text.h"
+
 #include "ui/charts/convergence_chart.h"
 #include "ui/charts/node_bars.h"
 #include "ui/charts/node_lanes.h"
@@ -103,25 +105,7 @@ QByteArray csvField(const QString& s) {
   return b;
 }
 
-QByteArray jsonString(const QString& s) {
-  QByteArray out = "\"";
-  for (char c : s.toUtf8()) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += QByteArray("\\u00") + QByteArray::number(static_cast<unsigned char>(c), 16).rightJustified(2, '0');
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + '"';
-}
+QByteArray jsonString(const QString& s) { return QByteArray::fromStdString(dasp::jsonString(s.toStdString())); }
 
 // ---- figures ---------------------------------------------------------------------------
 
