@@ -6,7 +6,10 @@
 #include "ui/main_window.h"
 #include "ui/run_table_model.h"
 
+#include <sqlite3.h>
+
 #include <QFile>
+#include <QProcess>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSignalSpy>
@@ -68,6 +71,7 @@ class TestMainWindow : public QObject {
   void editingTagsWritesTheStore();
   void notSqliteStoreOpensEmpty();
   void filterNarrowsRows();
+  void storeLockedByAnotherProcess();
 };
 
 void TestMainWindow::initTestCase() {
@@ -257,6 +261,34 @@ void TestMainWindow::filterNarrowsRows() {
   filter->clear();
   QCOMPARE(proxy->rowCount(), 3);
   QCOMPARE(window.runModel()->rowCount(), 3);
+}
+
+void TestMainWindow::storeLockedByAnotherProcess() {
+  // Another process holds the write lock (an open write transaction): the GUI's edit waits
+  // the busy timeout, then fails with a message; listing still works (WAL readers are not
+  // blocked); once the lock is gone the edit goes through.
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("locked.sqlite"));
+  std::int64_t id = 0;
+  {
+    auto store = openStore(path);
+    id = addRun(*store, "locked", "bsp");
+  }
+  MainWindow window(path);
+  QCOMPARE(window.runModel()->rowCount(), 1);
+  sqlite3* locker = nullptr;
+  QCOMPARE(sqlite3_open(path.toLocal8Bit().constData(), &locker), SQLITE_OK);
+  QCOMPARE(sqlite3_exec(locker, "BEGIN IMMEDIATE; UPDATE runs SET notes='x';", nullptr,
+                        nullptr, nullptr),
+           SQLITE_OK);
+  const QModelIndex tags = window.runModel()->index(window.runModel()->rowOfRun(id), RunTableModel::Tags);
+  QVERIFY(!window.runModel()->setData(tags, QStringLiteral("blocked")));  // waits the busy timeout, then fails
+  QVERIFY(!window.lastError().isEmpty());
+  window.reload();
+  QCOMPARE(window.runModel()->rowCount(), 1);  // reading goes on
+  QCOMPARE(sqlite3_exec(locker, "ROLLBACK;", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(locker);
+  QVERIFY(window.runModel()->setData(tags, QStringLiteral("free")));
 }
 
 QTEST_MAIN(TestMainWindow)
