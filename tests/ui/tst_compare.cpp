@@ -154,13 +154,16 @@ std::int64_t TestCompare::runToCompletion(const QString& strategy, double second
       QVERIFY(lanes->following());  // the last 20 s of the live run
       QVERIFY(w.controller()->isRunning());
       QVERIFY(lanes->laneRect(2).height() > 0);
-      // Hovering the lane names the node and its state somewhere along it.
-      bool tip = false;
-      const QRect lane = lanes->laneRect(0);
-      for (int x = lane.left(); x <= lane.right() && !tip; ++x) {
-        tip = lanes->toolTipAt(QPoint(x, lane.center().y())).startsWith(QLatin1String("worker-0"));
-      }
-      QVERIFY(tip);
+      // Hovering the lane names the node and its state somewhere along it. The lanes'
+      // window follows the data on the next refresh tick, so look until it has caught up.
+      auto hasTip = [&] {
+        const QRect lane = lanes->laneRect(0);
+        for (int x = lane.left(); x <= lane.right(); ++x) {
+          if (lanes->toolTipAt(QPoint(x, lane.center().y())).startsWith(QLatin1String("worker-0"))) return true;
+        }
+        return false;
+      };
+      QTRY_VERIFY_WITH_TIMEOUT(hasTip(), 10000);
       // The run's row in the runs view.
       QTRY_COMPARE_WITH_TIMEOUT(w.runModel()->rowCount(), rowsBefore + 1, 10000);
     }();
