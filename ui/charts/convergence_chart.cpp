@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "ui/charts/convergence_chart.h"
+#include "ui/charts/plain_tooltip.h"
 
 #include "ui/charts/decimate.h"
 
@@ -436,16 +437,7 @@ QString ConvergenceChart::markerToolTipAt(const QPoint& viewportPos) const {
 
 bool ConvergenceChart::viewportEvent(QEvent* event) {
   if (event->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(event);
-    const QString text = markerToolTipAt(help->pos());
-    if (text.isEmpty()) {
-      QToolTip::hideText();
-      event->ignore();
-    } else {
-      QToolTip::showText(help->globalPos(),
-                         QStringLiteral("<p style='white-space:pre'>") + text.toHtmlEscaped() + QStringLiteral("</p>"),
-                         viewport());
-    }
+    showPlainToolTip(event, markerToolTipAt(static_cast<QHelpEvent*>(event)->pos()), viewport());
     return true;
   }
   return QChartView::viewportEvent(event);

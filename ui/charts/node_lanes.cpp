@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "ui/charts/node_lanes.h"
+#include "ui/charts/plain_tooltip.h"
 
 #include <QFontMetrics>
 #include <QHelpEvent>
@@ -451,17 +452,7 @@ QString NodeLanes::toolTipAt(const QPoint& pos) const {
 
 bool NodeLanes::event(QEvent* e) {
   if (e->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(e);
-    const QString text = toolTipAt(help->pos());
-    if (text.isEmpty()) {
-      QToolTip::hideText();
-      e->ignore();
-    } else {
-      // Rich text with pre-wrap: decisions contain "->" and reasons may contain '<'.
-      QToolTip::showText(help->globalPos(),
-                         QStringLiteral("<p style='white-space:pre'>") + text.toHtmlEscaped() + QStringLiteral("</p>"),
-                         this);
-    }
+    showPlainToolTip(e, toolTipAt(static_cast<QHelpEvent*>(e)->pos()), this);
     return true;
   }
   return QWidget::event(e);
