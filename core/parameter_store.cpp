@@ -46,6 +46,21 @@ std::int64_t ParameterStore::apply(const float* const* gradients, const double* 
   return ++m_version;
 }
 
+void ParameterStore::combine(const float* const* gradients, const double* weights, int count, float* out) const {
+  const std::size_t n = m_params.size();
+  if (count == 0) {
+    std::memset(out, 0, n * sizeof(float));
+    return;
+  }
+  const float w0 = static_cast<float>(weights[0]);
+  for (std::size_t i = 0; i < n; ++i) out[i] = w0 * gradients[0][i];
+  for (int k = 1; k < count; ++k) {
+    const float wk = static_cast<float>(weights[k]);
+    const float* __restrict gk = gradients[k];
+    for (std::size_t i = 0; i < n; ++i) out[i] += wk * gk[i];
+  }
+}
+
 void ParameterStore::restore(const float* params, const float* momentum, std::int64_t version) {
   std::memcpy(m_params.data(), params, m_params.size() * sizeof(float));
   if (momentum != nullptr) {

@@ -26,6 +26,11 @@ class ParameterStore {
   // with learning rate `lr`. Returns the new version.
   std::int64_t apply(const float* const* gradients, const double* weights, int count, double lr);
 
+  // Folds `count` weighted gradients into `out` (size() floats) with the same float
+  // operations as apply(): applying `out` with weight 1 afterwards gives bitwise the same
+  // parameters as applying the gradients directly (chain replication relies on it).
+  void combine(const float* const* gradients, const double* weights, int count, float* out) const;
+
   // Replaces parameters, momentum and version (restore from a checkpoint or a replica).
   void restore(const float* params, const float* momentum, std::int64_t version);
   void setVersion(std::int64_t version) { m_version = version; }

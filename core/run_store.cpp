@@ -17,10 +17,12 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <system_error>
@@ -154,6 +156,36 @@ CREATE TABLE summaries(
   PRIMARY KEY(run_id, key)
 );
 )sql",
+    // Version 2: the fault drills of a run with their recovery metrics
+    // (core/recovery_metrics.h); NULL where a figure is absent (or not finite).
+    R"sql(
+CREATE TABLE faults(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  node TEXT NOT NULL DEFAULT '',
+  action TEXT NOT NULL DEFAULT '',
+  at_s REAL NOT NULL,
+  restart_at_s REAL NULL,
+  detected_at_s REAL NULL,
+  resumed_at_s REAL NULL,
+  version_before INTEGER NOT NULL DEFAULT 0,
+  version_after INTEGER NULL,
+  gradients_during_outage INTEGER NOT NULL DEFAULT 0,
+  gradients_dropped INTEGER NOT NULL DEFAULT 0,
+  gradients_discarded INTEGER NOT NULL DEFAULT 0,
+  cpu_s REAL NOT NULL DEFAULT 0,
+  detail TEXT NOT NULL DEFAULT '',
+  detection_s REAL NULL,
+  downtime_s REAL NULL,
+  updates_lost INTEGER NULL,
+  accuracy_before REAL NULL,
+  accuracy_lowest_after REAL NULL,
+  recover_s REAL NULL,
+  accuracy_jump REAL NULL,
+  final_accuracy REAL NULL,
+  PRIMARY KEY(run_id, idx)
+);
+)sql",
 };
 
 constexpr int kMigrationCount = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
@@ -254,6 +286,10 @@ class Stmt {
   std::optional<int> optInt(int column) const {
     if (isNull(column)) return std::nullopt;
     return sqlite3_column_int(m_stmt, column);
+  }
+  std::optional<std::int64_t> optInt64(int column) const {
+    if (isNull(column)) return std::nullopt;
+    return int64(column);
   }
 
  private:
@@ -792,12 +828,53 @@ Result<std::vector<SummaryRow>> RunStore::summary(std::int64_t runId) {
       });
 }
 
+Result<std::vector<RecoveryMetrics>> RunStore::faults(std::int64_t runId) {
+  return query<RecoveryMetrics>(
+      m_path, m_db,
+      "SELECT idx, node, action, at_s, restart_at_s, detected_at_s, resumed_at_s, version_before, "
+      "version_after, gradients_during_outage, gradients_dropped, gradients_discarded, cpu_s, detail, "
+      "detection_s, downtime_s, updates_lost, accuracy_before, accuracy_lowest_after, recover_s, "
+      "accuracy_jump, final_accuracy FROM faults WHERE run_id = ?1 ORDER BY idx",
+      [&](Stmt& s) { s.bind(1, runId); },
+      [](const Stmt& s) {
+        RecoveryMetrics m;
+        FaultRecord& f = m.fault;
+        f.index = static_cast<int>(s.int64(0));
+        f.node = s.text(1);
+        f.action = s.text(2);
+        f.atS = s.real(3);
+        f.restartAtS = s.optReal(4);
+        f.detectedAtS = s.optReal(5);
+        f.resumedAtS = s.optReal(6);
+        f.versionBefore = s.int64(7);
+        f.versionAfter = s.optInt64(8);
+        f.gradientsDuringOutage = s.int64(9);
+        f.gradientsDropped = s.int64(10);
+        f.gradientsDiscarded = s.int64(11);
+        f.cpuS = s.real(12);
+        f.detail = s.text(13);
+        m.detectionS = s.optReal(14);
+        m.downtimeS = s.optReal(15);
+        m.updatesLost = s.optInt64(16);
+        m.accuracyBefore = s.optReal(17);
+        m.accuracyLowestAfter = s.optReal(18);
+        m.recoverS = s.optReal(19);
+        m.accuracyJump = s.optReal(20);
+        m.finalAccuracy = s.optReal(21).value_or(std::numeric_limits<double>::quiet_NaN());
+        return m;
+      });
+}
+
 // -----------------------------------------------------------------------------------------
 // RunRecorder
 
 namespace {
+// recordFaults(): replaces every fault row of the run.
+struct FaultsRecord {
+  std::vector<RecoveryMetrics> faults;
+};
 using Record = std::variant<EvaluationRow, SampleRow, StateIntervalRow, DecisionRow, EventRow,
-                            LogRow, NodeRow, SummaryRow>;
+                            LogRow, NodeRow, SummaryRow, FaultsRecord>;
 }  // namespace
 
 struct RunRecorder::Impl {
@@ -808,7 +885,7 @@ struct RunRecorder::Impl {
 
   // Prepared once, used by the writer thread only (and by finish() after the join).
   Stmt insertEvaluation, insertSample, insertInterval, insertDecision, insertEvent, insertLog,
-      replaceNode, replaceSummary;
+      replaceNode, replaceSummary, deleteFaults, replaceFault;
 
   std::mutex mutex;
   std::condition_variable wake;       // the writer waits on it
@@ -864,7 +941,16 @@ struct RunRecorder::Impl {
                                "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)") &&
            replaceSummary.prepare(db,
                                   "INSERT OR REPLACE INTO summaries(run_id, key, value, text) "
-                                  "VALUES(?1, ?2, ?3, ?4)");
+                                  "VALUES(?1, ?2, ?3, ?4)") &&
+           deleteFaults.prepare(db, "DELETE FROM faults WHERE run_id = ?1") &&
+           replaceFault.prepare(db,
+                                "INSERT OR REPLACE INTO faults(run_id, idx, node, action, at_s, "
+                                "restart_at_s, detected_at_s, resumed_at_s, version_before, version_after, "
+                                "gradients_during_outage, gradients_dropped, gradients_discarded, cpu_s, "
+                                "detail, detection_s, downtime_s, updates_lost, accuracy_before, "
+                                "accuracy_lowest_after, recover_s, accuracy_jump, final_accuracy) "
+                                "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+                                "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)");
   }
 
   template <typename Row>
@@ -882,8 +968,55 @@ struct RunRecorder::Impl {
     if (notify) wake.notify_one();
   }
 
+  // Deletes the run's fault rows and inserts these; false on a write error. SQLite stores
+  // a NaN as NULL: a non-finite fault time or CPU time is written as 0 (those columns are
+  // NOT NULL and one bad figure must not roll back the batch), a non-finite final
+  // accuracy as NULL (read back as NaN).
+  bool writeFaults(const FaultsRecord& record) {
+    const auto finite = [](double v) { return std::isfinite(v) ? v : 0.0; };
+    deleteFaults.bind(1, runId);
+    bool ok = deleteFaults.step() == SQLITE_DONE;
+    deleteFaults.reset();
+    for (const RecoveryMetrics& m : record.faults) {
+      if (!ok) break;
+      const FaultRecord& f = m.fault;
+      Stmt& s = replaceFault;
+      s.bind(1, runId);
+      s.bind(2, static_cast<std::int64_t>(f.index));
+      s.bind(3, f.node);
+      s.bind(4, f.action);
+      s.bind(5, finite(f.atS));
+      s.bind(6, f.restartAtS);
+      s.bind(7, f.detectedAtS);
+      s.bind(8, f.resumedAtS);
+      s.bind(9, f.versionBefore);
+      s.bind(10, f.versionAfter);
+      s.bind(11, f.gradientsDuringOutage);
+      s.bind(12, f.gradientsDropped);
+      s.bind(13, f.gradientsDiscarded);
+      s.bind(14, finite(f.cpuS));
+      s.bind(15, f.detail);
+      s.bind(16, m.detectionS);
+      s.bind(17, m.downtimeS);
+      s.bind(18, m.updatesLost);
+      s.bind(19, m.accuracyBefore);
+      s.bind(20, m.accuracyLowestAfter);
+      s.bind(21, m.recoverS);
+      s.bind(22, m.accuracyJump);
+      if (std::isfinite(m.finalAccuracy)) {
+        s.bind(23, m.finalAccuracy);
+      } else {
+        s.bindNull(23);
+      }
+      ok = s.step() == SQLITE_DONE;
+      s.reset();  // also drops the bindings, which point into `record`
+    }
+    return ok;
+  }
+
   // Binds and steps one record; false on a write error.
   bool write(const Record& record) {
+    if (const auto* faults = std::get_if<FaultsRecord>(&record)) return writeFaults(*faults);
     Stmt* stmt = nullptr;
     std::visit(
         [&](const auto& row) {
@@ -947,6 +1080,8 @@ struct RunRecorder::Impl {
             stmt->bind(9, row.maxRssKb);
             stmt->bind(10, row.bytesSent);
             stmt->bind(11, row.bytesReceived);
+          } else if constexpr (std::is_same_v<T, FaultsRecord>) {
+            // Written by writeFaults() above.
           } else {
             static_assert(std::is_same_v<T, SummaryRow>);
             stmt = &replaceSummary;
@@ -1064,6 +1199,10 @@ void RunRecorder::setSummary(const std::vector<SummaryRow>& rows) {
   // Queued like any record (INSERT OR REPLACE by key), so it is committed by the next
   // batch and by finish(), and survives a recorder destroyed without finish().
   for (const SummaryRow& row : rows) m_impl->enqueue(SummaryRow(row));
+}
+
+void RunRecorder::recordFaults(const std::vector<RecoveryMetrics>& faults) {
+  m_impl->enqueue(FaultsRecord{faults});
 }
 
 Status RunRecorder::flush() { return m_impl->flush(); }

@@ -10,6 +10,7 @@
 // Threading: a RunStore is one SQLite connection and is used from one thread at a time
 // (the thread that owns it). A RunRecorder may be fed from any thread.
 
+#include "core/recovery_metrics.h"
 #include "core/result.h"
 
 #include <cstdint>
@@ -165,6 +166,8 @@ class RunStore {
   Result<std::vector<LogRow>> logs(std::int64_t runId, const std::string& node = {});
   Result<std::vector<NodeRow>> nodes(std::int64_t runId);
   Result<std::vector<SummaryRow>> summary(std::int64_t runId);
+  // The run's fault drills with their recovery metrics, by fault index (empty when none).
+  Result<std::vector<RecoveryMetrics>> faults(std::int64_t runId);
 
  private:
   RunStore(std::string path, sqlite3* db);
@@ -198,6 +201,10 @@ class RunRecorder {
   void record(LogRow row);
   void record(NodeRow row);  // insert or replace by (run, node)
   void setSummary(const std::vector<SummaryRow>& rows);
+  // Replaces the run's fault rows (table `faults`, keyed by fault index) with these, in
+  // one step of the batched writer: the latest call wins. Absent or NaN figures are
+  // stored as NULL (a NaN final accuracy reads back as NaN).
+  void recordFaults(const std::vector<RecoveryMetrics>& faults);
   // Blocks until everything recorded so far is committed; returns the first write error.
   Status flush();
   // Flushes, sets the final status (and error text) and stops the writer thread.

@@ -269,6 +269,17 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
   auto* eval = spec.mutable_evaluation();
   if (!eval->has_every_steps()) eval->set_every_steps(200);
 
+  auto* recovery = spec.mutable_recovery();
+  if (!recovery->has_checkpoint_every_updates()) recovery->set_checkpoint_every_updates(100);
+  if (!recovery->has_checkpoint_keep()) recovery->set_checkpoint_keep(2);
+  if (!recovery->has_replicas()) recovery->set_replicas(3);
+  if (!recovery->has_forward_every()) recovery->set_forward_every(1);
+  if (!recovery->has_backlog_max_gradients()) recovery->set_backlog_max_gradients(1000);
+  if (!recovery->has_backlog_max_mb()) recovery->set_backlog_max_mb(1024);
+  if (!recovery->has_backlog_lr_scale()) recovery->set_backlog_lr_scale(0.1);
+  if (!recovery->has_backlog_lr_threshold()) recovery->set_backlog_lr_threshold(50);
+  if (!recovery->has_reconnect_timeout_s()) recovery->set_reconnect_timeout_s(120);
+
   if (!spec.has_seed()) spec.set_seed(1);
   if (spec.device().empty()) spec.set_device("auto");
   if (!spec.has_threads()) spec.set_threads(1);
@@ -423,6 +434,52 @@ Status validateSpec(const ExperimentSpec& spec) {
   }
   if (spec.evaluation().every_s() < 0) return bad("evaluation.every_s", "must be >= 0");
   if (spec.evaluation().test_subset() < 0) return bad("evaluation.test_subset", "must be >= 0");
+
+  auto checkRecovery = [&](const v1::RecoverySpec& r, const std::string& prefix) -> Status {
+    if (r.has_checkpoint_every_updates() && r.checkpoint_every_updates() < 0) {
+      return bad(prefix + "checkpoint_every_updates", "must be >= 0");
+    }
+    if (!(r.checkpoint_every_s() >= 0)) return bad(prefix + "checkpoint_every_s", "must be >= 0");
+    if (r.mode() == v1::RecoverySpec::CHECKPOINT && r.has_checkpoint_every_updates() &&
+        r.checkpoint_every_updates() == 0 && r.checkpoint_every_s() <= 0) {
+      return bad(prefix + "checkpoint_every_updates", "0 needs checkpoint_every_s > 0 (otherwise nothing is saved)");
+    }
+    if (r.has_checkpoint_keep() && r.checkpoint_keep() < 1) return bad(prefix + "checkpoint_keep", "must be >= 1");
+    if (r.has_replicas() && (r.replicas() < 2 || r.replicas() > 16)) {
+      return bad(prefix + "replicas", "must be in [2, 16] (got " + std::to_string(r.replicas()) + ")");
+    }
+    if (r.has_forward_every() && r.forward_every() < 1) return bad(prefix + "forward_every", "must be >= 1");
+    if (r.has_backlog_max_gradients() && r.backlog_max_gradients() < 1) {
+      return bad(prefix + "backlog_max_gradients", "must be >= 1");
+    }
+    if (r.has_backlog_max_mb() && !(r.backlog_max_mb() > 0)) return bad(prefix + "backlog_max_mb", "must be > 0");
+    if (r.has_backlog_lr_scale() && !(r.backlog_lr_scale() > 0 && r.backlog_lr_scale() <= 1)) {
+      return bad(prefix + "backlog_lr_scale", "must be in (0, 1] (got " + num(r.backlog_lr_scale()) + ")");
+    }
+    if (r.has_backlog_lr_threshold() && r.backlog_lr_threshold() < 0) {
+      return bad(prefix + "backlog_lr_threshold", "must be >= 0");
+    }
+    if (r.has_reconnect_timeout_s() && !(r.reconnect_timeout_s() > 0)) {
+      return bad(prefix + "reconnect_timeout_s", "must be > 0");
+    }
+    return Status::ok();
+  };
+  if (auto st = checkRecovery(spec.recovery(), "recovery."); !st) return st;
+  for (int i = 0; i < spec.suite_size(); ++i) {
+    if (auto st = checkRecovery(spec.suite(i).recovery(), "suite[" + std::to_string(i) + "].recovery."); !st) return st;
+  }
+  static const std::regex nodePattern(R"(^(server(-\d+)?|worker-\d+|evaluator|[A-Za-z0-9_.-]+)$)");
+  for (int i = 0; i < spec.faults_size(); ++i) {
+    const auto& f = spec.faults(i);
+    const std::string field = "faults[" + std::to_string(i) + "]";
+    if (f.node().empty() || !std::regex_match(f.node(), nodePattern)) {
+      return bad(field + ".node", "must be server, server-N, evaluator or a worker's name (got '" + f.node() + "')");
+    }
+    if (!(f.at_s() >= 0)) return bad(field + ".at_s", "must be >= 0 (got " + num(f.at_s()) + ")");
+    if (f.has_restart_after_s() && !(f.restart_after_s() >= 0)) {
+      return bad(field + ".restart_after_s", "must be >= 0 (got " + num(f.restart_after_s()) + ")");
+    }
+  }
 
   const auto& device = spec.device();
   static const std::regex devicePattern(R"(^(auto|cpu|cuda(:\d+)?)$)");
@@ -643,12 +700,20 @@ Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& base, const std::
           label += "(" + std::to_string(s.strategy().dssp().s_low()) + "," + std::to_string(s.strategy().dssp().s_high()) + ")";
         }
         if (s.strategy().name() == "backup") label += "(" + std::to_string(s.strategy().backup().backup_workers()) + ")";
+        if (entry.has_recovery()) label += " " + recoveryName(s.recovery().mode());
+        if (entry.workers() > 0) label += " w=" + std::to_string(entry.workers());
         if (!gridLabel.empty()) label += " " + gridLabel;
         out.push_back({s, label});
       }
     }
   }
   return out;
+}
+
+std::string recoveryName(v1::RecoverySpec::Mode mode) {
+  std::string name = v1::RecoverySpec::Mode_Name(mode);
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
 }
 
 std::vector<v1::NodeSpec> expandWorkers(const ExperimentSpec& spec) {

@@ -57,4 +57,7 @@ Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& spec, const std::
 // The worker speed profiles the cluster describes (workers, or count + slowdowns).
 std::vector<v1::NodeSpec> expandWorkers(const ExperimentSpec& spec);
 
+// "none", "checkpoint", "chain", "stateless".
+std::string recoveryName(v1::RecoverySpec::Mode mode);
+
 }  // namespace dasp

@@ -103,6 +103,10 @@ void EventRecording::record(const pb::EventBatch& batch) {
       case pb::ClusterEvent::CONTROL:
         m_recorder.record(EventRow{runId, e.t_s(), "control", e.rank() < 0 ? "cluster" : node, e.detail()});
         break;
+      case pb::ClusterEvent::RECOVERY:
+        m_recorder.record(EventRow{runId, e.t_s(), "recovery", e.rank() < 0 ? "server" : node,
+                                   e.decision() + ": " + e.detail()});
+        break;
       default:
         break;
     }

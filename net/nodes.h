@@ -4,6 +4,13 @@
 // with its emulated speed profile) and the evaluator (pull parameters every K versions or
 // T seconds, evaluate, report). The compute comes in through core's interfaces, so this
 // file needs no LibTorch; `dasp worker` and `dasp evaluator` wire the LibTorch parts in.
+// Both survive a server outage: a call that finds no server (or a chain replica that is
+// not the head) starts the outage loop, which tries every server address in chain order
+// until one answers (at most recovery.reconnect_timeout_s), then rejoins. Under stateless
+// recovery a worker keeps computing gradients on its last parameters meanwhile, buffers
+// them (bounded), and flushes the backlog after rejoining; otherwise it idles and the
+// gradient in flight is discarded. Each outage is reported in two log lines
+// ("dasp-recovery outage_detected …" and "dasp-recovery reconnected …") that the runner reads.
 // Threading: run() blocks the calling thread until the run ends.
 
 #include "core/gradient_source.h"
@@ -14,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dasp::net {
 
@@ -31,10 +39,12 @@ struct NodeStats {
   std::int64_t bytesReceived = 0;
   std::int64_t overruns = 0;
   std::int64_t retries = 0;
+  std::int64_t outages = 0;
 };
 
 struct WorkerOptions {
-  std::string server;       // host:port
+  std::string server;       // host:port (the first of `servers`)
+  std::vector<std::string> servers;  // every server address, in chain order (failover)
   std::string name;         // node name for messages
   int requestedRank = -1;
   std::string model;        // must match the server

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "net/ps_server.h"
 
+#include "core/checkpoint.h"
 #include "core/parameter_store.h"
 #include "core/sync_policy.h"
+#include "net/replicator.h"
 #include "dasp/ps/v1/parameter_server.grpc.pb.h"
 
 #include <grpcpp/grpcpp.h>
@@ -15,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <unordered_set>
 
@@ -54,6 +57,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     virtual void complete() = 0;   // the header (and parameters) are set: send
     virtual void abandon() = 0;    // finish with CANCELLED
     bool finished = false;         // guarded by Impl::mu
+    // Chain with per-update forwarding: the policy has released this pull, which now waits
+    // until the tail holds `ackVersion` (everything applied when it was released).
+    bool cleared = false;
+    std::int64_t ackVersion = 0;
 
    private:
     int m_rank;
@@ -258,10 +265,84 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   std::thread ticker;
   int port = 0;
 
+  // --- recovery -------------------------------------------------------------------------
+  std::uint64_t incarnation = 0;             // changes on every (re)start and promotion
+  bool clockRunning = false;                 // now() runs (a resumed server: from the start)
+  std::atomic<bool> isHead{true};            // chain: false for replicas until promoted
+  std::unique_ptr<Replicator> replicator;    // chain: the link to the successor
+  std::int64_t replicatedVersion = -1;       // chain: the version the tail holds
+  std::vector<float> combined;               // chain: Σ w·g of one update (reused)
+  std::vector<std::vector<float>> backlogSum;  // stateless: per rank, the backlog being flushed
+  std::vector<std::int64_t> backlogCount;
+  std::vector<std::int64_t> backlogOldestBase;
+  // Stateless restart: joins are answered once the parameters are adopted.
+  struct ParkedJoin {
+    grpc::ServerUnaryReactor* reactor;
+    pb::JoinReply* reply;
+  };
+  std::vector<ParkedJoin> parkedJoins;
+  bool adopting = false;
+  double adoptDeadline = 0;                  // start anyway at this run time
+  std::int64_t adoptedVersion = -1;
+  std::string adoptedFrom;
+  std::vector<pb::ClusterEvent> earlyEvents; // recovery events before the first watcher
+  bool everWatched = false;
+  // Checkpoints: the writer thread writes the copy taken under `mu`.
+  std::unique_ptr<CheckpointDirectory> checkpoints;
+  std::thread checkpointWriter;
+  std::condition_variable checkpointCv;
+  bool checkpointDue = false;                // a copy waits for the writer
+  std::vector<float> checkpointParams, checkpointMomentum;
+  std::int64_t checkpointVersion = 0;
+  double checkpointT = 0;
+  std::int64_t lastCheckpointVersion = 0;
+  double lastCheckpointT = 0;
+
   double sinceStart() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
   // Run time: 0 until every worker has joined (so nothing before the start, such as join
   // events or the evaluator's first report, carries start-up time), then seconds since.
-  double now() const { return started ? sinceStart() : 0.0; }
+  // A resumed server continues the run's clock from the moment it starts.
+  double now() const { return started || clockRunning ? sinceStart() : 0.0; }
+  void setClock(double t) {
+    start = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t));
+    clockRunning = true;
+  }
+  void say(const std::string& text) const {
+    if (options.log) options.log(options.name + ": " + text);
+  }
+  static std::uint64_t newIncarnation() {
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
+           static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+  }
+  grpc::Status notHead() const {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        options.name + " is a chain replica, not the head");
+  }
+
+  // A RECOVERY event; kept for the first watcher when nobody watches yet (a restarted
+  // server restores before the runner has reconnected).
+  void emitRecoveryLocked(const std::string& what, const std::string& detail, std::int64_t version, int rank = -1,
+                          std::int64_t count = 0, double ageS = 0, std::int64_t dropped = 0, double outageS = 0) {
+    pb::ClusterEvent e;
+    e.set_kind(pb::ClusterEvent::RECOVERY);
+    e.set_t_s(now());
+    e.set_rank(rank);
+    e.set_version(version);
+    e.set_decision(what);
+    e.set_detail(detail);
+    e.set_count(count);
+    e.set_age_s(ageS);
+    e.set_dropped(dropped);
+    e.set_outage_s(outageS);
+    say(detail);
+    if (auto* slot = newEventLocked()) {
+      *slot = e;
+      publishLocked(slot);
+    } else if (!everWatched) {
+      earlyEvents.push_back(e);
+    }
+  }
   std::size_t gradientBytes() const { return static_cast<std::size_t>(store->size()) * sizeof(float); }
 
   // --- events -------------------------------------------------------------------------
@@ -323,8 +404,26 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
         applyWeights.push_back(mean && m > 0 ? ref.scale / m : ref.scale);
       }
       const double lr = learningRateAt(opt, base);
-      store->apply(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), lr);
+      if (forwardsEachUpdate()) {
+        // The head applies the combined gradient exactly as its replicas will.
+        store->combine(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), combined.data());
+        const float* c = combined.data();
+        const double one = 1.0;
+        store->apply(&c, &one, 1, lr);
+        auto upd = replicator->acquire();
+        upd->set_version(store->version());
+        upd->set_full_state(false);
+        upd->clear_parameters();
+        upd->clear_momentum();
+        upd->mutable_gradient()->assign(reinterpret_cast<const char*>(combined.data()), gradientBytes());
+        upd->set_lr(lr);
+        upd->set_t_s(t);
+        replicator->enqueue(std::move(upd));
+      } else {
+        store->apply(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), lr);
+      }
       versionTime.push_back(t);
+      afterUpdateLocked(t);
       counters.applied += static_cast<std::int64_t>(end - begin);
       for (std::size_t g = begin; g < end; ++g) {
         const auto& ref = out.gradients[g];
@@ -353,14 +452,81 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
 
   std::vector<std::int64_t> baseVersionOf;  // per rank: base version of its current gradient
 
+  bool chainMode() const { return options.spec.recovery().mode() == v1::RecoverySpec::CHAIN; }
+  bool forwardsEachUpdate() const {
+    return chainMode() && isHead && replicator && options.spec.recovery().forward_every() <= 1 &&
+           replicator->hasSuccessor();
+  }
+  // After every update: periodic chain forwarding (every K > 1 updates) and checkpoints.
+  void afterUpdateLocked(double t) {
+    const std::int64_t v = store->version();
+    const auto& rec = options.spec.recovery();
+    if (chainMode() && isHead && replicator && rec.forward_every() > 1 && v % rec.forward_every() == 0 &&
+        replicator->hasSuccessor()) {
+      auto u = replicator->acquire();
+      fillStateLocked(*u);
+      replicator->enqueue(std::move(u));
+    }
+    if (checkpoints && !checkpointDue) {
+      const bool byUpdates = rec.checkpoint_every_updates() > 0 && v - lastCheckpointVersion >= rec.checkpoint_every_updates();
+      const bool byTime = rec.checkpoint_every_s() > 0 && t - lastCheckpointT >= rec.checkpoint_every_s();
+      if (byUpdates || byTime) {
+        checkpointParams.assign(store->parameters(), store->parameters() + store->size());
+        checkpointMomentum.assign(store->momentumBuffer().begin(), store->momentumBuffer().end());
+        checkpointVersion = v;
+        checkpointT = t;
+        lastCheckpointVersion = v;
+        lastCheckpointT = t;
+        checkpointDue = true;
+        checkpointCv.notify_one();
+      }
+    }
+  }
+  void fillStateLocked(pb::ReplicaUpdate& u) const {
+    u.set_version(store->version());
+    u.set_full_state(true);
+    u.mutable_parameters()->assign(reinterpret_cast<const char*>(store->parameters()), gradientBytes());
+    u.mutable_momentum()->assign(reinterpret_cast<const char*>(store->momentumBuffer().data()), gradientBytes());
+    u.clear_gradient();
+    u.set_lr(0);
+    u.set_t_s(now());
+  }
+  void writeCheckpoints() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (true) {
+      checkpointCv.wait(lock, [&] { return checkpointDue || shuttingDown; });
+      if (!checkpointDue) break;
+      const std::int64_t v = checkpointVersion;
+      const double t = checkpointT;
+      lock.unlock();
+      const Status written = checkpoints->write(v, t, options.modelName, checkpointParams.data(),
+                                                checkpointMomentum.data(), store->size());
+      lock.lock();
+      checkpointDue = false;
+      if (written) {
+        ++counters.checkpoints;
+        emitRecoveryLocked("checkpoint", "checkpoint of version " + std::to_string(v) + " written", v);
+      } else {
+        ++counters.checkpointFailures;
+        emitRecoveryLocked("checkpoint_failed", written.message() + "; training goes on", v);
+      }
+    }
+  }
+  // Replica catch-up / state: copy under the lock (called by the replicator's thread).
+  void snapshotState(pb::ReplicaUpdate& u) {
+    std::lock_guard<std::mutex> lock(mu);
+    fillStateLocked(u);
+  }
+
   // --- pulls ----------------------------------------------------------------------------
   void answerPullLocked(PendingPull* r, double t) {
     auto* reply = &r->header();
     const int rank = r->rank();
     reply->set_stop(stopping);
     reply->set_version(store->version());
+    reply->set_incarnation(incarnation);
     reply->set_server_t_s(t);
-    reply->set_version_t_s(versionTime[static_cast<std::size_t>(store->version())]);
+    reply->set_version_t_s(versionTime[std::min(versionTime.size() - 1, static_cast<std::size_t>(store->version()))]);
     reply->set_lr(learningRateAt(options.spec.optimizer(), store->version()));
     // Pulls parked before the start count their wait from the start.
     const double wait = std::max(0.0, t - r->arrivedAt());
@@ -397,16 +563,23 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
 
   // Workers wait for the start and then for the policy; the evaluator (rank -1) waits
   // only for `min_version`.
-  bool mayAnswerLocked(const PendingPull* r, double t) const {
+  // With per-update chain forwarding, a worker's pull (the acknowledgement of its push)
+  // also waits until the tail holds every update applied when the policy released it.
+  bool mayAnswerLocked(PendingPull* r, double t) {
     if (r->rank() < 0) return store->version() >= r->minVersion();
-    return started && policy->mayProceed(r->rank(), t);
+    if (!r->cleared) {
+      if (!started || !policy->mayProceed(r->rank(), t)) return false;
+      r->cleared = true;
+      r->ackVersion = store->version();
+    }
+    return !forwardsEachUpdate() || replicatedVersion >= r->ackVersion;
   }
 
   // The run's clock starts when every worker has joined (or is known to be down), and no
   // worker pull is answered before: all start together, and process start-up (loading
   // data, building models) is not counted as training time.
   void maybeStartLocked() {
-    if (started || std::count(joined.begin(), joined.end(), 1) < options.workers) return;
+    if (started || adopting || std::count(joined.begin(), joined.end(), 1) < options.workers) return;
     const double shift = sinceStart();
     start += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(shift));
     for (auto& v : lastContact) v = 0.0;
@@ -433,6 +606,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const pb::JoinRequest* req,
                                  pb::JoinReply* reply) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!isHead) {
+      reactor->Finish(notHead());
+      return reactor;
+    }
     if (req->role() == "probe") {
       // A node asks for the run's spec before it builds its model (then it joins for real).
       reply->set_rank(-1);
@@ -469,7 +646,16 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
                                      "join rejected: all " + std::to_string(options.workers) + " worker ranks are taken"));
         return reactor;
       }
-      const bool rejoin = joined[static_cast<std::size_t>(rank)] != 0;
+      const bool rejoin = joined[static_cast<std::size_t>(rank)] != 0 || req->rejoin();
+      if (adopting && req->held_version() > adoptedVersion &&
+          req->held_parameters().size() == gradientBytes()) {
+        // Stateless restart: the highest version any worker holds wins; momentum is not
+        // kept by workers, so it restarts from zero.
+        store->restore(reinterpret_cast<const float*>(req->held_parameters().data()), nullptr, req->held_version());
+        versionTime.assign(static_cast<std::size_t>(req->held_version()) + 1, now());
+        adoptedVersion = req->held_version();
+        adoptedFrom = req->name();
+      }
       joined[static_cast<std::size_t>(rank)] = 1;
       maybeStartLocked();
       const double t = now();
@@ -493,9 +679,38 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     reply->set_world_size(options.workers);
     *reply->mutable_spec() = options.spec;
     reply->set_shard_seed(options.spec.seed());
+    reply->set_incarnation(incarnation);
+    if (adopting && req->role() == "worker") {
+      // Answered once the parameters are adopted (every worker rejoined, or the wait ended).
+      parkedJoins.push_back({reactor, reply});
+      if (std::count(joined.begin(), joined.end(), 1) >= options.workers) finishAdoptionLocked();
+      return reactor;
+    }
     reply->set_server_t_s(now());
     reactor->Finish(grpc::Status::OK);
     return reactor;
+  }
+
+  void finishAdoptionLocked() {
+    if (!adopting) return;
+    adopting = false;
+    started = true;
+    const double t = now();
+    for (auto& c : lastContact) c = t;
+    if (adoptedVersion >= 0) {
+      emitRecoveryLocked("adopted", "adopted version " + std::to_string(adoptedVersion) + " from " + adoptedFrom +
+                                        " (the highest any rejoining worker held); momentum restarts from zero",
+                         adoptedVersion);
+    } else {
+      emitRecoveryLocked("started_fresh",
+                         "no rejoining worker offered parameters; starting from the initial parameters (version 0)", 0);
+    }
+    for (auto& j : parkedJoins) {
+      j.reply->set_server_t_s(t);
+      j.reactor->Finish(grpc::Status::OK);
+    }
+    parkedJoins.clear();
+    releaseParkedLocked(t);
   }
 
   // Parks or answers a new pull.
@@ -514,6 +729,11 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const pb::PullRequest* req,
                                  pb::PullReply* reply) override {
     const int rank = req->rank();
+    if (!isHead) {
+      auto* reactor = ctx->DefaultReactor();
+      reactor->Finish(notHead());
+      return reactor;
+    }
     if (rank < -1 || rank >= options.workers) {
       auto* reactor = ctx->DefaultReactor();
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -527,6 +747,11 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
 
   grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
                                      pb::PullReply* reply) override {
+    if (!isHead) {
+      auto* reactor = ctx->DefaultReactor();
+      reactor->Finish(notHead());
+      return reactor;
+    }
     pb::PushReply pushed;
     const auto& bytes = req->gradient();
     auto status = handlePush(*req, reinterpret_cast<const float*>(bytes.data()), bytes.size(), &pushed);
@@ -543,6 +768,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   grpc::ServerWriteReactor<pb::PullChunk>* PullChunks(grpc::CallbackServerContext*, const pb::PullRequest* req) override {
     const int rank = std::max(-1, std::min(req->rank(), options.workers - 1));
     auto* reactor = new PullStreamReactor(this, rank, now(), req->min_version());
+    if (!isHead) {
+      reactor->Finish(notHead());
+      return reactor;
+    }
     if (rank != req->rank()) {
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                    "pull from unknown rank " + std::to_string(req->rank())));
@@ -555,6 +784,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
                                  pb::PushReply* reply) override {
     auto* reactor = ctx->DefaultReactor();
+    if (!isHead) {
+      reactor->Finish(notHead());
+      return reactor;
+    }
     const auto& bytes = req->gradient();
     reactor->Finish(handlePush(*req, reinterpret_cast<const float*>(bytes.data()), bytes.size(), reply));
     return reactor;
@@ -579,6 +812,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
       }
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why);
     };
+    if (!isHead) return notHead();
     if (rank < 0 || rank >= options.workers) return reject("push from unknown rank " + std::to_string(rank));
     if (bytes != gradientBytes()) {
       return reject("gradient from worker " + std::to_string(rank) + " has " + std::to_string(bytes / 4) +
@@ -594,6 +828,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     ++counters.pushes;
     counters.bytesReceived += static_cast<std::int64_t>(bytes);
     lastContact[static_cast<std::size_t>(rank)] = t;
+    if (req.backlog_total() > 0) return handleBacklogLocked(req, grad, t, reply);
     if (auto* e = newEventLocked()) {
       e->set_kind(pb::ClusterEvent::ITERATION);
       e->set_t_s(t);
@@ -637,10 +872,81 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     return grpc::Status::OK;
   }
 
+  // Stateless recovery: the gradients a worker computed while no server answered arrive
+  // one by one and are applied together, in one step, by the spec's backlog rule.
+  grpc::Status handleBacklogLocked(const pb::PushRequest& req, const float* grad, double t, pb::PushReply* reply) {
+    const auto r = static_cast<std::size_t>(req.rank());
+    const auto n = static_cast<std::size_t>(store->size());
+    auto& sum = backlogSum[r];
+    if (sum.size() != n) sum.assign(n, 0.0f);
+    if (req.backlog_index() == 0) {
+      std::fill(sum.begin(), sum.end(), 0.0f);
+      backlogCount[r] = 0;
+      backlogOldestBase[r] = req.base_version();
+    }
+    for (std::size_t i = 0; i < n; ++i) sum[i] += grad[i];
+    ++backlogCount[r];
+    backlogOldestBase[r] = std::min(backlogOldestBase[r], req.base_version());
+    reply->set_stop(stopping);
+    if (req.backlog_index() + 1 < req.backlog_total() || stopping) {
+      reply->set_outcome("held");
+      reply->set_version(store->version());
+      return grpc::Status::OK;
+    }
+    const auto& rec = options.spec.recovery();
+    const std::int64_t count = backlogCount[r];
+    double weight = 1.0;
+    double lr = learningRateAt(options.spec.optimizer(), store->version());
+    std::string rule = "sum";
+    if (rec.backlog_rule() == v1::RecoverySpec::MEAN) {
+      weight = 1.0 / static_cast<double>(count);
+      rule = "mean";
+    } else if (rec.backlog_rule() == v1::RecoverySpec::SCALED_LR) {
+      rule = "scaled lr";
+      if (count > rec.backlog_lr_threshold()) lr *= rec.backlog_lr_scale();
+    }
+    const std::int64_t base = store->version();
+    const float* g = sum.data();
+    store->apply(&g, &weight, 1, lr);
+    versionTime.push_back(t);
+    counters.applied += count;
+    counters.backlogApplied += count;
+    if (auto* e = newEventLocked()) {
+      e->set_kind(pb::ClusterEvent::APPLY);
+      e->set_t_s(t);
+      e->set_rank(req.rank());
+      e->set_parallel_state(stateName(req.rank()));
+      e->set_version(store->version());
+      e->set_staleness(std::max<std::int64_t>(0, base - backlogOldestBase[r]));
+      e->set_scale(weight * static_cast<double>(count));
+      publishLocked(e);
+    }
+    char lrText[32];
+    std::snprintf(lrText, sizeof lrText, "%g", lr);
+    emitRecoveryLocked("backlog",
+                       "worker " + std::to_string(req.rank()) + ": applied a backlog of " + std::to_string(count) +
+                           " gradients in one step (rule " + rule + ", lr " + lrText + "; oldest " +
+                           std::to_string(req.backlog_age_s()).substr(0, 5) + " s old, " +
+                           std::to_string(req.backlog_dropped()) + " dropped by the bound)",
+                       store->version(), req.rank(), count, req.backlog_age_s(), req.backlog_dropped(),
+                       req.backlog_outage_s());
+    afterUpdateLocked(t);
+    releaseParkedLocked(t);
+    reply->set_outcome("applied");
+    reply->set_version(store->version());
+    return grpc::Status::OK;
+  }
+
   grpc::ServerWriteReactor<pb::EventBatch>* Watch(grpc::CallbackServerContext*, const pb::WatchRequest*) override {
     auto* w = new WatchReactor(this);
     std::lock_guard<std::mutex> lock(mu);
     watchers.insert(w);
+    if (!everWatched) {
+      everWatched = true;
+      for (auto& e : earlyEvents) *w->pending.add_events() = std::move(e);
+      earlyEvents.clear();
+      w->flushLocked();
+    }
     return w;
   }
 
@@ -699,6 +1005,26 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
         markDownLocked(rank, t, "process exited");
         detail = "marked down";
         break;
+      case pb::ControlRequest::PROMOTE:
+        if (isHead) {
+          detail = options.name + " is already the head";
+          break;
+        }
+        promoteLocked(req->t_s());
+        detail = options.name + " promoted to head at version " + std::to_string(store->version());
+        break;
+      case pb::ControlRequest::SET_NEXT:
+        if (!replicator) {
+          reply->set_accepted(false);
+          reply->set_detail("SET_NEXT needs a server of a chain (recovery.mode chain)");
+          reactor->Finish(grpc::Status::OK);
+          return reactor;
+        }
+        replicator->setSuccessor(req->address());
+        detail = req->address().empty() ? options.name + " is now the tail"
+                                        : options.name + " forwards to " + req->address();
+        emitRecoveryLocked("chain", detail, store->version());
+        break;
       default:
         reply->set_accepted(false);
         reply->set_detail("action not supported by the server");
@@ -714,6 +1040,78 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     }
     reply->set_accepted(true);
     reply->set_detail(detail);
+    reply->set_version(store->version());
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  // Chain: this replica becomes the head. Its state is what the chain acknowledged; the
+  // policy starts afresh, every worker counts as joined (they rejoin when they fail over),
+  // and the run's clock continues at `t`.
+  void promoteLocked(double t) {
+    isHead = true;
+    setClock(t);
+    started = true;
+    incarnation = newIncarnation();
+    for (auto& j : joined) j = 1;
+    for (auto& c : lastContact) c = t;
+    policy->reset(options.workers, t);
+    replicatedVersion = store->version();
+    if (versionTime.size() < static_cast<std::size_t>(store->version()) + 1) {
+      versionTime.resize(static_cast<std::size_t>(store->version()) + 1, t);
+    }
+    emitRecoveryLocked("promoted",
+                       options.name + " promoted to head at version " + std::to_string(store->version()) +
+                           " (the version the chain acknowledged)",
+                       store->version());
+  }
+
+  // Chain: an update or a whole state from the predecessor. Applied (a duplicate is not
+  // applied again), then forwarded; answered once the rest of the chain has it.
+  grpc::ServerUnaryReactor* Replicate(grpc::CallbackServerContext* ctx, const pb::ReplicaUpdate* req,
+                                      pb::ReplicaAck* reply) override {
+    auto* reactor = ctx->DefaultReactor();
+    std::lock_guard<std::mutex> lock(mu);
+    auto fail = [&](grpc::StatusCode code, const std::string& why) {
+      reactor->Finish(grpc::Status(code, options.name + ": " + why));
+      return reactor;
+    };
+    if (isHead) return fail(grpc::StatusCode::FAILED_PRECONDITION, "is the head; it takes no replica updates");
+    const std::int64_t have = store->version();
+    if (req->full_state()) {
+      if (req->parameters().size() != gradientBytes() || req->momentum().size() != gradientBytes()) {
+        return fail(grpc::StatusCode::INVALID_ARGUMENT, "replica state of the wrong size (" +
+                                                            std::to_string(req->parameters().size()) + " bytes, expected " +
+                                                            std::to_string(gradientBytes()) + ")");
+      }
+      store->restore(reinterpret_cast<const float*>(req->parameters().data()),
+                     reinterpret_cast<const float*>(req->momentum().data()), req->version());
+      versionTime.resize(static_cast<std::size_t>(req->version()) + 1, req->t_s());
+    } else if (req->version() == have + 1) {
+      if (req->gradient().size() != gradientBytes()) {
+        return fail(grpc::StatusCode::INVALID_ARGUMENT, "replica update of the wrong size");
+      }
+      const float* g = reinterpret_cast<const float*>(req->gradient().data());
+      const double one = 1.0;
+      store->apply(&g, &one, 1, req->lr());
+      versionTime.push_back(req->t_s());
+    } else if (req->version() > have + 1) {
+      return fail(grpc::StatusCode::FAILED_PRECONDITION, "update for version " + std::to_string(req->version()) +
+                                                             " but this replica holds " + std::to_string(have) +
+                                                             " (sending the whole state heals the gap)");
+    }
+    // (A duplicate — version <= have — is not applied again, only passed on.)
+    if (replicator && replicator->hasSuccessor()) {
+      auto u = replicator->acquire();
+      u->CopyFrom(*req);
+      replicator->enqueue(std::move(u), [reactor, reply](bool ok, std::int64_t acked) {
+        reply->set_version(acked);
+        reactor->Finish(ok ? grpc::Status::OK
+                           : grpc::Status(grpc::StatusCode::UNAVAILABLE, "replica shutting down"));
+      });
+      return reactor;
+    }
+    reply->set_version(std::max(req->version(), store->version()));
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -746,7 +1144,8 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     const double silence = options.spec.strategy().barrier_timeout_s();
     while (!shuttingDown) {
       double t = now();
-      double deadline = policy->nextDeadline();
+      if (adopting && t >= adoptDeadline) finishAdoptionLocked();
+      double deadline = adopting ? std::min(policy->nextDeadline(), adoptDeadline) : policy->nextDeadline();
       if (t >= deadline) {
         out.clear();
         policy->onTick(t, out);
@@ -799,8 +1198,74 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   impl->lastWait.assign(workers, 0.0);
   impl->lastRelease.assign(workers, 0.0);
   impl->slowdownOverride.assign(workers, 0.0);
+  impl->backlogSum.resize(workers);
+  impl->backlogCount.assign(workers, 0);
+  impl->backlogOldestBase.assign(workers, 0);
   impl->options = std::move(options);
-  impl->policy->reset(impl->options.workers, 0.0);
+  impl->incarnation = Impl::newIncarnation();
+  auto& o = impl->options;
+  const auto& rec = o.spec.recovery();
+  const std::int64_t n = impl->store->size();
+
+  // A resumed server's clock runs from the start (its recovery events carry run time).
+  if (o.resumeAtS >= 0 && !o.replica) impl->setClock(o.resumeAtS);
+  // Recovery: where a restarted server's parameters come from.
+  if (o.restoreCheckpoint) {
+    if (o.checkpointDir.empty()) return Status::error(o.name + ": restoring needs a checkpoint directory");
+    CheckpointDirectory dir(o.checkpointDir, std::max(1, rec.checkpoint_keep()));
+    std::vector<std::string> skipped;
+    auto latest = dir.loadLatest(&skipped, o.modelName, n);
+    std::string skippedText;
+    for (const auto& line : skipped) skippedText += "; skipped " + line;
+    if (latest) {
+      impl->store->restore(latest->parameters.data(), latest->momentum.data(), latest->version);
+      impl->versionTime.assign(static_cast<std::size_t>(latest->version) + 1, o.resumeAtS > 0 ? o.resumeAtS : 0.0);
+      impl->lastCheckpointVersion = latest->version;
+      impl->emitRecoveryLocked("restored", "restored " + latest->path + " (version " + std::to_string(latest->version) +
+                                               ", taken at " + std::to_string(latest->runTimeS).substr(0, 6) + " s)" +
+                                               skippedText,
+                               latest->version);
+    } else {
+      impl->emitRecoveryLocked("started_fresh", latest.message() + skippedText + "; starting from the initial parameters",
+                               0);
+    }
+  } else if (o.resumeAtS >= 0 && !o.adoptFromWorkers && !o.replica) {
+    impl->emitRecoveryLocked("started_fresh",
+                             "restarted from the initial parameters (recovery " + recoveryName(rec.mode()) + ")", 0);
+  }
+  if (o.resumeAtS >= 0 && !o.replica) {
+    for (auto& j : impl->joined) j = 1;
+    for (auto& c : impl->lastContact) c = o.resumeAtS;
+    if (o.adoptFromWorkers) {
+      // Wait for the workers' parameters: until every worker rejoined, at most a few seconds.
+      impl->adopting = true;
+      impl->adoptDeadline = o.resumeAtS + std::min(5.0, o.spec.strategy().barrier_timeout_s());
+      impl->emitRecoveryLocked("adopting", "restarted; waiting for the rejoining workers' parameters", 0);
+    } else {
+      impl->started = true;
+    }
+  }
+  impl->policy->reset(o.workers, std::max(0.0, o.resumeAtS));
+  if (rec.mode() == v1::RecoverySpec::CHAIN) {
+    impl->isHead = !o.replica;
+    impl->combined.assign(static_cast<std::size_t>(n), 0.0f);
+    impl->replicator = std::make_unique<Replicator>(
+        n, [raw = impl.get()](pb::ReplicaUpdate& u) { raw->snapshotState(u); },
+        [raw = impl.get()](std::int64_t version) {
+          std::lock_guard<std::mutex> lock(raw->mu);
+          raw->replicatedVersion = std::max(raw->replicatedVersion, version);
+          raw->releaseParkedLocked(raw->now());
+        },
+        [raw = impl.get()](const std::string& message) {
+          std::lock_guard<std::mutex> lock(raw->mu);
+          raw->emitRecoveryLocked("replica_unreachable", message, raw->store->version());
+        });
+    if (!o.chainNext.empty()) impl->replicator->setSuccessor(o.chainNext);
+  }
+  if (rec.mode() == v1::RecoverySpec::CHECKPOINT && !o.checkpointDir.empty()) {
+    impl->checkpoints = std::make_unique<CheckpointDirectory>(o.checkpointDir, std::max(1, rec.checkpoint_keep()));
+    if (auto st = impl->checkpoints->prepare(); !st) return st;
+  }
 
   grpc::ServerBuilder builder;
   const std::string address = impl->options.bindAddress + ":" + std::to_string(impl->options.port);
@@ -822,6 +1287,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   }
   auto* raw = impl.get();
   impl->ticker = std::thread([raw] { raw->tickLoop(); });
+  if (impl->checkpoints) impl->checkpointWriter = std::thread([raw] { raw->writeCheckpoints(); });
   return std::unique_ptr<ParameterServer>(new ParameterServer(std::move(impl)));
 }
 
@@ -846,16 +1312,24 @@ void ParameterServer::waitForStop() {
 
 void ParameterServer::shutdown(double graceSeconds) {
   if (!m_impl || !m_impl->server) return;
+  std::unique_ptr<Replicator> replicator;
   {
     std::lock_guard<std::mutex> lock(m_impl->mu);
     if (m_impl->shuttingDown) return;
     m_impl->stopping = true;
     m_impl->releaseParkedLocked(m_impl->now());
     for (auto* w : m_impl->watchers) w->finishLocked(grpc::Status::OK);
+    for (auto& j : m_impl->parkedJoins) j.reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
+    m_impl->parkedJoins.clear();
     m_impl->shuttingDown = true;
     m_impl->tickCv.notify_all();
     m_impl->stopCv.notify_all();
+    m_impl->checkpointCv.notify_all();
+    replicator = std::move(m_impl->replicator);
   }
+  // The replicator's callbacks take the lock: stop it outside.
+  replicator.reset();
+  if (m_impl->checkpointWriter.joinable()) m_impl->checkpointWriter.join();
   m_impl->server->Shutdown(std::chrono::system_clock::now() +
                            std::chrono::milliseconds(static_cast<int>(graceSeconds * 1000)));
   if (m_impl->ticker.joinable()) m_impl->ticker.join();

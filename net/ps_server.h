@@ -7,13 +7,24 @@
 // gradient, decision and evaluation is streamed to Watch subscribers (the runner) in
 // batches.
 //
+// Fault tolerance (spec.recovery): a server restarted after a failure resumes the run's
+// clock (`resumeAtS`) and starts from the initial parameters (none), the latest valid
+// checkpoint (checkpoint: written every K updates / T seconds by a background writer), or
+// the highest-version parameters the rejoining workers hold (stateless: it then applies
+// each worker's backlog in one step). In a chain, the head applies updates and forwards
+// them to its successor (net/replicator.h); with forward_every 1 a worker's pull — the
+// acknowledgement of its push — is answered only once the tail holds the update. Replicas
+// refuse worker traffic until the runner promotes one to head.
+//
 // Threading: start() and shutdown() from one owning thread; the RPC handlers run on gRPC's
-// threads and share one mutex; a ticker thread drives the policy's time-based decisions.
+// threads and share one mutex; a ticker thread drives the policy's time-based decisions;
+// the checkpoint writer and the replicator have a thread each.
 
 #include "core/result.h"
 #include "core/spec.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +38,16 @@ struct ServerOptions {
   int workers = 1;
   std::string modelName;
   std::vector<float> initialParameters;
+  std::string name = "server";            // in messages, e.g. server-1
+  // Recovery: a restarted (or promoted) server continues the run's clock at this time
+  // (< 0: a fresh run, whose clock starts when every worker has joined).
+  double resumeAtS = -1;
+  std::string checkpointDir;              // checkpoint mode: where checkpoints go
+  bool restoreCheckpoint = false;         // load the latest valid checkpoint first
+  bool adoptFromWorkers = false;          // stateless restart: take the workers' parameters
+  bool replica = false;                   // chain: start as a replica, not the head
+  std::string chainNext;                  // chain: the successor's address (empty: tail)
+  std::function<void(const std::string&)> log;  // recovery messages (any thread)
 };
 
 struct ServerStats {
@@ -37,6 +58,9 @@ struct ServerStats {
   std::int64_t rejected = 0;  // pushes rejected (size, NaN/Inf, unknown rank)
   std::int64_t bytesReceived = 0;
   std::int64_t bytesSent = 0;
+  std::int64_t checkpoints = 0;         // checkpoints written
+  std::int64_t checkpointFailures = 0;  // checkpoints that could not be written
+  std::int64_t backlogApplied = 0;      // stateless: backlog gradients applied
 };
 
 class ParameterServer {

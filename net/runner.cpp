@@ -4,6 +4,7 @@
 #include "core/build_info.h"
 #include "core/run_store.h"
 #include "net/event_recording.h"
+#include "net/fault_tracker.h"
 #include "net/process.h"
 #include "net/ps_client.h"
 
@@ -18,6 +19,8 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 namespace dasp::net {
@@ -32,11 +35,49 @@ const std::regex kNodeStats(R"(^dasp-node-stats bytes_sent=(\d+) bytes_received=
 struct NodeOutput {
   std::mutex mu;
   std::condition_variable cv;
-  std::string listenAddress;
+  std::map<std::string, std::string> listen;  // server node -> host:port
   std::int64_t parameters = 0;
   std::int64_t trainCount = 0;
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> bytes;  // node -> sent, received
   std::string serverStderrTail;
+};
+
+// CPU-seconds a live process has used so far (/proc/PID/stat utime + stime); 0 if gone.
+double processCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string skip;
+  for (int i = 3; i <= 13; ++i) fields >> skip;  // state … cmajflt
+  double utime = 0, stime = 0;
+  fields >> utime >> stime;
+  const long tick = sysconf(_SC_CLK_TCK);
+  return tick > 0 ? (utime + stime) / static_cast<double>(tick) : 0;
+}
+
+// The run's clock on the runner's side: anchored to the server's event times (the
+// smallest observed delivery delay wins), so it keeps running while no server is up and a
+// restarted server can be told where the run's clock stands.
+class RunClock {
+ public:
+  void observe(double serverT) {
+    if (serverT <= 0) return;
+    const auto origin = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(serverT));
+    std::lock_guard<std::mutex> lock(m_mu);
+    if (!m_anchored || origin < m_origin) m_origin = origin;
+    m_anchored = true;
+  }
+  double now() const {
+    std::lock_guard<std::mutex> lock(m_mu);
+    return m_anchored ? std::chrono::duration<double>(Clock::now() - m_origin).count() : 0.0;
+  }
+
+ private:
+  mutable std::mutex m_mu;
+  bool m_anchored = false;
+  Clock::time_point m_origin;
 };
 
 std::string tempRunDir() {
@@ -58,6 +99,28 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   const int n = static_cast<int>(workers.size());
   std::vector<std::string> names;
   for (const auto& w : workers) names.push_back(w.name());
+  const auto& recovery = spec.recovery();
+  const bool chain = recovery.mode() == v1::RecoverySpec::CHAIN;
+  std::vector<std::string> serverNames;
+  if (chain) {
+    for (int i = 0; i < recovery.replicas(); ++i) serverNames.push_back("server-" + std::to_string(i));
+  } else {
+    serverNames.push_back("server");
+  }
+  auto isServer = [&](const std::string& node) {
+    return std::find(serverNames.begin(), serverNames.end(), node) != serverNames.end();
+  };
+  for (int i = 0; i < spec.faults_size(); ++i) {
+    const auto& node = spec.faults(i).node();
+    if (node != "server" && node != "evaluator" && !isServer(node) &&
+        std::find(names.begin(), names.end(), node) == names.end()) {
+      std::string known = "server, evaluator";
+      for (const auto& s : serverNames) known += s == "server" ? "" : ", " + s;
+      for (const auto& w : names) known += ", " + w;
+      return Status::error("faults[" + std::to_string(i) + "].node: no node '" + node + "' in this run (nodes: " +
+                           known + ")");
+    }
+  }
 
   // The store first: a run we cannot record is not started.
   auto store = RunStore::open(options.dbPath);
@@ -69,7 +132,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   run.model = spec.model().name();
   run.dataset = spec.dataset().name();
   run.strategy = spec.strategy().name();
-  run.recovery = v1::RecoverySpec::Mode_Name(spec.recovery().mode());
+  run.recovery = recoveryName(spec.recovery().mode());
   run.seed = static_cast<std::int64_t>(spec.seed());
   run.tags = options.tags;
   run.codeVersion = codeVersion();
@@ -92,20 +155,24 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     }
   }
 
+  RunClock clock;
+  FaultTracker tracker(std::vector<v1::FaultSpec>(spec.faults().begin(), spec.faults().end()));
   NodeOutput output;
   OutputPump pump([&](const std::string& node, bool isStderr, const std::string& line) {
     std::smatch m;
-    if (node == "server" && std::regex_search(line, m, kListening)) {
+    if (isServer(node) && std::regex_search(line, m, kListening)) {
       std::lock_guard<std::mutex> lock(output.mu);
-      output.listenAddress = m[1].str();
+      output.listen[node] = m[1].str();
       output.parameters = std::stoll(m[2].str());
       output.trainCount = std::stoll(m[3].str());
       output.cv.notify_all();
     } else if (std::regex_search(line, m, kNodeStats)) {
       std::lock_guard<std::mutex> lock(output.mu);
       output.bytes[node] = {std::stoll(m[1].str()), std::stoll(m[2].str())};
+    } else if (line.find("dasp-recovery") != std::string::npos) {
+      tracker.observeLine(node, line, clock.now());
     }
-    if (node == "server" && isStderr) {
+    if (isServer(node) && isStderr) {
       std::lock_guard<std::mutex> lock(output.mu);
       output.serverStderrTail = line;
     }
@@ -118,6 +185,9 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   });
 
   std::map<std::string, std::unique_ptr<ChildProcess>> children;
+  auto roleOf = [&](const std::string& name) {
+    return isServer(name) ? "server" : name == "evaluator" ? "evaluator" : "worker";
+  };
   auto launch = [&](const std::string& name, const std::vector<std::string>& args) -> Status {
     std::vector<std::string> argv{options.daspBinary};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -128,7 +198,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     NodeRow row;
     row.runId = runId;
     row.node = name;
-    row.role = name == "server" ? "server" : name == "evaluator" ? "evaluator" : "worker";
+    row.role = roleOf(name);
     row.host = hostName();
     row.pid = child.value()->pid();
     recorder.record(row);
@@ -146,88 +216,275 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
 
   auto finishChildren = [&](double graceS) {
     for (auto& [name, child] : children) {
-      if (name == "server") continue;
+      if (isServer(name)) continue;
       if (!child->waitFor(graceS)) child->signal(SIGKILL);
     }
     for (auto& [name, child] : children) {
-      if (name == "server") continue;
+      if (isServer(name)) continue;
       child->waitFor(5.0);
     }
-    if (auto it = children.find("server"); it != children.end()) {
-      it->second->signal(SIGTERM);
-      if (!it->second->waitFor(10.0)) {
-        it->second->signal(SIGKILL);
-        it->second->waitFor(5.0);
+    for (auto& [name, child] : children) {
+      if (!isServer(name)) continue;
+      child->signal(SIGTERM);
+      if (!child->waitFor(10.0)) {
+        child->signal(SIGKILL);
+        child->waitFor(5.0);
       }
     }
   };
 
-  // 1. The server.
-  if (auto st = launch("server", {"server", "--spec", specFile, "--workers", std::to_string(n), "--bind",
-                                  "127.0.0.1", "--port", "0"});
-      !st) {
-    (void)recorder.finish(RunStatus::Failed, st.message());
-    return st;
+  // 1. The server (or the chain of replicas, tail first: each is told its successor).
+  // Checkpoints go to a folder of this run (never restore another run's checkpoints).
+  std::string checkpointDir;
+  if (recovery.mode() == v1::RecoverySpec::CHECKPOINT) {
+    checkpointDir = (recovery.checkpoint_dir().empty() ? dir + "/checkpoints" : recovery.checkpoint_dir()) + "/run-" +
+                    std::to_string(runId);
   }
-  say("run " + std::to_string(runId) + ": " + spec.strategy().name() + ", " + std::to_string(n) +
-      " workers, seed " + std::to_string(spec.seed()));
-  {
+  std::map<std::string, std::string> serverAddress;  // node -> host:port (kept across restarts)
+  auto startServer = [&](const std::string& name, const std::string& port,
+                         const std::vector<std::string>& extra) -> Result<std::string> {
+    {
+      std::lock_guard<std::mutex> lock(output.mu);
+      output.listen.erase(name);
+    }
+    std::vector<std::string> args{"server", "--spec", specFile, "--workers", std::to_string(n), "--bind",
+                                  "127.0.0.1", "--port", port, "--name", name};
+    if (!checkpointDir.empty()) args.insert(args.end(), {"--checkpoint-dir", checkpointDir});
+    args.insert(args.end(), extra.begin(), extra.end());
+    if (auto st = launch(name, args); !st) return st;
+    auto& child = children[name];
     std::unique_lock<std::mutex> lock(output.mu);
     const auto until = Clock::now() + std::chrono::duration<double>(options.startTimeoutS);
-    while (output.listenAddress.empty() && Clock::now() < until && children["server"]->running()) {
+    while (output.listen[name].empty() && Clock::now() < until && child->running()) {
       output.cv.wait_for(lock, std::chrono::milliseconds(100));
       lock.unlock();
-      children["server"]->poll();
+      child->poll();
       lock.lock();
     }
-    if (output.listenAddress.empty()) {
-      failure = "server did not start: " +
-                (children["server"]->exitInfo() ? children["server"]->exitInfo()->describe() : std::string("timed out")) +
-                (output.serverStderrTail.empty() ? "" : " (" + output.serverStderrTail + ")");
+    if (output.listen[name].empty()) {
+      return Status::error(name + " did not start: " +
+                           (child->exitInfo() ? child->exitInfo()->describe() : std::string("timed out")) +
+                           (output.serverStderrTail.empty() ? "" : " (" + output.serverStderrTail + ")"));
     }
+    serverAddress[name] = output.listen[name];
+    return output.listen[name];
+  };
+  auto portOf = [&](const std::string& name) {
+    const auto& a = serverAddress[name];
+    return a.substr(a.rfind(':') + 1);
+  };
+  std::vector<std::string> chainOrder;  // live servers, head first (one without a chain)
+  for (int i = static_cast<int>(serverNames.size()) - 1; i >= 0 && failure.empty(); --i) {
+    std::vector<std::string> extra;
+    if (chain && i > 0) extra.push_back("--replica");
+    if (chain && i + 1 < static_cast<int>(serverNames.size())) {
+      extra.insert(extra.end(), {"--chain-next", serverAddress[serverNames[static_cast<std::size_t>(i) + 1]]});
+    }
+    auto started = startServer(serverNames[static_cast<std::size_t>(i)], "0", extra);
+    if (!started) failure = started.message();
   }
+  chainOrder = serverNames;
+  say("run " + std::to_string(runId) + ": " + spec.strategy().name() + ", " + std::to_string(n) +
+      " workers, seed " + std::to_string(spec.seed()) +
+      (recovery.mode() != v1::RecoverySpec::NONE || spec.faults_size() > 0
+           ? ", recovery " + recoveryName(recovery.mode())
+           : std::string()));
   if (!failure.empty()) {
     finishChildren(1.0);
     pump.drainAndStop();
     (void)recorder.finish(RunStatus::Failed, failure);
     return Status::error("run " + std::to_string(runId) + ": " + failure);
   }
-  const std::string address = output.listenAddress;
-  PsClient control(address, output.parameters);
+  std::string serverList;
+  for (const auto& name : serverNames) serverList += (serverList.empty() ? "" : ",") + serverAddress[name];
 
-  // 2. The event stream.
+  // The head's address: the watch stream and control calls follow it.
+  std::mutex headMu;
+  std::condition_variable headCv;
+  std::string headAddress = serverAddress[serverNames.front()];
+  bool watchStop = false;
+  grpc::ClientContext* watchContext = nullptr;
+  auto currentHead = [&] {
+    std::lock_guard<std::mutex> lock(headMu);
+    return headAddress;
+  };
+  auto controlAt = [&](const std::string& address, dasp::ps::v1::ControlRequest req,
+                       dasp::ps::v1::ControlReply& rep) {
+    PsClient client(address, output.parameters);
+    return client.control(req, rep, 5.0);
+  };
+  auto controlHead = [&](const dasp::ps::v1::ControlRequest& req, dasp::ps::v1::ControlReply& rep) {
+    return controlAt(currentHead(), req, rep);
+  };
+
+  // 2. The event stream, re-subscribed whenever the head changes or restarts.
   EventRecording recording(recorder, names, spec.stop().target_accuracy());
   std::mutex eventMu;
   std::condition_variable eventCv;
-  grpc::ClientContext watchContext;
-  // The stream lives as long as the run; its deadline only guards against a hung server.
-  setDeadline(watchContext, 7 * 24 * 3600.0);
-  auto reader = control.watch(watchContext);
+  auto nodeName = [&](int rank) {
+    return rank >= 0 && rank < n ? names[static_cast<std::size_t>(rank)] : std::string("server");
+  };
   std::thread watcher([&] {
     dasp::ps::v1::EventBatch batch;
-    while (reader->Read(&batch)) {
-      recording.record(batch);
-      if (options.onEvents) options.onEvents(runId, batch);
+    while (true) {
+      const std::string address = currentHead();
+      PsClient client(address, output.parameters);
+      grpc::ClientContext context;
+      // The stream lives as long as the run; its deadline only guards against a hung server.
+      setDeadline(context, 7 * 24 * 3600.0);
+      {
+        std::lock_guard<std::mutex> lock(headMu);
+        if (watchStop) break;
+        watchContext = &context;
+      }
+      auto reader = client.watch(context);
+      while (reader->Read(&batch)) {
+        double latest = 0;
+        for (const auto& e : batch.events()) latest = std::max(latest, e.t_s());
+        clock.observe(latest);
+        recording.record(batch);
+        tracker.observe(batch, nodeName);
+        if (options.onEvents) options.onEvents(runId, batch);
+        eventCv.notify_all();
+      }
+      (void)reader->Finish();
       eventCv.notify_all();
+      std::unique_lock<std::mutex> lock(headMu);
+      watchContext = nullptr;
+      if (watchStop) break;
+      // The server went away: try again shortly (it may be restarting, or a replica is
+      // being promoted).
+      headCv.wait_for(lock, std::chrono::milliseconds(200), [&] { return watchStop; });
+      if (watchStop) break;
     }
-    (void)reader->Finish();
-    eventCv.notify_all();
   });
+  auto stopWatching = [&] {
+    std::lock_guard<std::mutex> lock(headMu);
+    watchStop = true;
+    if (watchContext) watchContext->TryCancel();
+    headCv.notify_all();
+  };
 
   // 3. Workers and the evaluator.
+  auto workerArgs = [&](int r) {
+    return std::vector<std::string>{"worker", "--server", serverList, "--rank", std::to_string(r), "--name",
+                                    names[static_cast<std::size_t>(r)], "--connect-timeout",
+                                    std::to_string(recovery.reconnect_timeout_s())};
+  };
+  const std::vector<std::string> evaluatorArgs{"evaluator", "--server", serverList, "--connect-timeout",
+                                               std::to_string(recovery.reconnect_timeout_s())};
   for (int r = 0; r < n && failure.empty(); ++r) {
-    if (auto st = launch(names[static_cast<std::size_t>(r)],
-                         {"worker", "--server", address, "--rank", std::to_string(r), "--name", names[static_cast<std::size_t>(r)]});
-        !st) {
-      failure = st.message();
-    }
+    if (auto st = launch(names[static_cast<std::size_t>(r)], workerArgs(r)); !st) failure = st.message();
   }
   if (failure.empty()) {
-    if (auto st = launch("evaluator", {"evaluator", "--server", address}); !st) failure = st.message();
+    if (auto st = launch("evaluator", evaluatorArgs); !st) failure = st.message();
   }
 
+  // Chain reconfiguration by the runner as the configuration master: a replica that exited
+  // leaves the chain; if it was the head, the next one is promoted (its state is what the
+  // chain acknowledged), else its predecessor forwards to its successor.
+  auto leaveChain = [&](const std::string& name, double t) {
+    const auto pos = std::find(chainOrder.begin(), chainOrder.end(), name);
+    if (pos == chainOrder.end()) return;
+    const bool wasHead = pos == chainOrder.begin();
+    const auto index = static_cast<std::size_t>(pos - chainOrder.begin());
+    chainOrder.erase(pos);
+    if (chainOrder.empty()) {
+      failure = "every server replica exited";
+      return;
+    }
+    dasp::ps::v1::ControlReply rep;
+    dasp::ps::v1::ControlRequest req;
+    std::string what;
+    if (wasHead) {
+      req.set_action(dasp::ps::v1::ControlRequest::PROMOTE);
+      req.set_t_s(t);
+      auto st = controlAt(serverAddress[chainOrder.front()], req, rep);
+      what = st.ok() ? name + " left the chain; " + rep.detail()
+                     : name + " left the chain; promoting " + chainOrder.front() + " failed: " + describe(st);
+      {
+        std::lock_guard<std::mutex> lock(headMu);
+        headAddress = serverAddress[chainOrder.front()];
+        if (watchContext) watchContext->TryCancel();
+      }
+    } else {
+      req.set_action(dasp::ps::v1::ControlRequest::SET_NEXT);
+      req.set_address(index < chainOrder.size() ? serverAddress[chainOrder[index]] : std::string());
+      auto st = controlAt(serverAddress[chainOrder[index - 1]], req, rep);
+      what = st.ok() ? name + " left the chain; " + rep.detail()
+                     : name + " left the chain; re-linking " + chainOrder[index - 1] + " failed: " + describe(st);
+    }
+    say("run " + std::to_string(runId) + ": " + what);
+    recorder.record(EventRow{runId, t, "recovery", name, what});
+  };
+
+  // Starts a killed node again. A server resumes the run as the recovery mode says; a
+  // chain replica rejoins at the tail and catches up from it.
+  auto restartNode = [&](const std::string& name, double t) -> std::string {
+    if (auto it = children.find(name); it != children.end()) {
+      if (it->second->running()) return name + " is still running; not restarted";
+      it->second->waitFor(5.0);
+    }
+    if (isServer(name)) {
+      if (chain) {
+        auto started = startServer(name, portOf(name), {"--replica"});
+        if (!started) return "restart of " + name + " failed: " + started.message();
+        dasp::ps::v1::ControlRequest req;
+        req.set_action(dasp::ps::v1::ControlRequest::SET_NEXT);
+        req.set_address(started.value());
+        dasp::ps::v1::ControlReply rep;
+        const std::string tail = chainOrder.back();
+        auto st = controlAt(serverAddress[tail], req, rep);
+        if (!st.ok()) return "restarted " + name + ", but linking it after " + tail + " failed: " + describe(st);
+        chainOrder.push_back(name);
+        return "restarted " + name + "; it rejoins the chain at the tail after " + tail + " and catches up";
+      }
+      std::vector<std::string> extra{"--resume-at", std::to_string(t)};
+      if (recovery.mode() == v1::RecoverySpec::CHECKPOINT) extra.push_back("--restore");
+      if (recovery.mode() == v1::RecoverySpec::STATELESS) extra.push_back("--adopt");
+      auto started = startServer(name, portOf(name), extra);
+      if (!started) return "restart of " + name + " failed: " + started.message();
+      return "restarted " + name + " (recovery " + recoveryName(recovery.mode()) + ")";
+    }
+    const auto rankIt = std::find(names.begin(), names.end(), name);
+    if (rankIt != names.end()) {
+      auto st = launch(name, workerArgs(static_cast<int>(rankIt - names.begin())));
+      return st ? "restarted " + name + "; it rejoins with its rank" : "restart of " + name + " failed: " + st.message();
+    }
+    if (name == "evaluator") {
+      auto st = launch(name, evaluatorArgs);
+      return st ? "restarted the evaluator" : "restart of the evaluator failed: " + st.message();
+    }
+    return "unknown node " + name;
+  };
+
+  // CPU-seconds of every live node process, by pid (for the drills' CPU cost).
+  std::map<int, std::map<pid_t, double>> cpuAtFault;
+  auto cpuSnapshot = [&] {
+    std::map<pid_t, double> out;
+    for (auto& [name, child] : children) {
+      if (child->running()) out[child->pid()] = processCpuSeconds(child->pid());
+    }
+    return out;
+  };
+  auto resolveTarget = [&](const std::string& node) { return node == "server" ? chainOrder.front() : node; };
+  std::set<std::string> expectedExit;  // killed on purpose (drill or by hand)
+
+  // Kill or pause a node (a drill, or by hand when `manual`).
+  auto fireFault = [&](int index, const v1::FaultSpec& fault, double t) -> std::string {
+    const std::string target = resolveTarget(fault.node());
+    auto it = children.find(target);
+    if (it == children.end() || !it->second->running()) return target + " is not running; fault not applied";
+    cpuAtFault[index] = cpuSnapshot();
+    tracker.fired(index, t, target, isServer(target));
+    const bool kill = fault.action() == v1::FaultSpec::KILL;
+    if (kill) expectedExit.insert(target);
+    it->second->signal(kill ? SIGKILL : SIGSTOP);
+    return std::string(kill ? "kill " : "pause ") + target;
+  };
+
   // Live actions from the GUI: speed through the server, pause/resume/kill by signal.
-  auto applyControl = [&](const RunControl::Action& action) -> std::string {
+  auto applyControl = [&](const RunControl::Action& action, double t) -> std::string {
     const auto rankIt = std::find(names.begin(), names.end(), action.node);
     const int rank = rankIt == names.end() ? -1 : static_cast<int>(rankIt - names.begin());
     switch (action.kind) {
@@ -239,28 +496,43 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
         creq.set_rank(rank);
         creq.set_slowdown(action.kind == RunControl::Kind::Restore ? 0.0 : action.factor);
         dasp::ps::v1::ControlReply crep;
-        auto st = control.control(creq, crep, 5.0);
+        auto st = controlHead(creq, crep);
         if (!st.ok()) return "speed change of " + action.node + " failed: " + describe(st);
         return action.kind == RunControl::Kind::Restore ? "restore " + action.node + " to its own speed profile"
                                                         : "slow " + action.node + " to x" + std::to_string(action.factor);
       }
       case RunControl::Kind::Pause:
-      case RunControl::Kind::Resume:
       case RunControl::Kind::Kill: {
+        const std::string target = resolveTarget(action.node);
+        auto it = children.find(target);
+        if (it == children.end() || !it->second->running()) return action.node + " is not running";
+        v1::FaultSpec fault;
+        fault.set_node(target);
+        fault.set_action(action.kind == RunControl::Kind::Kill ? v1::FaultSpec::KILL : v1::FaultSpec::PAUSE);
+        fault.set_at_s(t);
+        const int index = tracker.addManual(fault, t, target, isServer(target));
+        cpuAtFault[index] = cpuSnapshot();
+        if (action.kind == RunControl::Kind::Kill) expectedExit.insert(target);
+        it->second->signal(action.kind == RunControl::Kind::Kill ? SIGKILL : SIGSTOP);
+        return std::string(action.kind == RunControl::Kind::Kill ? "kill " : "pause ") + target;
+      }
+      case RunControl::Kind::Resume: {
         auto it = children.find(action.node);
         if (it == children.end() || !it->second->running()) return action.node + " is not running";
-        const int sig = action.kind == RunControl::Kind::Pause ? SIGSTOP
-                        : action.kind == RunControl::Kind::Resume ? SIGCONT
-                                                                   : SIGKILL;
-        it->second->signal(sig);
-        return std::string(action.kind == RunControl::Kind::Pause ? "pause " : action.kind == RunControl::Kind::Resume ? "resume " : "kill ") +
-               action.node;
+        it->second->signal(SIGCONT);
+        tracker.restartedManual(action.node, t);
+        return "resume " + action.node;
+      }
+      case RunControl::Kind::Restart: {
+        const std::string what = restartNode(action.node, t);
+        tracker.restartedManual(action.node, t);
+        return what;
       }
     }
     return "unknown action";
   };
 
-  // 4. Watch the stop condition, the processes and the cancel flag.
+  // 4. Watch the stop condition, the drills, the processes and the cancel flag.
   const auto& stop = spec.stop();
   const double trainCount = static_cast<double>(std::max<std::int64_t>(1, output.trainCount));
   std::string stopReason;
@@ -271,26 +543,75 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
       eventCv.wait_for(lock, std::chrono::milliseconds(100));
     }
     const auto f = recording.figures();
+    // Run time keeps going while no server is up (no events then).
+    const double runT = std::max(f.lastT, clock.now());
     if (options.cancel && options.cancel->load()) stopReason = "cancelled";
     else if (f.targetT && stop.stop_at_target()) stopReason = "target";
-    else if (stop.max_seconds() > 0 && f.lastT >= stop.max_seconds()) stopReason = "max_seconds";
+    else if (stop.max_seconds() > 0 && runT >= stop.max_seconds()) stopReason = "max_seconds";
     else if (stop.max_updates() > 0 && f.version >= stop.max_updates()) stopReason = "max_updates";
     else if (stop.epochs() > 0 && static_cast<double>(f.samples) / trainCount >= stop.epochs()) stopReason = "epochs";
+    if (!stopReason.empty()) break;
     if (options.control != nullptr) {
       for (const auto& action : options.control->take()) {
-        recorder.record(EventRow{runId, f.lastT, "control", action.node, applyControl(action)});
+        recorder.record(EventRow{runId, runT, "control", action.node, applyControl(action, runT)});
       }
     }
+    // Fault drills, once the run's clock runs (every worker has joined).
+    if (f.lastT > 0) {
+      for (const auto& due : tracker.due(runT)) {
+        std::string what;
+        if (!due.restart) {
+          what = fireFault(due.index, due.spec, runT);
+        } else if (due.spec.action() == v1::FaultSpec::PAUSE) {
+          const std::string target = resolveTarget(due.spec.node());
+          auto it = children.find(target);
+          if (it != children.end()) it->second->signal(SIGCONT);
+          tracker.restarted(due.index, runT);
+          what = "resume " + target;
+        } else {
+          const auto records = tracker.records();
+          const std::string target = records[static_cast<std::size_t>(due.index)].node;
+          what = restartNode(target, runT);
+          tracker.restarted(due.index, runT);
+          tracker.addDetail(due.index, what);
+        }
+        say("run " + std::to_string(runId) + ": drill " + std::to_string(due.index + 1) + " at " +
+            std::to_string(runT).substr(0, 6) + " s: " + what);
+        recorder.record(EventRow{runId, runT, "fault", due.spec.node(), what});
+      }
+    }
+    for (int index : tracker.resumedWithoutCpu()) {
+      double cpu = 0;
+      const auto& before = cpuAtFault[index];
+      for (auto& [name, child] : children) {
+        if (!child->running()) continue;
+        const auto was = before.find(child->pid());
+        cpu += processCpuSeconds(child->pid()) - (was == before.end() ? 0.0 : was->second);
+      }
+      tracker.setCpu(index, cpu);
+    }
     for (auto& [name, child] : children) {
-      if (reportedExit[name] || !child->poll()) continue;
+      if (reportedExit[name] && !child->running()) continue;
+      if (!child->poll()) {
+        reportedExit[name] = false;  // a restarted node
+        continue;
+      }
+      if (reportedExit[name]) continue;
       reportedExit[name] = true;
       const std::string what = name + " " + child->exitInfo()->describe();
-      recorder.record(EventRow{runId, f.lastT, "exit", name, what});
-      if (name == "server") {
-        failure = "server exited during the run: " + child->exitInfo()->describe() +
-                  (output.serverStderrTail.empty() ? "" : " (" + output.serverStderrTail + ")");
+      recorder.record(EventRow{runId, runT, "exit", name, what});
+      const bool expected = expectedExit.erase(name) > 0;
+      if (isServer(name)) {
+        if (chain) {
+          leaveChain(name, runT);
+        } else if (!expected || !tracker.restartPending(name)) {
+          failure = "server exited during the run: " + child->exitInfo()->describe() +
+                    (output.serverStderrTail.empty() ? "" : " (" + output.serverStderrTail + ")");
+        }
       } else if (name == "evaluator") {
-        failure = "evaluator exited during the run: " + child->exitInfo()->describe();
+        if (!expected || !tracker.restartPending(name)) {
+          failure = "evaluator exited during the run: " + child->exitInfo()->describe();
+        }
       } else {
         // A worker vanished: the server stops waiting for it; training goes on.
         say("run " + std::to_string(runId) + ": " + what + "; marking it down");
@@ -298,9 +619,9 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
         req.set_action(dasp::ps::v1::ControlRequest::MARK_DOWN);
         req.set_rank(static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin()));
         dasp::ps::v1::ControlReply rep;
-        (void)control.control(req, rep, 5.0);
+        (void)controlHead(req, rep);
         bool anyWorker = false;
-        for (const auto& w : names) anyWorker = anyWorker || children[w]->running();
+        for (const auto& w : names) anyWorker = anyWorker || children[w]->running() || tracker.restartPending(w);
         if (!anyWorker) failure = "every worker exited";
       }
     }
@@ -314,10 +635,10 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   req.set_action(dasp::ps::v1::ControlRequest::STOP);
   req.set_rank(-1);
   dasp::ps::v1::ControlReply rep;
-  (void)control.control(req, rep, 5.0);
+  (void)controlHead(req, rep);
   if (auto it = children.find("evaluator"); it != children.end() && failure.empty()) it->second->waitFor(120.0);
   finishChildren(30.0);
-  watchContext.TryCancel();
+  stopWatching();
   watcher.join();
   pump.drainAndStop();
 
@@ -326,7 +647,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     NodeRow row;
     row.runId = runId;
     row.node = name;
-    row.role = name == "server" ? "server" : name == "evaluator" ? "evaluator" : "worker";
+    row.role = roleOf(name);
     row.host = hostName();
     row.pid = child->pid();
     if (const auto& e = child->exitInfo()) {
@@ -368,6 +689,12 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
       {"stop_reason", std::nullopt, summary.stopReason},
       {"lr_convention", std::nullopt, v1::OptimizerSpec::LrConvention_Name(spec.optimizer().lr_convention())}};
   if (summary.timeToTargetS) rows.push_back({"time_to_target_s", *summary.timeToTargetS, ""});
+  if (const auto records = tracker.records(); !records.empty()) {
+    summary.faults = computeRecoveryMetrics(records, tracker.evaluations(), summary.finalAccuracy);
+    recorder.recordFaults(summary.faults);
+    rows.push_back({"faults", static_cast<double>(summary.faults.size()), ""});
+  }
+  rows.push_back({"recovery", std::nullopt, recoveryName(spec.recovery().mode())});
   recorder.setSummary(rows);
   const RunStatus status = !failure.empty() ? RunStatus::Failed
                            : stopReason == "cancelled" ? RunStatus::Stopped

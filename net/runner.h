@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// ExperimentRunner: the single owner of a distributed run. It starts `dasp server`, the
-// workers and the evaluator as local processes, subscribes to the server's event stream,
+// ExperimentRunner: the single owner of a distributed run. It starts `dasp server` (or a
+// chain of server replicas, acting as the chain's configuration master), the workers and
+// the evaluator as local processes, carries out the spec's fault drills (kill / pause a
+// node, restart it; a restarted server recovers as spec.recovery says) and records their
+// recovery metrics, subscribes to the server's event stream,
 // writes everything into the run store (the only writer), stops the run at the spec's
 // stop condition (or when cancelled), shuts every process down and returns a summary.
 // `dasp run` and the workbench are two faces of it.
 // Threading: run() blocks its caller; cancel through the atomic flag from any thread.
 // Event callbacks run on the runner's watch thread.
 
+#include "core/recovery_metrics.h"
 #include "core/result.h"
 #include "core/spec.h"
 #include "dasp/ps/v1/parameter_server.pb.h"
@@ -26,7 +30,7 @@ namespace dasp::net {
 // "control"), and reports failures as events too.
 class RunControl {
  public:
-  enum class Kind { SlowDown, Restore, Pause, Resume, Kill };
+  enum class Kind { SlowDown, Restore, Pause, Resume, Kill, Restart };
   struct Action {
     Kind kind;
     std::string node;   // "worker-2", "server", "evaluator"
@@ -37,6 +41,8 @@ class RunControl {
   void pause(const std::string& node) { push({Kind::Pause, node, 0}); }
   void resume(const std::string& node) { push({Kind::Resume, node, 0}); }
   void kill(const std::string& node) { push({Kind::Kill, node, 0}); }
+  // Starts a killed node again (a server resumes the run under the spec's recovery mode).
+  void restart(const std::string& node) { push({Kind::Restart, node, 0}); }
   // For the runner: everything requested since the last call.
   std::vector<Action> take() {
     std::lock_guard<std::mutex> lock(m_mu);
@@ -90,6 +96,7 @@ struct RunSummary {
   double meanStaleness = 0;
   std::int64_t maxStaleness = 0;
   double epochs = 0;
+  std::vector<RecoveryMetrics> faults;  // one per fault drill that happened
 };
 
 // Runs one experiment (the spec's own strategy; suites are expanded by the caller).

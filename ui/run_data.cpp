@@ -158,6 +158,9 @@ Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
       d.summaryText[QString::fromStdString(s.key)] = QString::fromStdString(s.text);
     }
   }
+  auto faults = store.faults(runId);
+  if (!faults) return faults.status();
+  d.faults = std::move(faults).value();
   d.lrConvention = d.summaryText.count("lr_convention") ? d.summaryText["lr_convention"] : QString();
   // Single-node runs have no wait series: count their iterations from the loss series.
   for (auto& n : d.nodes) {

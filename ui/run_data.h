@@ -2,12 +2,14 @@
 #pragma once
 // RunData: everything the workbench draws about one run, in plain arrays — the node lanes
 // (state intervals with the parallel state), per-node wait/staleness/loss series, policy
-// decisions, events, evaluations and the summary. It is filled either from the store
-// (a finished run, for replay, compare and reports: loadRunData) or incrementally from
-// the live event stream (LiveRunFeed, ui/live_run_feed.h). Charts read it; nothing in it
-// talks to the network or the disk.
+// decisions, events, evaluations, the summary and the fault drills' recovery metrics. It
+// is filled either from the store (a finished run, for replay, compare and reports:
+// loadRunData) or incrementally from the live event stream (LiveRunFeed,
+// ui/live_run_feed.h; no fault metrics there, the runner writes them at the end). Charts
+// read it; nothing in it talks to the network or the disk.
 // Threading: a RunData is owned and read by the GUI thread (or the report tool's thread).
 
+#include "core/recovery_metrics.h"
 #include "core/result.h"
 
 #include <QString>
@@ -88,6 +90,7 @@ struct RunData {
   std::vector<Event> events;
   std::map<QString, double> summary;      // numeric summary figures
   std::map<QString, QString> summaryText; // text figures (stop_reason, lr_convention)
+  std::vector<RecoveryMetrics> faults;    // fault drills with their recovery metrics, by index
   double endT = 0;                        // latest time of anything in the run
 
   NodeData& node(const QString& nodeName);    // finds or appends (keeps worker-N order)

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -32,8 +33,15 @@ struct NodeSetup {
 
 Result<NodeSetup> prepareNode(const Args& args, const std::string& role, const std::string& defaultName) {
   NodeSetup s;
-  s.options.server = args.value("--server").value_or("");
-  if (s.options.server.empty()) return Status::error(role + ": --server HOST:PORT is required");
+  // --server HOST:PORT[,HOST:PORT...]: several addresses are a chain's servers, in order.
+  const std::string list = args.value("--server").value_or("");
+  for (std::size_t begin = 0; begin <= list.size();) {
+    const auto comma = std::min(list.find(',', begin), list.size());
+    if (comma > begin) s.options.servers.push_back(list.substr(begin, comma - begin));
+    begin = comma + 1;
+  }
+  if (s.options.servers.empty()) return Status::error(role + ": --server HOST:PORT[,HOST:PORT...] is required");
+  s.options.server = s.options.servers.front();
   s.options.name = args.value("--name").value_or(defaultName);
   try {
     s.options.requestedRank = std::stoi(args.value("--rank").value_or("-1"));
@@ -55,12 +63,21 @@ Result<NodeSetup> prepareNode(const Args& args, const std::string& role, const s
 }  // namespace
 
 int cmdServer(int argc, char** argv) {
-  Args args(argc, argv, 2, {});
-  if (auto u = args.unknown({"--spec", "--workers", "--bind", "--port"}); !u.empty()) {
+  // A restarted server continues the run's clock from --resume-at, plus its own start-up.
+  const auto processStart = std::chrono::steady_clock::now();
+  Args args(argc, argv, 2, {"--restore", "--adopt", "--replica"});
+  if (auto u = args.unknown({"--spec", "--workers", "--bind", "--port", "--name", "--resume-at", "--checkpoint-dir",
+                             "--restore", "--adopt", "--replica", "--chain-next"});
+      !u.empty()) {
     return fail("server: unknown option " + u.front());
   }
   const auto specPath = args.value("--spec");
-  if (!specPath) return fail("usage: dasp server --spec FILE --workers N [--bind ADDR] [--port P]");
+  if (!specPath) {
+    return fail(
+        "usage: dasp server --spec FILE --workers N [--bind ADDR] [--port P] [--name NAME]\n"
+        "                   [--checkpoint-dir DIR [--restore]] [--resume-at SECONDS] [--adopt]\n"
+        "                   [--replica] [--chain-next HOST:PORT]");
+  }
   auto spec = loadSpecFile(*specPath);
   if (!spec) return fail(spec.message());
   if (auto st = validateSpec(spec.value()); !st) return fail(*specPath + ": " + st.message());
@@ -69,9 +86,17 @@ int cmdServer(int argc, char** argv) {
   try {
     options.workers = std::stoi(args.value("--workers").value_or("0"));
     options.port = std::stoi(args.value("--port").value_or("0"));
+    options.resumeAtS = std::stod(args.value("--resume-at").value_or("-1"));
   } catch (const std::exception&) {
-    return fail("server: --workers and --port take numbers");
+    return fail("server: --workers, --port and --resume-at take numbers");
   }
+  options.name = args.value("--name").value_or("server");
+  options.checkpointDir = args.value("--checkpoint-dir").value_or("");
+  options.restoreCheckpoint = args.has("--restore");
+  options.adoptFromWorkers = args.has("--adopt");
+  options.replica = args.has("--replica");
+  options.chainNext = args.value("--chain-next").value_or("");
+  options.log = logLine;
   if (options.workers <= 0) options.workers = static_cast<int>(expandWorkers(options.spec).size());
   options.bindAddress = args.value("--bind").value_or("127.0.0.1");
   auto data = loadDataset(options.spec.dataset(), options.spec.seed());
@@ -90,6 +115,9 @@ int cmdServer(int argc, char** argv) {
   sigaddset(&stopSignals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
 
+  if (options.resumeAtS >= 0) {
+    options.resumeAtS += std::chrono::duration<double>(std::chrono::steady_clock::now() - processStart).count();
+  }
   auto server = net::ParameterServer::start(std::move(options));
   if (!server) return fail(server.message(), 1);
   std::printf("dasp-server listening %s:%d parameters=%zu train_count=%lld\n",

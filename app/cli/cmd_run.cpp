@@ -63,6 +63,29 @@ std::string pm(const Stat& s, int decimals) {
   return std::string(a) + " ± " + b;
 }
 
+// The recovery metrics of a run's fault drills as a JSON array.
+std::string faultsJson(const std::vector<RecoveryMetrics>& faults) {
+  auto opt = [](const auto& v) { return v ? jsonNumber(static_cast<double>(*v)) : std::string("null"); };
+  std::string out = "[";
+  for (const auto& m : faults) {
+    const auto& f = m.fault;
+    if (out.size() > 1) out += ",";
+    out += "{\"index\":" + std::to_string(f.index) + ",\"node\":" + jsonString(f.node) +
+           ",\"action\":" + jsonString(f.action) + ",\"at_s\":" + jsonNumber(f.atS) +
+           ",\"restart_at_s\":" + opt(f.restartAtS) + ",\"detection_s\":" + opt(m.detectionS) +
+           ",\"downtime_s\":" + opt(m.downtimeS) + ",\"version_before\":" + std::to_string(f.versionBefore) +
+           ",\"version_after\":" + opt(f.versionAfter) + ",\"updates_lost\":" + opt(m.updatesLost) +
+           ",\"gradients_during_outage\":" + std::to_string(f.gradientsDuringOutage) +
+           ",\"gradients_dropped\":" + std::to_string(f.gradientsDropped) +
+           ",\"gradients_discarded\":" + std::to_string(f.gradientsDiscarded) +
+           ",\"accuracy_before\":" + opt(m.accuracyBefore) + ",\"accuracy_lowest_after\":" + opt(m.accuracyLowestAfter) +
+           ",\"recover_s\":" + opt(m.recoverS) + ",\"accuracy_jump\":" + opt(m.accuracyJump) +
+           ",\"final_accuracy\":" + jsonNumber(m.finalAccuracy) + ",\"cpu_s\":" + jsonNumber(f.cpuS) +
+           ",\"detail\":" + jsonString(f.detail) + "}";
+  }
+  return out + "]";
+}
+
 void printTable(const std::vector<PlannedRun>& planned, const std::vector<net::RunSummary>& results, double target,
                 const std::string& convention) {
   std::vector<std::string> order;
@@ -191,6 +214,21 @@ int cmdRun(int argc, char** argv) {
   if (!results.empty()) {
     printTable(done, results, spec->stop().target_accuracy(),
                v1::OptimizerSpec::LrConvention_Name(spec->optimizer().lr_convention()));
+    std::vector<RunFaults> withFaults;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (results[i].faults.empty()) continue;
+      RunFaults rf;
+      rf.runId = results[i].runId;
+      rf.label = done[i].label;
+      rf.recovery = results[i].recovery;
+      rf.workers = results[i].workers;
+      rf.seed = results[i].seed;
+      rf.finalAccuracy = results[i].finalAccuracy;
+      rf.timeToTargetS = results[i].timeToTargetS;
+      rf.faults = results[i].faults;
+      withFaults.push_back(rf);
+    }
+    if (!withFaults.empty()) std::printf("\n%s", recoveryTableMarkdown(withFaults).c_str());
   }
   if (json) {
     for (std::size_t i = 0; i < results.size(); ++i) {
@@ -205,7 +243,7 @@ int cmdRun(int argc, char** argv) {
                 << ",\"gradients\":" << r.gradients << ",\"dropped\":" << r.dropped
                 << ",\"mean_wait_s\":" << jsonNumber(r.meanWaitS) << ",\"wait_fraction\":" << jsonNumber(r.waitFraction)
                 << ",\"mean_staleness\":" << jsonNumber(r.meanStaleness) << ",\"max_staleness\":" << r.maxStaleness
-                << ",\"epochs\":" << jsonNumber(r.epochs) << "}\n";
+                << ",\"epochs\":" << jsonNumber(r.epochs) << ",\"faults\":" << faultsJson(r.faults) << "}\n";
     }
     std::cout.flush();
   }

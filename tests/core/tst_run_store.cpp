@@ -9,6 +9,7 @@
 
 #include <sqlite3.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <string>
@@ -168,8 +169,8 @@ class TestRunStore : public QObject {
     store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
     QCOMPARE((*store)->run(*first)->status, RunStatus::Running);
-    QCOMPARE(RunStore::schemaVersion(), 1);
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(1));
+    QCOMPARE(RunStore::schemaVersion(), 2);
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(2));
     sqlite3* db = nullptr;
     QCOMPARE(sqlite3_open(path.toStdString().c_str(), &db), SQLITE_OK);
     sqlite3_stmt* stmt = nullptr;
@@ -291,6 +292,10 @@ class TestRunStore : public QObject {
       node.node = "worker-0";
       (*rec)->record(node);
       (*rec)->setSummary({SummaryRow{"final_accuracy", 0.3, ""}});
+      RecoveryMetrics fault;
+      fault.fault.node = "server";
+      fault.fault.action = "kill";
+      (*rec)->recordFaults({fault});
       QVERIFY((*rec)->finish(RunStatus::Completed).isOk());
     }
     QCOMPARE((*store)->evaluations(gone)->size(), std::size_t(1));
@@ -299,7 +304,7 @@ class TestRunStore : public QObject {
     QVERIFY(!(*store)->run(gone).isOk());
     QVERIFY((*store)->evaluations(gone)->empty());
     for (const char* table : {"evaluations", "samples", "state_intervals", "decisions", "events",
-                              "node_logs", "nodes", "summaries"}) {
+                              "node_logs", "nodes", "summaries", "faults"}) {
       const std::string sql = std::string("SELECT count(*) FROM ") + table + " WHERE run_id = ";
       QCOMPARE(rawCount(path, sql + std::to_string(gone)), qint64(0));
       QCOMPARE(rawCount(path, sql + std::to_string(keep)), qint64(1));
@@ -431,6 +436,161 @@ class TestRunStore : public QObject {
     QVERIFY((*rec2)->finish(RunStatus::Failed, "server exited with code 3").isOk());
     QCOMPARE((*store)->run(failed)->status, RunStatus::Failed);
     QCOMPARE((*store)->run(failed)->error, std::string("server exited with code 3"));
+  }
+
+  void faultsRoundTrip() {
+    const QString path = newPath();
+    auto store = RunStore::open(path.toStdString());
+    QVERIFY(store.isOk());
+    const auto id = (*store)->createRun(sampleRun("drill")).value();
+    const auto other = (*store)->createRun(sampleRun("other")).value();
+    QVERIFY((*store)->faults(id)->empty());
+
+    // Every field set, with figures that do not round-trip through float.
+    RecoveryMetrics full;
+    full.fault.index = 0;
+    full.fault.node = "server";
+    full.fault.action = "kill";
+    full.fault.atS = 10.125;
+    full.fault.restartAtS = 11.5;
+    full.fault.detectedAtS = 10.2;
+    full.fault.resumedAtS = 12.75;
+    full.fault.versionBefore = 812;
+    full.fault.versionAfter = 300;
+    full.fault.gradientsDuringOutage = 40;
+    full.fault.gradientsDropped = 8;
+    full.fault.gradientsDiscarded = 3;
+    full.fault.cpuS = 4.0625;
+    full.fault.detail = "restored checkpoint v300; 'quoted' \"text\"";
+    full.detectionS = 0.075;
+    full.downtimeS = 2.625;
+    full.updatesLost = 512;
+    full.accuracyBefore = 0.8123;
+    full.accuracyLowestAfter = 0.1;
+    full.recoverS = 6.5;
+    full.accuracyJump = 0.25;
+    full.finalAccuracy = 0.9;
+    // Only the record: every optional absent (NULL).
+    RecoveryMetrics bare;
+    bare.fault.index = 1;
+    bare.fault.node = "worker-2";
+    bare.fault.action = "pause";
+    bare.fault.atS = 20;
+    bare.fault.cpuS = std::nan("");         // written as 0
+    bare.finalAccuracy = std::nan("");      // written as NULL, read as NaN
+    bare.accuracyJump = std::nan("");       // an optional NaN reads back as absent
+
+    auto rec = RunRecorder::open(path.toStdString(), id, 60000);
+    QVERIFY(rec.isOk());
+    RecoveryMetrics stale = bare;
+    stale.fault.index = 5;
+    (*rec)->recordFaults({stale});
+    QVERIFY((*rec)->flush().isOk());
+    QCOMPARE((*store)->faults(id)->size(), std::size_t(1));
+    (*rec)->recordFaults({full, bare});  // replaces the run's rows
+    QVERIFY((*rec)->finish(RunStatus::Completed).isOk());
+    auto rec2 = RunRecorder::open(path.toStdString(), other);
+    QVERIFY(rec2.isOk());
+    (*rec2)->recordFaults({bare});
+    QVERIFY((*rec2)->finish(RunStatus::Completed).isOk());
+
+    auto faults = (*store)->faults(id);
+    QVERIFY2(faults.isOk(), faults.message().c_str());
+    QCOMPARE(faults->size(), std::size_t(2));
+    const RecoveryMetrics& a = faults->at(0);
+    QCOMPARE(a.fault.index, 0);
+    QCOMPARE(a.fault.node, full.fault.node);
+    QCOMPARE(a.fault.action, full.fault.action);
+    QCOMPARE(a.fault.atS, full.fault.atS);
+    QCOMPARE(a.fault.restartAtS, full.fault.restartAtS);
+    QCOMPARE(a.fault.detectedAtS, full.fault.detectedAtS);
+    QCOMPARE(a.fault.resumedAtS, full.fault.resumedAtS);
+    QCOMPARE(a.fault.versionBefore, full.fault.versionBefore);
+    QCOMPARE(a.fault.versionAfter, full.fault.versionAfter);
+    QCOMPARE(a.fault.gradientsDuringOutage, full.fault.gradientsDuringOutage);
+    QCOMPARE(a.fault.gradientsDropped, full.fault.gradientsDropped);
+    QCOMPARE(a.fault.gradientsDiscarded, full.fault.gradientsDiscarded);
+    QCOMPARE(a.fault.cpuS, full.fault.cpuS);
+    QCOMPARE(a.fault.detail, full.fault.detail);
+    QCOMPARE(a.detectionS, full.detectionS);
+    QCOMPARE(a.downtimeS, full.downtimeS);
+    QCOMPARE(a.updatesLost, full.updatesLost);
+    QCOMPARE(a.accuracyBefore, full.accuracyBefore);
+    QCOMPARE(a.accuracyLowestAfter, full.accuracyLowestAfter);
+    QCOMPARE(a.recoverS, full.recoverS);
+    QCOMPARE(a.accuracyJump, full.accuracyJump);
+    QCOMPARE(a.finalAccuracy, full.finalAccuracy);
+
+    const RecoveryMetrics& b = faults->at(1);
+    QCOMPARE(b.fault.index, 1);
+    QCOMPARE(b.fault.node, std::string("worker-2"));
+    QCOMPARE(b.fault.action, std::string("pause"));
+    QCOMPARE(b.fault.atS, 20.0);
+    QCOMPARE(b.fault.cpuS, 0.0);
+    QVERIFY(std::isnan(b.finalAccuracy));
+    QVERIFY(!b.fault.restartAtS && !b.fault.detectedAtS && !b.fault.resumedAtS && !b.fault.versionAfter);
+    QVERIFY(!b.detectionS && !b.downtimeS && !b.updatesLost && !b.accuracyBefore && !b.accuracyLowestAfter &&
+            !b.recoverS && !b.accuracyJump);
+    // Absent figures are stored as NULL, not as 0.
+    QCOMPARE(rawCount(path, "SELECT count(*) FROM faults WHERE run_id = " + std::to_string(id) +
+                                " AND idx = 1 AND coalesce(restart_at_s, detected_at_s, resumed_at_s, version_after, "
+                                "detection_s, downtime_s, updates_lost, accuracy_before, accuracy_lowest_after, "
+                                "recover_s, accuracy_jump) IS NULL"),
+             qint64(1));
+    QCOMPARE((*store)->faults(other)->size(), std::size_t(1));
+    QVERIFY((*store)->faults(12345)->empty());
+
+    QVERIFY((*store)->deleteRun(id).isOk());
+    QVERIFY((*store)->faults(id)->empty());
+    QCOMPARE((*store)->faults(other)->size(), std::size_t(1));
+  }
+
+  void migratesVersion1File() {
+    // A version-1 file: the current schema less what version 2 added.
+    const QString path = newPath();
+    std::int64_t id = 0;
+    {
+      auto store = RunStore::open(path.toStdString());
+      QVERIFY(store.isOk());
+      id = (*store)->createRun(sampleRun("old")).value();
+      auto rec = RunRecorder::open(path.toStdString(), id);
+      QVERIFY(rec.isOk());
+      (*rec)->record(EvaluationRow{id, 1.0, 1, 10, 320, 2.0, 0.3});
+      QVERIFY((*rec)->finish(RunStatus::Completed).isOk());
+    }
+    QCOMPARE(rawExec(path, "DROP TABLE faults; UPDATE schema_version SET version = 1"), SQLITE_OK);
+    QCOMPARE(rawCount(path, "SELECT count(*) FROM sqlite_master WHERE name = 'faults'"), qint64(0));
+
+    // The recorder migrates too (it is as likely to open the file first).
+    {
+      auto rec = RunRecorder::open(path.toStdString(), id);
+      QVERIFY2(rec.isOk(), rec.message().c_str());
+      RecoveryMetrics m;
+      m.fault.node = "server";
+      m.fault.action = "kill";
+      m.fault.atS = 3;
+      (*rec)->recordFaults({m});
+      QVERIFY((*rec)->flush().isOk());
+    }
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(2));
+    QCOMPARE(rawCount(path, "SELECT count(*) FROM schema_version"), qint64(1));
+    auto store = RunStore::open(path.toStdString());
+    QVERIFY2(store.isOk(), store.message().c_str());
+    QCOMPARE((*store)->run(id)->name, std::string("old"));
+    QCOMPARE((*store)->run(id)->status, RunStatus::Completed);
+    QCOMPARE((*store)->evaluations(id)->size(), std::size_t(1));
+    auto faults = (*store)->faults(id);
+    QVERIFY2(faults.isOk(), faults.message().c_str());
+    QCOMPARE(faults->size(), std::size_t(1));
+    QCOMPARE(faults->front().fault.atS, 3.0);
+
+    // RunStore::open on a version-1 file migrates as well.
+    QCOMPARE(rawExec(path, "DROP TABLE faults; UPDATE schema_version SET version = 1"), SQLITE_OK);
+    store = RunStore::open(path.toStdString());
+    QVERIFY2(store.isOk(), store.message().c_str());
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(2));
+    QVERIFY((*store)->faults(id)->empty());
+    QCOMPARE((*store)->evaluations(id)->size(), std::size_t(1));
   }
 
   void recorderWriteErrorIsKept() {

@@ -35,10 +35,46 @@ constexpr int kWorkers = 2;
 
 const char* kReportTool = DASP_BINARY_DIR "/bin/dasp-report";
 
+// Two fault drills of the ASP run: a server kill that recovered from a checkpoint and a
+// worker pause after which accuracy never got back (CSV: 12 + 5 figures present).
+constexpr int kFaultCsvRows = 12 + 5;
+std::vector<RecoveryMetrics> drillFaults() {
+  RecoveryMetrics kill;
+  kill.fault.index = 0;
+  kill.fault.node = "server";
+  kill.fault.action = "kill";
+  kill.fault.atS = 1.2;
+  kill.fault.restartAtS = 1.5;
+  kill.fault.detectedAtS = 1.3;
+  kill.fault.resumedAtS = 2.0;
+  kill.fault.versionBefore = 20;
+  kill.fault.versionAfter = 10;
+  kill.fault.gradientsDuringOutage = 6;
+  kill.fault.gradientsDropped = 1;
+  kill.fault.cpuS = 1.25;
+  kill.fault.detail = "restored checkpoint v10 <ok>";
+  kill.detectionS = 0.1;
+  kill.downtimeS = 0.8;
+  kill.updatesLost = 10;
+  kill.accuracyBefore = 0.25;
+  kill.accuracyLowestAfter = 0.2;
+  kill.recoverS = 0.4;
+  kill.accuracyJump = 0.15;
+  kill.finalAccuracy = 0.85;
+  RecoveryMetrics pause;
+  pause.fault.index = 1;
+  pause.fault.node = "worker-1";
+  pause.fault.action = "pause";
+  pause.fault.atS = 3.0;
+  pause.accuracyBefore = 0.55;
+  pause.finalAccuracy = 0.85;
+  return {kill, pause};
+}
+
 // Writes one run: evaluations, per-iteration intervals and samples, decisions, events,
-// node rows and a summary.
+// node rows, a summary and, when given, fault drills.
 std::int64_t writeRun(RunStore& store, const std::string& path, const std::string& strategy, std::int64_t seed,
-                      double speed) {
+                      double speed, const std::vector<RecoveryMetrics>& faults = {}) {
   NewRun run;
   run.kind = "distributed";
   run.name = "report-test";
@@ -47,6 +83,7 @@ std::int64_t writeRun(RunStore& store, const std::string& path, const std::strin
   run.model = "mlp";
   run.dataset = "synthetic";
   run.strategy = strategy;
+  run.recovery = faults.empty() ? "none" : "checkpoint";
   run.seed = seed;
   run.codeVersion = "test";
   Result<std::int64_t> id = store.createRun(run);
@@ -88,6 +125,7 @@ std::int64_t writeRun(RunStore& store, const std::string& path, const std::strin
                                   {"lr_convention", std::nullopt, "PER_GRADIENT"}};
   if (strategy == "bsp") summary.push_back({"time_to_target_s", 2.0 * speed, ""});
   r.setSummary(summary);
+  if (!faults.empty()) r.recordFaults(faults);
   if (Status s = r.finish(RunStatus::Completed); !s) qFatal("finish: %s", s.message().c_str());
   return *id;
 }
@@ -112,6 +150,7 @@ class TestReport : public QObject {
   void csvHasEveryRow();
   void chromeTraceIsValidJson();
   void htmlHasSummaryAndImages();
+  void htmlHasFaultsAndRecovery();
   void pdfRendersWithPdftoppm();
   void unwritablePathsFailWithTheName();
   void emptyRunsExport();
@@ -131,7 +170,7 @@ void TestReport::initTestCase() {
   auto store = RunStore::open(m_db.toStdString());
   QVERIFY2(store.isOk(), store.message().c_str());
   m_ids.push_back(writeRun(**store, m_db.toStdString(), "bsp", 1, 1.0));
-  m_ids.push_back(writeRun(**store, m_db.toStdString(), "asp", 1, 0.8));
+  m_ids.push_back(writeRun(**store, m_db.toStdString(), "asp", 1, 0.8, drillFaults()));
   for (std::int64_t id : m_ids) {
     auto data = loadRunData(**store, id);
     QVERIFY2(data.isOk(), data.message().c_str());
@@ -139,6 +178,11 @@ void TestReport::initTestCase() {
   }
   QCOMPARE(m_runs[0].evaluations.size(), std::size_t{kEvaluations});
   QCOMPARE(m_runs[0].nodes.size(), std::size_t{kWorkers});
+  QVERIFY(m_runs[0].faults.empty());
+  QCOMPARE(m_runs[1].faults.size(), std::size_t{2});
+  QCOMPARE(m_runs[1].faults[0].fault.detail, std::string("restored checkpoint v10 <ok>"));
+  QCOMPARE(m_runs[1].faults[0].updatesLost, std::optional<std::int64_t>(10));
+  QVERIFY(!m_runs[1].faults[1].recoverS);
 }
 
 void TestReport::csvHasEveryRow() {
@@ -151,7 +195,7 @@ void TestReport::csvHasEveryRow() {
   // Every sample of the four series and two rows per evaluation, nothing thinned.
   const std::size_t samples = 2 * kWorkers * kIterations * 4;
   const std::size_t evaluations = 2 * kEvaluations;
-  QCOMPARE(rows.size() - 1, samples + 2 * evaluations);
+  QCOMPARE(rows.size() - 1, samples + 2 * evaluations + kFaultCsvRows);
   int accuracy = 0, loss = 0, wait = 0;
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const QList<QByteArray> f = rows[i].split(',');
@@ -176,6 +220,23 @@ void TestReport::csvHasEveryRow() {
   found = false;
   for (const QByteArray& r : rows) found = found || r == "1,worker-0,train_loss,0.1,0,0.1234567890123";
   QVERIFY(found);
+  // Fault figures: one row each, at the fault time and the version before it.
+  const QByteArray asp = QByteArray::number(static_cast<qlonglong>(m_ids[1]));
+  int faultRows = 0;
+  bool sawLost = false, sawPause = false, sawAbsent = false;
+  for (const QByteArray& r : rows) {
+    const QList<QByteArray> f = r.split(',');
+    if (!f[2].startsWith("fault.")) continue;
+    ++faultRows;
+    QCOMPARE(f[0], asp);
+    sawLost = sawLost || r == asp + ",server,fault.0.updates_lost,1.2,20,10";
+    sawPause = sawPause || r == asp + ",worker-1,fault.1.accuracy_before,3,0,0.55";
+    sawAbsent = sawAbsent || f[2] == "fault.1.recover_s" || f[2] == "fault.1.detection_s";
+  }
+  QCOMPARE(faultRows, kFaultCsvRows);
+  QVERIFY(sawLost);
+  QVERIFY(sawPause);
+  QVERIFY(!sawAbsent);  // absent figures have no row
 }
 
 void TestReport::chromeTraceIsValidJson() {
@@ -249,6 +310,42 @@ void TestReport::htmlHasSummaryAndImages() {
   QVERIFY(figs[1].speedupVsBsp && qFuzzyCompare(*figs[1].speedupVsBsp, 2.0 / 2.4));
   QVERIFY(figs[0].speedupVsBsp && qFuzzyCompare(*figs[0].speedupVsBsp, 1.0));
   QCOMPARE(figs[1].lrConvention, QStringLiteral("PER_GRADIENT"));
+}
+
+void TestReport::htmlHasFaultsAndRecovery() {
+  const QString path = m_dir.filePath(QStringLiteral("faults.html"));
+  const Status s = writeHtmlReport(m_runs, path);
+  QVERIFY2(s.isOk(), s.message().c_str());
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  const QString html = QString::fromUtf8(f.readAll());
+  QVERIFY(html.contains(QStringLiteral("<h2>Faults and recovery</h2>")));
+  QVERIFY(html.contains(QStringLiteral("<table class=\"recovery\"")));
+  QVERIFY(html.contains(QStringLiteral("back to pre-fault (s)")));
+  QVERIFY(html.contains(QStringLiteral("<td class=\"l\">0: kill server</td>")));
+  QVERIFY(html.contains(QStringLiteral("<td>1/1 never</td>")));
+  QVERIFY(html.contains(QStringLiteral("restored checkpoint v10 &lt;ok&gt;")));  // the detail, escaped
+  QVERIFY(html.contains(QStringLiteral("<table class=\"faults\"")));
+  QVERIFY(html.contains(QStringLiteral("<td class=\"l\">1: pause worker-1</td><td>3.00</td>")));
+  QVERIFY(html.contains(QStringLiteral("<td>20 → 10</td>")));
+  QVERIFY(html.contains(QStringLiteral("<td>never</td>")));
+  QVERIFY(html.contains(QStringLiteral("mean ± sample std")));
+
+  // The groups: the ASP run only, its worker count from its lanes.
+  const std::vector<RunFaults> drills = runFaults(m_runs);
+  QCOMPARE(drills.size(), std::size_t{1});
+  QCOMPARE(drills[0].runId, m_ids[1]);
+  QCOMPARE(drills[0].recovery, std::string("checkpoint"));
+  QCOMPARE(drills[0].workers, kWorkers);
+  QCOMPARE(drills[0].finalAccuracy, 0.85);
+  QCOMPARE(drills[0].faults.size(), std::size_t{2});
+
+  // No section when no run has faults.
+  const QString plain = m_dir.filePath(QStringLiteral("nofaults.html"));
+  QVERIFY(writeHtmlReport({m_runs[0]}, plain).isOk());
+  QFile p(plain);
+  QVERIFY(p.open(QIODevice::ReadOnly));
+  QVERIFY(!QString::fromUtf8(p.readAll()).contains(QStringLiteral("Faults and recovery")));
 }
 
 void TestReport::pdfRendersWithPdftoppm() {

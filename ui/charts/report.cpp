@@ -13,6 +13,7 @@
 #include <QDateTime>
 #include <QFont>
 #include <QImage>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPageLayout>
@@ -203,6 +204,29 @@ std::vector<RunFigures> runFigures(const std::vector<RunData>& runs) {
   return out;
 }
 
+std::vector<RunFaults> runFaults(const std::vector<RunData>& runs) {
+  std::vector<RunFaults> out;
+  const std::vector<RunFigures> figs = runFigures(runs);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const RunData& r = runs[i];
+    if (r.faults.empty()) continue;
+    RunFaults f;
+    f.runId = r.runId;
+    f.label = r.name.toStdString();
+    f.recovery = r.recovery.toStdString();
+    const QJsonObject cluster = specObject(r).value(QLatin1String("cluster")).toObject();
+    const int listed = static_cast<int>(cluster.value(QLatin1String("workers")).toArray().size());
+    const int counted = cluster.value(QLatin1String("count")).toInt();
+    f.workers = listed > 0 ? listed : counted > 0 ? counted : static_cast<int>(r.nodes.size());
+    f.seed = static_cast<std::uint64_t>(r.seed);
+    f.finalAccuracy = figs[i].finalAccuracy.value_or(r.faults.front().finalAccuracy);
+    f.timeToTargetS = figs[i].timeToTarget;
+    f.faults = r.faults;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 std::optional<ReportFormat> reportFormatFor(const QString& path) {
   const QString p = path.toLower();
   if (p.endsWith(QLatin1String(".html")) || p.endsWith(QLatin1String(".htm"))) return ReportFormat::Html;
@@ -246,6 +270,31 @@ Status writeCsv(const std::vector<RunData>& runs, const QString& path) {
           {"wait_s", &n.wait}, {"staleness", &n.staleness}, {"train_loss", &n.trainLoss}, {"compute_s", &n.compute}};
       for (const auto& [name, points] : series) {
         for (const Point& p : *points) row(node, name, p.t, p.version, p.value);
+      }
+    }
+    for (const RecoveryMetrics& m : r.faults) {
+      const FaultRecord& f = m.fault;
+      const QByteArray node = csvField(QString::fromStdString(f.node));
+      const QByteArray prefix = "fault." + QByteArray::number(f.index) + '.';
+      auto opt = [](const auto& v) -> std::optional<double> {
+        if (!v) return std::nullopt;
+        return static_cast<double>(*v);
+      };
+      const std::pair<const char*, std::optional<double>> figures[] = {
+          {"detection_s", m.detectionS},
+          {"downtime_s", m.downtimeS},
+          {"updates_lost", opt(m.updatesLost)},
+          {"version_after", opt(f.versionAfter)},
+          {"gradients_during_outage", static_cast<double>(f.gradientsDuringOutage)},
+          {"gradients_dropped", static_cast<double>(f.gradientsDropped)},
+          {"gradients_discarded", static_cast<double>(f.gradientsDiscarded)},
+          {"cpu_s", f.cpuS},
+          {"accuracy_before", m.accuracyBefore},
+          {"accuracy_lowest_after", m.accuracyLowestAfter},
+          {"recover_s", m.recoverS},
+          {"accuracy_jump", m.accuracyJump}};
+      for (const auto& [name, value] : figures) {
+        if (value) row(node, (prefix + name).constData(), f.atS, f.versionBefore, *value);
       }
     }
   }
@@ -442,6 +491,55 @@ QString buildReport(const std::vector<RunData>& runs, bool forPdf, const ImageSi
                .arg(byStrategy[s].size())
                .arg(ttt.size())
                .arg(pm(ttt, 2), pm(speedup, 2), pm(acc, 4), pm(wait, 4), pm(stale, 2));
+    }
+    h += QStringLiteral("</table>\n");
+  }
+
+  // Fault drills: the recovery table across runs, then every fault of every run.
+  const std::vector<RunFaults> drills = runFaults(runs);
+  if (!drills.empty()) {
+    const RecoveryTable recovery = recoveryTable(drills);
+    h += QStringLiteral("<h2>Faults and recovery</h2>\n") + table.arg(QStringLiteral("recovery")) + QStringLiteral("<tr>");
+    for (std::size_t c = 0; c < recovery.header.size(); ++c) {
+      h += QStringLiteral("<th%1>%2</th>")
+               .arg(c < 3 ? QStringLiteral(" class=\"l\"") : QString(), esc(QString::fromStdString(recovery.header[c])));
+    }
+    h += QStringLiteral("</tr>\n");
+    for (const auto& row : recovery.rows) {
+      h += QStringLiteral("<tr>");
+      for (std::size_t c = 0; c < row.size(); ++c) {
+        h += QStringLiteral("<td%1>%2</td>")
+                 .arg(c < 3 ? QStringLiteral(" class=\"l\"") : QString(), esc(QString::fromStdString(row[c])));
+      }
+      h += QStringLiteral("</tr>\n");
+    }
+    h += QStringLiteral("</table>\n<p>%1</p>\n").arg(esc(QString::fromStdString(recovery.note)));
+
+    // Per fault: the figures that say what happened (the CSV has every figure).
+    h += table.arg(QStringLiteral("faults"));
+    h += QStringLiteral(
+        "<tr><th>run</th><th class=\"l\">recovery</th><th class=\"l\">fault</th><th>at (s)</th>"
+        "<th>detection (s)</th><th>downtime (s)</th><th>version before → after</th>"
+        "<th>accuracy before → lowest</th><th>back to pre-fault (s)</th><th class=\"l\">detail</th></tr>\n");
+    for (const RunFaults& rf : drills) {
+      for (const RecoveryMetrics& m : rf.faults) {
+        const FaultRecord& f = m.fault;
+        const QString after = f.versionAfter ? QString::number(*f.versionAfter) : QStringLiteral("–");
+        const QString back = m.recoverS ? fig(m.recoverS, 2)
+                                        : (m.accuracyBefore ? QStringLiteral("never") : QStringLiteral("–"));
+        // Numbers first, the texts in one multi-argument arg(): a '%' in a text stays as is.
+        h += QStringLiteral("<tr><td>%1</td><td class=\"l\">%4</td><td class=\"l\">%2: %5 %6</td><td>%3</td>")
+                 .arg(rf.runId)
+                 .arg(f.index)
+                 .arg(f.atS, 0, 'f', 2)
+                 .arg(esc(QString::fromStdString(rf.recovery)), esc(QString::fromStdString(f.action)),
+                      esc(QString::fromStdString(f.node)));
+        h += QStringLiteral("<td>%1</td><td>%2</td><td>%3 → %4</td><td>%5 → %6</td><td>%7</td><td class=\"l\">%8</td></tr>\n")
+                 .arg(fig(m.detectionS, 2), fig(m.downtimeS, 2))
+                 .arg(f.versionBefore)
+                 .arg(after, fig(m.accuracyBefore, 4), fig(m.accuracyLowestAfter, 4), back,
+                      esc(QString::fromStdString(f.detail)));
+      }
     }
     h += QStringLiteral("</table>\n");
   }

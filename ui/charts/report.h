@@ -3,7 +3,8 @@
 // Report exports of one or more runs, all from RunData (no network, no store access):
 // CSV at full resolution, a Chrome trace-event JSON of the node timelines (Perfetto,
 // chrome://tracing), and an HTML or PDF report with a summary table, per-strategy
-// mean ± std, the GUI's own charts rendered offscreen, each run's spec and its events.
+// mean ± std, the fault drills' recovery table (when any run has faults), the GUI's own
+// charts rendered offscreen, each run's spec and its events.
 // Used by the workbench's export menu and by the `dasp-report` tool.
 //
 // Errors (an unwritable path, a full disk) come back as a Status naming the file; files
@@ -28,8 +29,10 @@ enum class ReportFormat { Html, Pdf, Csv, ChromeTrace };
 std::optional<ReportFormat> reportFormatFor(const QString& path);
 
 // Columns run_id,node,series,t_s,version,value: one row per sample (series wait_s,
-// staleness, train_loss, compute_s per node) and two per evaluation (accuracy and loss,
-// node "evaluator"), nothing thinned; numbers in their shortest exact form.
+// staleness, train_loss, compute_s per node), two per evaluation (accuracy and loss,
+// node "evaluator") and one per present figure of each fault drill (series
+// "fault.<idx>.<metric>", node = the faulted node, t_s = the fault time, version = the
+// version before it), nothing thinned; numbers in their shortest exact form.
 Status writeCsv(const std::vector<RunData>& runs, const QString& path);
 // Complete events ("ph":"X", ts/dur in microseconds, pid = run id, tid = node lane,
 // name = state, args.parallel = parallel state), decisions and events as instant events
@@ -58,5 +61,9 @@ struct RunFigures {
 // The figures of every run, speedups against the mean of the BSP runs with the same
 // experiment name (else of all BSP runs) that reached the target.
 std::vector<RunFigures> runFigures(const std::vector<RunData>& runs);
+
+// The runs that have fault drills, as the recovery table groups them (recovery mode,
+// worker count from the spec, else the run's worker lanes).
+std::vector<RunFaults> runFaults(const std::vector<RunData>& runs);
 
 }  // namespace dasp::ui
