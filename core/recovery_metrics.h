@@ -52,8 +52,8 @@ struct RecoveryMetrics {
   std::optional<double> accuracyLowestAfter;  // lowest evaluation in (atS, windowEnd]
   std::optional<double> recoverS;             // first evaluation after atS with accuracy >= accuracyBefore,
                                               // minus atS (none if never, or no accuracyBefore)
-  std::optional<double> accuracyJump;         // largest rise between consecutive evaluations in
-                                              // (atS, windowEnd] (the stateless "jump"), >= 0
+  std::optional<double> accuracyJump;         // first evaluation after resumedAtS minus accuracyBefore
+                                              // (signed: the stateless "jump" > 0, a rollback < 0)
   double finalAccuracy = 0;
 };
 
@@ -61,8 +61,8 @@ struct RecoveryMetrics {
 // in tS order (sorted here if they are not), non-finite accuracies are ignored.
 // The window of a fault is (atS, windowEnd], windowEnd = the earliest of: the first
 // evaluation back at or above accuracyBefore, the next fault's atS; else the end of the
-// series. accuracyJump needs two evaluations in the window and is 0 when accuracy only
-// fell. recoverS is not bounded by the next fault.
+// series. accuracyJump needs accuracyBefore, resumedAtS and an evaluation after it.
+// recoverS is not bounded by the next fault.
 std::vector<RecoveryMetrics> computeRecoveryMetrics(std::vector<FaultRecord> faults,
                                                     const std::vector<EvalPoint>& evaluations,
                                                     double finalAccuracy);
