@@ -468,12 +468,19 @@ Status validateSpec(const ExperimentSpec& spec) {
   for (int i = 0; i < spec.suite_size(); ++i) {
     if (auto st = checkRecovery(spec.suite(i).recovery(), "suite[" + std::to_string(i) + "].recovery."); !st) return st;
   }
-  static const std::regex nodePattern(R"(^(server(-\d+)?|worker-\d+|evaluator|[A-Za-z0-9_.-]+)$)");
+  // Fault drills name nodes of this run: server (the head), server-N (chain replicas),
+  // evaluator, or a worker.
+  std::vector<std::string> nodes{"server", "evaluator"};
+  if (spec.recovery().mode() == v1::RecoverySpec::CHAIN) {
+    const int replicas = spec.recovery().has_replicas() ? spec.recovery().replicas() : 3;
+    for (int r = 0; r < replicas; ++r) nodes.push_back("server-" + std::to_string(r));
+  }
+  for (const auto& w : expandWorkers(spec)) nodes.push_back(w.name());
   for (int i = 0; i < spec.faults_size(); ++i) {
     const auto& f = spec.faults(i);
     const std::string field = "faults[" + std::to_string(i) + "]";
-    if (f.node().empty() || !std::regex_match(f.node(), nodePattern)) {
-      return bad(field + ".node", "must be server, server-N, evaluator or a worker's name (got '" + f.node() + "')");
+    if (!contains(nodes, f.node())) {
+      return bad(field + ".node", "no node '" + f.node() + "' in this run (nodes: " + joined(nodes) + ")");
     }
     if (!(f.at_s() >= 0)) return bad(field + ".at_s", "must be >= 0 (got " + num(f.at_s()) + ")");
     if (f.has_restart_after_s() && !(f.restart_after_s() >= 0)) {

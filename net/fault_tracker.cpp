@@ -52,13 +52,15 @@ std::vector<FaultTracker::Due> FaultTracker::due(double now) {
   return out;
 }
 
-void FaultTracker::fired(int index, double t, const std::string& target, bool serverFault) {
+void FaultTracker::fired(int index, double t, const std::string& target, bool serverFault, bool chain) {
   std::lock_guard<std::mutex> lock(m_mu);
   auto& d = m_drills[static_cast<std::size_t>(index)];
   d.record.atS = t;
   d.record.node = target;
   d.record.versionBefore = m_version;
   d.serverFault = serverFault;
+  d.chain = chain;
+  d.timed = true;
 }
 
 void FaultTracker::restarted(int index, double t) {
@@ -83,14 +85,17 @@ bool FaultTracker::restartPending(const std::string& node) const {
   return false;
 }
 
-int FaultTracker::addManual(const v1::FaultSpec& spec, double t, const std::string& target, bool serverFault) {
+int FaultTracker::addManual(const v1::FaultSpec& spec, double t, const std::string& target, bool serverFault,
+                            bool chain) {
   std::lock_guard<std::mutex> lock(m_mu);
   Drill d;
   d.spec = spec;
   d.spec.clear_restart_after_s();
   d.manual = true;
   d.firedDone = true;
+  d.timed = true;
   d.serverFault = serverFault;
+  d.chain = chain;
   d.record.index = static_cast<int>(m_drills.size());
   d.record.node = target;
   d.record.action = spec.action() == v1::FaultSpec::PAUSE ? "pause" : "kill";
@@ -131,7 +136,7 @@ void FaultTracker::setCpu(int index, double cpuS) {
 FaultTracker::Drill* FaultTracker::latestServerDrillLocked(double t) {
   Drill* latest = nullptr;
   for (auto& d : m_drills) {
-    if (d.firedDone && d.serverFault && d.record.atS <= t + 1e-9) latest = &d;
+    if (d.timed && d.serverFault && d.record.atS <= t + 1e-9) latest = &d;
   }
   return latest;
 }
@@ -143,12 +148,17 @@ void FaultTracker::observe(const pb::EventBatch& batch, const std::function<std:
       case pb::ClusterEvent::APPLY:
         m_version = e.version();
         for (auto& d : m_drills) {
-          // The first update after the fault (after the restart, for a server that was
-          // killed and restarted) is when training progresses again.
-          if (!d.firedDone || d.record.resumedAtS || e.t_s() <= d.record.atS) continue;
-          if (d.serverFault && d.spec.has_restart_after_s() && d.spec.node().rfind("server", 0) == 0 &&
-              !d.record.versionAfter && !d.record.restartAtS) {
-            continue;
+          // Training progresses again with the first update after the fault: on a worker
+          // fault, any later update; on a chain head's death, one of the promoted head; on
+          // any other server fault, one made after the restart (or resume), never an
+          // update of the old server delivered late.
+          if (!d.timed || d.record.resumedAtS || e.t_s() <= d.record.atS) continue;
+          if (d.serverFault) {
+            if (d.chain && d.record.action == "kill") {
+              if (!d.record.versionAfter) continue;
+            } else if (!d.record.restartAtS || e.t_s() < *d.record.restartAtS) {
+              continue;
+            }
           }
           d.record.resumedAtS = e.t_s();
         }
@@ -159,7 +169,7 @@ void FaultTracker::observe(const pb::EventBatch& batch, const std::function<std:
       case pb::ClusterEvent::NODE:
         if (e.state() != "DOWN") break;
         for (auto& d : m_drills) {
-          if (d.firedDone && !d.record.detectedAtS && d.record.node == nodeName(e.rank()) && e.t_s() >= d.record.atS) {
+          if (d.timed && !d.record.detectedAtS && d.record.node == nodeName(e.rank()) && e.t_s() >= d.record.atS) {
             d.record.detectedAtS = e.t_s();
           }
         }

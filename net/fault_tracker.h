@@ -36,11 +36,11 @@ class FaultTracker {
   // Drills due at run time `now`, in order; each is returned once.
   std::vector<Due> due(double now);
   // The runner carried out drill `index` at `t` on `target` (the node it resolved to).
-  void fired(int index, double t, const std::string& target, bool serverFault);
+  void fired(int index, double t, const std::string& target, bool serverFault, bool chain = false);
   void restarted(int index, double t);
   void addDetail(int index, const std::string& text);
   // A fault done by hand (the GUI's kill / pause), recorded like a drill; returns its index.
-  int addManual(const v1::FaultSpec& spec, double t, const std::string& target, bool serverFault);
+  int addManual(const v1::FaultSpec& spec, double t, const std::string& target, bool serverFault, bool chain = false);
   // The node was restarted / resumed by hand: closes its latest open manual fault.
   void restartedManual(const std::string& node, double t);
   // A KILL of `node` whose restart has not happened yet.
@@ -67,6 +67,8 @@ class FaultTracker {
     bool serverFault = false;
     bool cpuTaken = false;
     bool manual = false;
+    bool timed = false;  // fired() has set the fault's time
+    bool chain = false;  // a chain head's kill: training resumes at the promotion
     FaultRecord record;
   };
   // The latest fired drill on a server (outage lines and recovery events belong to it).

@@ -285,8 +285,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   double adoptDeadline = 0;                  // start anyway at this run time
   std::int64_t adoptedVersion = -1;
   std::string adoptedFrom;
-  std::vector<pb::ClusterEvent> earlyEvents; // recovery events before the first watcher
-  bool everWatched = false;
+  // Events while nobody watches (a restarted or promoted server before the runner has
+  // re-subscribed), handed to the next watcher; bounded.
+  pb::EventBatch unwatched;
+  static constexpr int kUnwatchedMax = 50000;
   // Checkpoints: the writer thread writes the copy taken under `mu`.
   std::unique_ptr<CheckpointDirectory> checkpoints;
   std::thread checkpointWriter;
@@ -339,8 +341,6 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     if (auto* slot = newEventLocked()) {
       *slot = e;
       publishLocked(slot);
-    } else if (!everWatched) {
-      earlyEvents.push_back(e);
     }
   }
   std::size_t gradientBytes() const { return static_cast<std::size_t>(store->size()) * sizeof(float); }
@@ -348,7 +348,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   // --- events -------------------------------------------------------------------------
   pb::ClusterEvent* newEventLocked() {
     // The first watcher gets the event; others copy it (usually there is one: the runner).
-    if (watchers.empty()) return nullptr;
+    if (watchers.empty()) return unwatched.events_size() < kUnwatchedMax ? unwatched.add_events() : nullptr;
     return (*watchers.begin())->pending.add_events();
   }
   void publishLocked(pb::ClusterEvent* e) {
@@ -467,7 +467,14 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
       fillStateLocked(*u);
       replicator->enqueue(std::move(u));
     }
-    if (checkpoints && !checkpointDue) {
+    maybeCheckpointLocked(t);
+  }
+  // Takes the copy for the writer when a checkpoint is due and the writer is free (the
+  // writer calls it again when it finishes, so a checkpoint due meanwhile is not lost).
+  void maybeCheckpointLocked(double t) {
+    const std::int64_t v = store->version();
+    const auto& rec = options.spec.recovery();
+    if (checkpoints && !checkpointDue && v > lastCheckpointVersion) {
       const bool byUpdates = rec.checkpoint_every_updates() > 0 && v - lastCheckpointVersion >= rec.checkpoint_every_updates();
       const bool byTime = rec.checkpoint_every_s() > 0 && t - lastCheckpointT >= rec.checkpoint_every_s();
       if (byUpdates || byTime) {
@@ -510,6 +517,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
         ++counters.checkpointFailures;
         emitRecoveryLocked("checkpoint_failed", written.message() + "; training goes on", v);
       }
+      maybeCheckpointLocked(now());
     }
   }
   // Replica catch-up / state: copy under the lock (called by the replicator's thread).
@@ -566,6 +574,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   // With per-update chain forwarding, a worker's pull (the acknowledgement of its push)
   // also waits until the tail holds every update applied when the policy released it.
   bool mayAnswerLocked(PendingPull* r, double t) {
+    if (adopting) return false;  // nobody sees parameters that are about to be replaced
     if (r->rank() < 0) return store->version() >= r->minVersion();
     if (!r->cleared) {
       if (!started || !policy->mayProceed(r->rank(), t)) return false;
@@ -853,6 +862,21 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     }
     // The pushed gradient is read in place unless the policy holds it.
     const auto r = static_cast<std::size_t>(rank);
+    if (policy->state(rank) == ParallelState::Down) {
+      // Marked down for its silence, yet alive: it is a member again.
+      out.clear();
+      policy->onWorkerUp(rank, t, out);
+      applyOutputLocked(t);
+      if (auto* e = newEventLocked()) {
+        e->set_kind(pb::ClusterEvent::NODE);
+        e->set_t_s(t);
+        e->set_rank(rank);
+        e->set_state("UP");
+        e->set_detail("pushed again after being marked down");
+        e->set_parallel_state(stateName(rank));
+        publishLocked(e);
+      }
+    }
     gradientOf[r] = grad;
     baseVersionOf[r] = req.base_version();
     out.clear();
@@ -941,10 +965,9 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     auto* w = new WatchReactor(this);
     std::lock_guard<std::mutex> lock(mu);
     watchers.insert(w);
-    if (!everWatched) {
-      everWatched = true;
-      for (auto& e : earlyEvents) *w->pending.add_events() = std::move(e);
-      earlyEvents.clear();
+    if (unwatched.events_size() > 0) {
+      w->pending.Swap(&unwatched);
+      unwatched.Clear();
       w->flushLocked();
     }
     return w;
@@ -1142,8 +1165,15 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   void tickLoop() {
     std::unique_lock<std::mutex> lock(mu);
     const double silence = options.spec.strategy().barrier_timeout_s();
+    double lastTick = now();
     while (!shuttingDown) {
       double t = now();
+      // A gap in this loop far beyond its wake-ups means the server itself was stopped
+      // (SIGSTOP): the silence it would measure is its own, not the workers'.
+      if (t - lastTick > std::max(2.0, silence / 2)) {
+        for (auto& c : lastContact) c = std::max(c, t);
+      }
+      lastTick = t;
       if (adopting && t >= adoptDeadline) finishAdoptionLocked();
       double deadline = adopting ? std::min(policy->nextDeadline(), adoptDeadline) : policy->nextDeadline();
       if (t >= deadline) {

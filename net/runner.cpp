@@ -476,7 +476,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     auto it = children.find(target);
     if (it == children.end() || !it->second->running()) return target + " is not running; fault not applied";
     cpuAtFault[index] = cpuSnapshot();
-    tracker.fired(index, t, target, isServer(target));
+    tracker.fired(index, t, target, isServer(target), chain);
     const bool kill = fault.action() == v1::FaultSpec::KILL;
     if (kill) expectedExit.insert(target);
     it->second->signal(kill ? SIGKILL : SIGSTOP);
@@ -510,7 +510,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
         fault.set_node(target);
         fault.set_action(action.kind == RunControl::Kind::Kill ? v1::FaultSpec::KILL : v1::FaultSpec::PAUSE);
         fault.set_at_s(t);
-        const int index = tracker.addManual(fault, t, target, isServer(target));
+        const int index = tracker.addManual(fault, t, target, isServer(target), chain);
         cpuAtFault[index] = cpuSnapshot();
         if (action.kind == RunControl::Kind::Kill) expectedExit.insert(target);
         it->second->signal(action.kind == RunControl::Kind::Kill ? SIGKILL : SIGSTOP);
@@ -524,9 +524,8 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
         return "resume " + action.node;
       }
       case RunControl::Kind::Restart: {
-        const std::string what = restartNode(action.node, t);
         tracker.restartedManual(action.node, t);
-        return what;
+        return restartNode(action.node, t);
       }
     }
     return "unknown action";
@@ -571,8 +570,8 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
         } else {
           const auto records = tracker.records();
           const std::string target = records[static_cast<std::size_t>(due.index)].node;
+          tracker.restarted(due.index, runT);  // before: the new server's first updates count
           what = restartNode(target, runT);
-          tracker.restarted(due.index, runT);
           tracker.addDetail(due.index, what);
         }
         say("run " + std::to_string(runId) + ": drill " + std::to_string(due.index + 1) + " at " +
@@ -635,8 +634,16 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   req.set_action(dasp::ps::v1::ControlRequest::STOP);
   req.set_rank(-1);
   dasp::ps::v1::ControlReply rep;
-  (void)controlHead(req, rep);
-  if (auto it = children.find("evaluator"); it != children.end() && failure.empty()) it->second->waitFor(120.0);
+  const bool stopped = controlHead(req, rep).ok();
+  if (!stopped) {
+    // No server to answer with stop (the run ended during an outage): nodes stop on SIGTERM.
+    for (auto& [name, child] : children) {
+      if (!isServer(name)) child->signal(SIGTERM);
+    }
+  }
+  if (auto it = children.find("evaluator"); it != children.end() && failure.empty() && stopped) {
+    it->second->waitFor(120.0);
+  }
   finishChildren(30.0);
   stopWatching();
   watcher.join();

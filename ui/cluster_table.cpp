@@ -164,6 +164,15 @@ Result<v1::ClusterSpec> ClusterTable::cluster() const {
 
 int ClusterTable::workerCount() const { return m_table->rowCount(); }
 
+QStringList ClusterTable::workerNames() const {
+  QStringList names;
+  for (int row = 0; row < m_table->rowCount(); ++row) {
+    const QTableWidgetItem* item = m_table->item(row, Name);
+    if (item != nullptr && !item->text().trimmed().isEmpty()) names << item->text().trimmed();
+  }
+  return names;
+}
+
 void ClusterTable::addWorker() {
   QSet<QString> taken;
   for (int row = 0; row < m_table->rowCount(); ++row) {

@@ -14,6 +14,7 @@
 #include "core/result.h"
 #include "dasp/v1/experiment.pb.h"
 
+#include <QStringList>
 #include <QWidget>
 
 class QLabel;
@@ -35,6 +36,8 @@ class ClusterTable : public QWidget {
   // the field ("cluster.workers[2].speed.slowdown: 'x' is not a number").
   Result<v1::ClusterSpec> cluster() const;
   int workerCount() const;
+  // The workers' names as the table shows them, in row order (empty names left out).
+  QStringList workerNames() const;
   QTableWidget* table() const { return m_table; }
 
  public Q_SLOTS:

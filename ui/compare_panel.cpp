@@ -2,6 +2,7 @@
 #include "ui/compare_panel.h"
 
 #include "ui/charts/convergence_chart.h"
+#include "ui/faults_view.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -11,6 +12,7 @@
 #include <QLabel>
 #include <QSlider>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -87,7 +89,9 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
   m_chart = new ConvergenceChart(splitter);
   m_chart->setObjectName(QStringLiteral("compareChart"));
   m_chart->setMinimumHeight(200);
-  m_table = new QTableWidget(0, ColumnCount, splitter);
+  m_tabs = new QTabWidget(splitter);
+  m_tabs->setObjectName(QStringLiteral("compareTabs"));
+  m_table = new QTableWidget(0, ColumnCount, m_tabs);
   m_table->setObjectName(QStringLiteral("compareSummary"));
   m_table->setHorizontalHeaderLabels({tr("Run"), tr("Name"), tr("Strategy"), tr("Seed"), tr("Status"), tr("Target"),
                                       tr("Time to target (s)"), tr("Speedup vs BSP"), tr("Final accuracy"),
@@ -97,8 +101,13 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
   m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
   m_table->verticalHeader()->hide();
   m_table->horizontalHeader()->setStretchLastSection(true);
+  m_faults = new FaultsView(m_tabs);
+  m_faults->setObjectName(QStringLiteral("compareFaults"));
+  m_tabs->addTab(m_table, tr("Summary"));
+  m_tabs->addTab(m_faults, tr("Faults"));
+  m_tabs->setTabToolTip(1, tr("The runs' fault drills and how each recovered"));
   splitter->addWidget(m_chart);
-  splitter->addWidget(m_table);
+  splitter->addWidget(m_tabs);
   splitter->setStretchFactor(0, 3);
   splitter->setStretchFactor(1, 1);
   layout->addWidget(splitter, 1);
@@ -133,6 +142,8 @@ void ComparePanel::setRuns(std::vector<RunData> runs) {
   for (const RunData& r : m_runs) pointers.push_back(&r);
   m_chart->setRuns(std::move(pointers));
   m_empty->setVisible(m_runs.empty());
+  m_faults->setRuns(m_runs);
+  m_tabs->setTabText(1, m_faults->faultCount() > 0 ? tr("Faults (%1)").arg(m_faults->faultCount()) : tr("Faults"));
   updateTable();
   updateTargetLine();
 }

@@ -7,7 +7,9 @@
 // a summary table per run: time to target, speedup vs BSP, final accuracy, mean wait,
 // mean and max staleness, updates, dropped and lost updates (runFigures(), the figures of
 // the reports). The target accuracy is the spec's, unless the spin box sets another; the
-// times to target and the speedups then come from the runs' evaluations.
+// times to target and the speedups then come from the runs' evaluations. A second tab,
+// "Faults", holds the runs' fault drills and their recovery metrics (FaultsView); the
+// chart shades each drill from the fault to the restart.
 //
 // The panel owns copies of the runs' data (loaded by the caller with loadRunData), so it
 // stays valid while the store changes; the export menu writes the same runs.
@@ -27,11 +29,13 @@ class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QSlider;
+class QTabWidget;
 class QTableWidget;
 
 namespace dasp::ui {
 
 class ConvergenceChart;
+class FaultsView;
 
 class ComparePanel : public QWidget {
   Q_OBJECT
@@ -59,6 +63,8 @@ class ComparePanel : public QWidget {
 
   ConvergenceChart* chart() const { return m_chart; }
   QTableWidget* summaryTable() const { return m_table; }
+  FaultsView* faultsView() const { return m_faults; }
+  QTabWidget* tabs() const { return m_tabs; }
   QComboBox* xAxisCombo() const { return m_xAxis; }
   QComboBox* metricCombo() const { return m_metric; }
   QSlider* smoothingSlider() const { return m_smoothing; }
@@ -73,6 +79,8 @@ class ComparePanel : public QWidget {
   std::vector<RunData> m_runs;
   ConvergenceChart* m_chart = nullptr;
   QTableWidget* m_table = nullptr;
+  QTabWidget* m_tabs = nullptr;
+  FaultsView* m_faults = nullptr;
   QComboBox* m_xAxis = nullptr;
   QComboBox* m_metric = nullptr;
   QSlider* m_smoothing = nullptr;

@@ -9,7 +9,10 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
+#include <QScrollBar>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTableWidget>
@@ -20,6 +23,34 @@
 #include <limits>
 
 namespace dasp::ui {
+
+namespace {
+
+enum EventColumn { EventT, EventKind, EventNode, EventDetail, EventColumnCount };
+
+// Periodic checkpoints are routine: the server row's tooltip shows the last one, the list
+// leaves them out.
+bool listedEvent(const Event& e) {
+  return !(e.kind == QLatin1String("recovery") && e.detail.startsWith(QLatin1String("checkpoint:")));
+}
+
+// "server-1 promoted to head at …" → "server-1".
+QString firstWord(const QString& text) { return text.section(QLatin1Char(' '), 0, 0, QString::SectionSkipEmpty); }
+
+QString withoutPunctuation(QString word) {
+  while (!word.isEmpty() && (word.endsWith(QLatin1Char(';')) || word.endsWith(QLatin1Char(',')) ||
+                             word.endsWith(QLatin1Char(':')))) {
+    word.chop(1);
+  }
+  return word;
+}
+
+const QString kDown = QStringLiteral("DOWN");
+const QString kPaused = QStringLiteral("PAUSED");
+const QString kRestarting = QStringLiteral("RESTARTING");
+const QString kPromoted = QStringLiteral("PROMOTED");
+
+}  // namespace
 
 LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(parent), m_controller(controller) {
   auto* layout = new QVBoxLayout(this);
@@ -34,7 +65,10 @@ LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(paren
   auto* top = new QWidget(splitter);
   auto* topLayout = new QVBoxLayout(top);
   topLayout->setContentsMargins(0, 0, 0, 0);
-  m_table = new QTableWidget(0, ColumnCount, top);
+  auto* tables = new QSplitter(Qt::Horizontal, top);
+  tables->setObjectName(QStringLiteral("liveTableSplitter"));
+  tables->setChildrenCollapsible(false);
+  m_table = new QTableWidget(0, ColumnCount, tables);
   m_table->setObjectName(QStringLiteral("liveNodeTable"));
   m_table->setHorizontalHeaderLabels({tr("Node"), tr("State"), tr("Parallel"), tr("Iterations"), tr("Mean wait (ms)"),
                                       tr("Mean staleness"), tr("Last loss")});
@@ -43,7 +77,22 @@ LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(paren
   m_table->setSelectionMode(QAbstractItemView::SingleSelection);
   m_table->verticalHeader()->hide();
   m_table->horizontalHeader()->setStretchLastSection(true);
-  topLayout->addWidget(m_table, 1);
+  m_events = new QTableWidget(0, EventColumnCount, tables);
+  m_events->setObjectName(QStringLiteral("liveEvents"));
+  m_events->setHorizontalHeaderLabels({tr("t (s)"), tr("Event"), tr("Node"), tr("Detail")});
+  m_events->setToolTip(tr("The run's events: nodes joining and going down, live actions, fault drills, "
+                          "the server's recovery (periodic checkpoints are left out), process exits"));
+  m_events->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  m_events->setSelectionBehavior(QAbstractItemView::SelectRows);
+  m_events->verticalHeader()->hide();
+  m_events->verticalHeader()->setDefaultSectionSize(m_table->verticalHeader()->defaultSectionSize());
+  m_events->horizontalHeader()->setStretchLastSection(true);
+  m_events->setWordWrap(false);
+  tables->addWidget(m_table);
+  tables->addWidget(m_events);
+  tables->setStretchFactor(0, 3);
+  tables->setStretchFactor(1, 2);
+  topLayout->addWidget(tables, 1);
 
   auto* actions = new QHBoxLayout;
   m_factor = new QDoubleSpinBox(top);
@@ -66,9 +115,14 @@ LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(paren
   auto* pause = button(tr("Pause"), "pauseButton", tr("Stop the selected node's process (SIGSTOP)"));
   auto* resume = button(tr("Resume"), "resumeButton", tr("Continue a paused node (SIGCONT)"));
   auto* kill = button(tr("Kill"), "killButton", tr("Kill the selected node's process"));
+  m_restart = button(tr("Restart"), "restartButton",
+                     tr("Start a killed node again: a server resumes as the spec's recovery mode says, a chain "
+                        "replica rejoins at the tail, a worker rejoins with its rank"));
   actions->addStretch(1);
-  m_killServer = button(tr("Kill server"), "killServerButton", tr("Kill the parameter server's process"));
-  m_nodeButtons = {slow, restore, pause, resume, kill};
+  m_killServer = button(tr("Kill server"), "killServerButton",
+                        tr("Kill the parameter server's process (a chain's current head)"));
+  m_workerButtons = {slow, restore};
+  m_nodeButtons = {pause, resume, kill};
   topLayout->addLayout(actions);
 
   auto* charts = new QWidget(splitter);
@@ -100,6 +154,7 @@ LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(paren
   connect(pause, &QPushButton::clicked, this, [this] { m_controller->pause(selectedNode()); });
   connect(resume, &QPushButton::clicked, this, [this] { m_controller->resume(selectedNode()); });
   connect(kill, &QPushButton::clicked, this, [this] { m_controller->kill(selectedNode()); });
+  connect(m_restart, &QPushButton::clicked, this, [this] { m_controller->restart(selectedNode()); });
   connect(m_killServer, &QPushButton::clicked, m_controller, &RunController::killServer);
   connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this, &LivePanel::updateActions);
   updateActions();
@@ -140,9 +195,14 @@ double LivePanel::slowFactor() const { return m_factor->value(); }
 void LivePanel::updateActions() {
   // The actions act on the live run: not while another run is replayed in this view.
   const bool live = m_running && !m_replay;
-  const bool node = live && !selectedNode().isEmpty();
+  const QString selected = selectedNode();
+  const bool node = live && !selected.isEmpty();
+  const bool worker = node && !m_services.contains(selected);
   for (QPushButton* b : m_nodeButtons) b->setEnabled(node);
-  m_factor->setEnabled(node);
+  for (QPushButton* b : m_workerButtons) b->setEnabled(worker);
+  m_factor->setEnabled(worker);
+  const auto it = m_status.find(selected);
+  m_restart->setEnabled(node && it != m_status.end() && it->second.state == kDown);
   m_killServer->setEnabled(live);
 }
 
@@ -150,9 +210,253 @@ void LivePanel::resetStats() {
   m_stats.clear();
   m_eventsSeen = 0;
   m_shownRunId = -1;
+  m_services.clear();
+  m_chain = false;
+  m_servicesKnown = false;
+  m_status.clear();
+  m_appliedT = 0;
+  m_replayStatus.clear();
+  m_eventRows = 0;
+  m_eventRowTimes.clear();
+  m_events->setRowCount(0);
 }
 
-void LivePanel::setCell(int row, int column, const QString& text) {
+void LivePanel::setupServices(const RunData& run) {
+  if (run.specJson.isEmpty()) return;  // a live run's spec comes with its first records
+  m_servicesKnown = true;
+  m_services.clear();
+  m_chain = false;
+  if (run.kind == QLatin1String("train")) return;  // a single-node run: no server
+  const QJsonObject spec = QJsonDocument::fromJson(run.specJson.toUtf8()).object();
+  const QJsonObject recovery = spec.value(QLatin1String("recovery")).toObject();
+  m_chain = recovery.value(QLatin1String("mode")).toString() == QLatin1String("CHAIN");
+  if (m_chain) {
+    int replicas = recovery.value(QLatin1String("replicas")).toInt(3);
+    replicas = std::clamp(replicas, 1, 16);
+    for (int i = 0; i < replicas; ++i) m_services << QStringLiteral("server-%1").arg(i);
+  } else {
+    m_services << QStringLiteral("server");
+  }
+  m_services << QStringLiteral("evaluator");
+  // Events applied before the services were known: applied again with them.
+  m_eventsSeen = run.events.size();
+  m_status = statusAt(run, std::numeric_limits<double>::infinity());
+}
+
+LivePanel::StatusMap LivePanel::statusAt(const RunData& run, double until) const {
+  std::vector<std::size_t> order(run.events.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto key = [&](std::size_t i) {
+    const double t = run.events[i].t;
+    return std::isnan(t) ? std::numeric_limits<double>::infinity() : t;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+  StatusMap status = initialStatus();
+  for (std::size_t i : order) {
+    if (!(run.events[i].t <= until)) break;
+    applyEvent(status, run.events[i]);
+  }
+  return status;
+}
+
+LivePanel::StatusMap LivePanel::initialStatus() const {
+  StatusMap status;
+  for (qsizetype i = 0; i < m_services.size(); ++i) {
+    const QString& name = m_services[i];
+    if (!m_chain || name == QLatin1String("evaluator")) {
+      status[name] = {};
+      continue;
+    }
+    const qsizetype replicas = m_services.size() - 1;
+    status[name].role = i == 0 ? QStringLiteral("head") : i + 1 == replicas ? QStringLiteral("tail") : QStringLiteral("replica");
+  }
+  return status;
+}
+
+void LivePanel::applyEvent(StatusMap& status, const Event& e) const {
+  // "server" of a chain is its current head.
+  auto resolve = [&](const QString& name) -> QString {
+    if (!m_chain || name != QLatin1String("server")) return name;
+    for (const auto& [node, st] : status) {
+      if (st.role == QLatin1String("head")) return node;
+    }
+    return name;
+  };
+  auto isServer = [](const QString& name) { return name == QLatin1String("server") || name.startsWith(QLatin1String("server-")); };
+  const QString at = QStringLiteral("%1 s: ").arg(e.t, 0, 'f', 1);
+  if (e.kind == QLatin1String("node")) {
+    NodeStatus& st = status[resolve(e.node)];
+    if (e.detail.startsWith(QLatin1String("DOWN"))) {
+      st.state = kDown;
+    } else if (e.detail.startsWith(QLatin1String("UP"))) {
+      st.state.clear();
+      st.recovered = true;
+    }
+    st.note = at + e.detail;
+    return;
+  }
+  if (e.kind == QLatin1String("fault") || e.kind == QLatin1String("control")) {
+    const QStringList words = e.detail.split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    if (words.size() < 2) return;
+    const QString& verb = words[0];
+    if ((verb == QLatin1String("kill") || verb == QLatin1String("pause") || verb == QLatin1String("resume")) &&
+        words.size() == 2) {
+      NodeStatus& st = status[resolve(words[1])];
+      st.state = verb == QLatin1String("kill") ? kDown : verb == QLatin1String("pause") ? kPaused : QString();
+      if (verb == QLatin1String("kill")) st.recovered = false;
+      st.note = at + e.detail;
+    } else if (verb == QLatin1String("restarted")) {
+      const QString node = resolve(withoutPunctuation(words[1] == QLatin1String("the") && words.size() > 2 ? words[2] : words[1]));
+      NodeStatus& st = status[node];
+      st.note = at + e.detail;
+      if (m_chain && isServer(node)) {
+        st.state.clear();  // rejoined the chain at the tail
+        for (auto& [name, other] : status) {
+          if (other.role == QLatin1String("tail")) other.role = QStringLiteral("replica");
+        }
+        st.role = QStringLiteral("tail");
+      } else if (node == QLatin1String("evaluator") || st.recovered) {
+        st.state.clear();  // (the server's news of its recovery may come first)
+      } else {
+        st.state = kRestarting;  // until the server recovered / the worker rejoined
+      }
+    } else if (e.detail.startsWith(QLatin1String("restart of ")) || e.detail.contains(QLatin1String("not restarted"))) {
+      const QString node = resolve(withoutPunctuation(verb == QLatin1String("restart") && words.size() > 2 ? words[2] : verb));
+      if (status.count(node) > 0) status[node].note = at + e.detail;
+    }
+    return;
+  }
+  if (e.kind == QLatin1String("exit")) {
+    NodeStatus& st = status[resolve(e.node)];
+    st.state = kDown;
+    st.recovered = false;
+    st.note = at + e.detail;
+    return;
+  }
+  if (e.kind != QLatin1String("recovery")) return;
+  if (e.detail.contains(QLatin1String(" left the chain"))) {  // the runner, as the chain's master
+    NodeStatus& st = status[e.node];
+    st.state = kDown;
+    st.role.clear();
+    st.note = at + e.detail;
+    return;
+  }
+  const QString decision = e.detail.section(QStringLiteral(": "), 0, 0);
+  const QString text = e.detail.section(QStringLiteral(": "), 1);
+  if (decision == QLatin1String("promoted")) {
+    const QString node = firstWord(text);
+    for (auto& [name, other] : status) {
+      if (other.role == QLatin1String("head")) other.role = QStringLiteral("replica");
+    }
+    NodeStatus& st = status[node];
+    st.state = kPromoted;
+    st.role = QStringLiteral("head");
+    st.note = at + text;
+    return;
+  }
+  if (decision == QLatin1String("chain")) {  // "server-2 is now the tail" / "server-1 forwards to …"
+    const QString node = firstWord(text);
+    if (status.count(node) > 0) {
+      if (text.endsWith(QLatin1String("is now the tail")) && status[node].role != QLatin1String("head")) {
+        status[node].role = QStringLiteral("tail");
+      }
+      status[node].note = at + text;
+    }
+    return;
+  }
+  NodeStatus& st = status[resolve(e.node)];
+  if (decision == QLatin1String("checkpoint")) {  // routine: kept apart from the last news
+    st.checkpoint = at + text;
+    return;
+  }
+  st.note = at + e.detail;
+  if (decision == QLatin1String("restored") || decision == QLatin1String("adopted") ||
+      decision == QLatin1String("started_fresh")) {
+    st.state.clear();
+    st.recovered = true;
+  } else if (decision == QLatin1String("adopting")) {
+    st.state = kRestarting;
+  }
+}
+
+QString LivePanel::NodeStatus::tip() const {
+  if (checkpoint.isEmpty()) return note;
+  return note.isEmpty() ? checkpoint : note + QLatin1Char('\n') + checkpoint;
+}
+
+void LivePanel::refreshEventList(const RunData& run) {
+  // New events are appended (a live run only grows); the replay cursor hides later ones.
+  QScrollBar* bar = m_events->verticalScrollBar();
+  const bool atEnd = bar->value() >= bar->maximum() - 2;
+  bool added = false;
+  for (; m_eventRows < run.events.size(); ++m_eventRows) {
+    const Event& e = run.events[m_eventRows];
+    if (!listedEvent(e)) continue;
+    const int row = m_events->rowCount();
+    m_events->insertRow(row);
+    auto* t = new QTableWidgetItem(QString::number(e.t, 'f', 2));
+    t->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    m_events->setItem(row, EventT, t);
+    m_events->setItem(row, EventKind, new QTableWidgetItem(e.kind));
+    m_events->setItem(row, EventNode, new QTableWidgetItem(e.node));
+    auto* detail = new QTableWidgetItem(e.detail);
+    detail->setToolTip(e.detail);
+    m_events->setItem(row, EventDetail, detail);
+    m_eventRowTimes.push_back(e.t);
+    added = true;
+  }
+  if (added && m_events->rowCount() > 0 && m_eventRowTimes.size() <= 40) {
+    m_events->resizeColumnToContents(EventKind);
+    m_events->resizeColumnToContents(EventNode);
+  }
+  if (m_replay) {
+    for (int row = 0; row < m_events->rowCount(); ++row) {
+      const bool hide = m_eventRowTimes[static_cast<std::size_t>(row)] > m_cursor;
+      if (m_events->isRowHidden(row) != hide) m_events->setRowHidden(row, hide);
+    }
+  } else if (added && atEnd) {
+    m_events->scrollToBottom();
+  }
+}
+
+LivePanel::RowFigures LivePanel::serviceFigures(const QString& node, const NodeStatus& status, const RunData& run) const {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  RowFigures f;
+  f.state = status.state.isEmpty() ? QStringLiteral("UP") : status.state;
+  f.stateTip = status.tip();
+  f.parallel = status.role;
+  f.iterations = -1;
+  f.meanWait = f.meanStaleness = f.lastLoss = kNaN;
+  const bool replayCut = m_replay;
+  if (node == QLatin1String("evaluator")) {
+    std::int64_t count = 0;
+    const Evaluation* last = nullptr;
+    for (const Evaluation& e : run.evaluations) {
+      if (replayCut && e.t > m_cursor) continue;
+      ++count;
+      if (last == nullptr || e.t >= last->t) last = &e;
+    }
+    f.iterations = count;
+    if (last != nullptr) f.lastLoss = last->loss;
+    return f;
+  }
+  // The model version, on the server that holds it (the head of a chain).
+  if (!m_chain || status.role == QLatin1String("head")) {
+    std::int64_t version = 0;
+    if (!replayCut) {
+      if (auto it = run.summary.find(QStringLiteral("updates")); it != run.summary.end()) {
+        version = static_cast<std::int64_t>(it->second);
+      }
+    }
+    for (const Evaluation& e : run.evaluations) {
+      if (!replayCut || e.t <= m_cursor) version = std::max(version, e.version);
+    }
+    f.iterations = version;
+  }
+  return f;
+}
+
+void LivePanel::setCell(int row, int column, const QString& text, const QString& tip) {
   QTableWidgetItem* item = m_table->item(row, column);
   if (item == nullptr) {
     item = new QTableWidgetItem(text);
@@ -161,14 +465,15 @@ void LivePanel::setCell(int row, int column, const QString& text) {
   } else if (item->text() != text) {
     item->setText(text);
   }
+  if (item->toolTip() != tip) item->setToolTip(tip);
 }
 
 void LivePanel::setRow(int row, const QString& node, const RowFigures& f) {
   auto number = [](double v, int decimals) { return std::isfinite(v) ? QString::number(v, 'f', decimals) : QString(); };
   setCell(row, Node, node);
-  setCell(row, State, f.state);
+  setCell(row, State, f.state, f.stateTip);
   setCell(row, Parallel, f.parallel);
-  setCell(row, Iterations, QString::number(f.iterations));
+  setCell(row, Iterations, f.iterations >= 0 ? QString::number(f.iterations) : QString());
   setCell(row, MeanWait, number(1000.0 * f.meanWait, 1));
   setCell(row, MeanStaleness, number(f.meanStaleness, 2));
   setCell(row, LastLoss, number(f.lastLoss, 4));
@@ -185,7 +490,6 @@ LivePanel::RowFigures LivePanel::liveFigures(const NodeData& n) {
     f.state = QLatin1String(toString(n.intervals.back().state));
     f.parallel = QLatin1String(toString(n.intervals.back().parallel));
   }
-  if (s.down) f.state = QStringLiteral("DOWN");
   f.iterations = n.iterations;
   f.meanWait = s.waitSeen ? s.waitSum / static_cast<double>(s.waitSeen) : kNaN;
   f.meanStaleness = s.stalenessSeen ? s.stalenessSum / static_cast<double>(s.stalenessSeen) : kNaN;
@@ -193,7 +497,7 @@ LivePanel::RowFigures LivePanel::liveFigures(const NodeData& n) {
   return f;
 }
 
-LivePanel::RowFigures LivePanel::figuresAt(const NodeData& n, const RunData& run, double t) {
+LivePanel::RowFigures LivePanel::figuresAt(const NodeData& n, const RunData& /*run*/, double t) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   // Series are in time order (the store and the feed append them so): binary searches.
   auto upTo = [t](const std::vector<Point>& v) {
@@ -221,12 +525,6 @@ LivePanel::RowFigures LivePanel::figuresAt(const NodeData& n, const RunData& run
     f.state = QLatin1String(toString(last.t1 >= t ? last.state : NodeState::Idle));
     f.parallel = QLatin1String(toString(last.parallel));
   }
-  // The node's last state event by t says whether it was down (as the live table does).
-  bool down = false;
-  for (const Event& e : run.events) {
-    if (e.t <= t && e.kind == QLatin1String("node") && e.node == n.name) down = e.detail.startsWith(QLatin1String("DOWN"));
-  }
-  if (down) f.state = QStringLiteral("DOWN");
   const std::size_t waits = upTo(n.wait);
   f.iterations = static_cast<std::int64_t>(n.wait.empty() ? upTo(n.trainLoss) : waits);
   f.meanWait = mean(n.wait, waits);
@@ -249,18 +547,43 @@ void LivePanel::refresh() {
     resetStats();
     m_shownRunId = d.runId;
   }
-  if (!m_replay) {
+  if (!m_servicesKnown) setupServices(d);
+  // Node states from the events: incrementally while live (all over again, in time order,
+  // when events older than those applied were merged); up to the cursor in a replay.
+  bool inOrder = true;
+  for (std::size_t i = m_eventsSeen; i < d.events.size() && inOrder; ++i) inOrder = !(d.events[i].t < m_appliedT);
+  if (inOrder) {
     for (; m_eventsSeen < d.events.size(); ++m_eventsSeen) {
-      const Event& e = d.events[m_eventsSeen];
-      if (e.kind == QLatin1String("node")) m_stats[e.node].down = e.detail.startsWith(QLatin1String("DOWN"));
+      applyEvent(m_status, d.events[m_eventsSeen]);
+      if (std::isfinite(d.events[m_eventsSeen].t)) m_appliedT = std::max(m_appliedT, d.events[m_eventsSeen].t);
+    }
+  } else {
+    m_status = statusAt(d, std::numeric_limits<double>::infinity());
+    for (; m_eventsSeen < d.events.size(); ++m_eventsSeen) {
+      if (std::isfinite(d.events[m_eventsSeen].t)) m_appliedT = std::max(m_appliedT, d.events[m_eventsSeen].t);
     }
   }
+  if (m_replay) m_replayStatus = statusAt(d, m_cursor);
+  const StatusMap& status = m_replay ? m_replayStatus : m_status;
   const QString selected = selectedNode();
-  m_table->setRowCount(static_cast<int>(d.nodes.size()));
+  m_table->setRowCount(static_cast<int>(d.nodes.size()) + static_cast<int>(m_services.size()));
   for (std::size_t i = 0; i < d.nodes.size(); ++i) {
     const NodeData& n = d.nodes[i];
-    setRow(static_cast<int>(i), n.name, m_replay ? figuresAt(n, d, m_cursor) : liveFigures(n));
+    RowFigures f = m_replay ? figuresAt(n, d, m_cursor) : liveFigures(n);
+    if (const auto it = status.find(n.name); it != status.end()) {
+      if (!it->second.state.isEmpty()) f.state = it->second.state;
+      f.stateTip = it->second.tip();
+    }
+    setRow(static_cast<int>(i), n.name, f);
   }
+  for (qsizetype k = 0; k < m_services.size(); ++k) {
+    const QString& name = m_services[k];
+    const auto it = status.find(name);
+    const NodeStatus st = it != status.end() ? it->second : NodeStatus{};
+    const int row = static_cast<int>(d.nodes.size() + static_cast<std::size_t>(k));
+    setRow(row, name, serviceFigures(name, st, d));
+  }
+  refreshEventList(d);
   if (!selected.isEmpty() && selectedNode() != selected) {  // a lane inserted above: keep the node
     for (int row = 0; row < m_table->rowCount(); ++row) {
       if (m_table->item(row, Node)->text() == selected) m_table->selectRow(row);

@@ -2,10 +2,19 @@
 #pragma once
 // LivePanel: the live view of the run in progress — one row per node (state, parallel
 // state, iterations, mean wait, mean staleness, last training loss), the current model
-// version and accuracy, and the live actions on the selected node (slow ×k, restore,
-// pause, resume, kill) and on the server (kill). The charts (LiveCharts: node lanes,
-// convergence, per-node bars, staleness histogram) sit in chartArea(), below the table,
-// and redraw on refreshed().
+// version and accuracy, the run's events (node, control, fault, recovery, exit: a list
+// beside the table) and the live actions on the selected node (slow ×k, restore — workers
+// only —, pause, resume, kill, restart a killed node) and on the server (kill). The charts
+// (LiveCharts: node lanes, convergence, per-node bars, staleness histogram) sit in
+// chartArea(), below the table, and redraw on refreshed().
+//
+// A distributed run's table ends with the parameter server — one row per replica
+// ("server-0" … head first) in chain mode — and the evaluator. Their state comes from the
+// events: UP, DOWN (killed, exited, left the chain), PAUSED, RESTARTING (restarted, until
+// the server says it restored / adopted / started fresh, or a worker rejoined), PROMOTED
+// (a chain replica that became the head); the parallel column holds a replica's role
+// (head / replica / tail) and the state cell's tooltip the last recovery message. A
+// server row's iterations are the model version, the evaluator's its evaluations.
 //
 // A finished run can be replayed (showReplay): the actions are off, a time slider moves a
 // cursor over every chart, and the table shows each node at the cursor time (its state,
@@ -19,6 +28,7 @@
 // Threading: GUI thread only.
 
 #include <QString>
+#include <QStringList>
 #include <QWidget>
 
 #include <cstdint>
@@ -35,6 +45,7 @@ namespace dasp::ui {
 
 class LiveCharts;
 class RunController;
+struct Event;
 struct NodeData;
 struct RunData;
 
@@ -64,8 +75,11 @@ class LivePanel : public QWidget {
   QVBoxLayout* chartArea() const { return m_chartArea; }
   QTableWidget* nodeTable() const { return m_table; }
   QLabel* summaryLabel() const { return m_summary; }
+  QTableWidget* eventTable() const { return m_events; }
   // The node of the selected row ("" when none).
   QString selectedNode() const;
+  // The server and evaluator rows of the run shown ("server" or "server-0".., "evaluator").
+  const QStringList& serviceNodes() const { return m_services; }
   // The factor of "Slow ×k".
   double slowFactor() const;
 
@@ -82,17 +96,38 @@ class LivePanel : public QWidget {
   struct NodeStats {
     std::size_t waitSeen = 0, stalenessSeen = 0;
     double waitSum = 0, stalenessSum = 0;
-    bool down = false;
   };
+  // A node's state as the events tell it ("" = running as usual: a worker's lane state,
+  // UP for a server or the evaluator), its chain role and the last message about it.
+  struct NodeStatus {
+    QString state;
+    QString role;
+    QString note;
+    QString checkpoint;  // the last checkpoint written (a server)
+    bool recovered = false;  // back (restored, adopted, rejoined) since it went down
+    QString tip() const;
+  };
+  using StatusMap = std::map<QString, NodeStatus>;
   // One row of the table.
   struct RowFigures {
     QString state, parallel;
+    QString stateTip;  // the last news of the node (the state cell's tooltip)
     std::int64_t iterations = 0;
     double meanWait = 0, meanStaleness = 0, lastLoss = 0;  // NaN: none
   };
   void resetStats();
   void updateActions();
-  void setCell(int row, int column, const QString& text);
+  // The server/evaluator rows and their first state, from the run's spec.
+  void setupServices(const RunData& run);
+  StatusMap initialStatus() const;
+  // Every event with t <= until applied in time order (the runner's events merged from the
+  // store arrive after the server's of the same moment).
+  StatusMap statusAt(const RunData& run, double until) const;
+  // Updates `status` with one event (the runner's and the server's wording).
+  void applyEvent(StatusMap& status, const Event& e) const;
+  void refreshEventList(const RunData& run);
+  RowFigures serviceFigures(const QString& node, const NodeStatus& status, const RunData& run) const;
+  void setCell(int row, int column, const QString& text, const QString& tip = QString());
   void setRow(int row, const QString& node, const RowFigures& f);
   RowFigures liveFigures(const NodeData& n);
   // The node at run time t (replay): the state of the interval covering t, figures over [0, t].
@@ -106,11 +141,22 @@ class LivePanel : public QWidget {
   std::int64_t m_shownRunId = -1;
   std::map<QString, NodeStats> m_stats;
   std::size_t m_eventsSeen = 0;
+  StatusMap m_status;         // live: every event applied so far
+  double m_appliedT = 0;      // live: the latest event time applied
+  StatusMap m_replayStatus;   // replay: the events up to the cursor
+  QStringList m_services;     // server row(s), then "evaluator"; empty for a single-node run
+  bool m_chain = false;
+  bool m_servicesKnown = false;  // the spec was read (it may arrive after the run id)
+  std::size_t m_eventRows = 0;   // events of the run looked at for the event list
+  std::vector<double> m_eventRowTimes;  // per row of the event list, for replay
 
   QLabel* m_summary = nullptr;
   QTableWidget* m_table = nullptr;
   QDoubleSpinBox* m_factor = nullptr;
-  std::vector<QPushButton*> m_nodeButtons;
+  QTableWidget* m_events = nullptr;
+  std::vector<QPushButton*> m_nodeButtons;    // pause, resume, kill: any node
+  std::vector<QPushButton*> m_workerButtons;  // slow, restore: workers only
+  QPushButton* m_restart = nullptr;
   QPushButton* m_killServer = nullptr;
   QVBoxLayout* m_chartArea = nullptr;
   LiveCharts* m_charts = nullptr;

@@ -3,7 +3,11 @@
 
 #include "net/event_recording.h"
 
+#include <QRegularExpression>
+#include <QSet>
+
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <utility>
 
@@ -143,6 +147,10 @@ void LiveRunFeed::push(std::int64_t runId, const pb::EventBatch& batch) {
                             e.rank() < 0 ? QStringLiteral("cluster") : nodeName(e.rank()),
                             QString::fromStdString(e.detail())});
         break;
+      case pb::ClusterEvent::RECOVERY:  // as net/event_recording.cpp stores it
+        d.events.push_back({e.t_s(), QStringLiteral("recovery"), nodeName(e.rank()),
+                            QString::fromStdString(e.decision() + ": " + e.detail())});
+        break;
       default:
         break;
     }
@@ -207,6 +215,37 @@ bool LiveRunFeed::drainInto(RunData& data) {
     merge(data, std::move(chunk.data));
   }
   return !chunks.empty();
+}
+
+int LiveRunFeed::mergeStoreEvents(RunData& data, const std::vector<Event>& storeEvents) {
+  // The runner's rows: drills, exits, live actions, chain changes ("server-0 left the
+  // chain; …"). The server's recovery rows ("<decision>: …", periodic checkpoints among
+  // them) come through the stream: not even looked at.
+  static const QRegularExpression serverRecovery(QStringLiteral("^[a-z_]+: "));
+  auto runnerRow = [](const Event& e) {
+    if (e.kind == QLatin1String("fault") || e.kind == QLatin1String("exit") || e.kind == QLatin1String("control")) {
+      return true;
+    }
+    return e.kind == QLatin1String("recovery") && !serverRecovery.match(e.detail).hasMatch();
+  };
+  auto key = [](const Event& e) {
+    return QStringLiteral("%1|%2|%3|%4").arg(e.kind, e.node, e.detail).arg(e.t, 0, 'g', 17);
+  };
+  QSet<QString> held;
+  for (const Event& e : data.events) {
+    if (runnerRow(e)) held.insert(key(e));
+  }
+  int added = 0;
+  for (const Event& e : storeEvents) {
+    if (!runnerRow(e)) continue;
+    QString k = key(e);
+    if (held.contains(k)) continue;
+    held.insert(std::move(k));
+    data.events.push_back(e);
+    if (std::isfinite(e.t)) data.endT = std::max(data.endT, e.t);
+    ++added;
+  }
+  return added;
 }
 
 void LiveRunFeed::clear() {

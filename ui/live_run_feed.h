@@ -5,13 +5,17 @@
 // server streams; push() only converts the events into RunData records (the same mapping
 // as net/event_recording.cpp: WAIT ends at the release, then PULL, COMPUTE with the
 // emulated time, PUSH up to the arrival; staleness from APPLY; decisions; evaluations at
-// the time their version was made; node and control events) and appends them to a
+// the time their version was made; node, control and recovery events) and appends them to a
 // mutex-protected pending buffer. Nothing is signalled per event: the GUI thread drains
 // the buffer on a timer (≥ 5 Hz) with drainInto(), so a fast run costs the GUI one
 // repaint per tick, whatever the event rate.
 //
 // A suite runs several experiments in turn: records carry their run id, and drainInto()
 // starts the RunData afresh when a new run begins.
+//
+// The runner's own events (fault drills, live actions, process exits, chain
+// reconfiguration) do not pass through the server's stream: the main window merges them
+// from the store (mergeStoreEvents()).
 //
 // Threading: beginRun(), runCreated() and push() are called on the runner's threads;
 // drainInto() and clear() on the GUI thread. Every method takes the one mutex briefly.
@@ -52,6 +56,13 @@ class LiveRunFeed {
   bool hasPending() const { return m_hasPending.load(std::memory_order_acquire); }
   // Drops everything pending.
   void clear();
+
+  // Appends to `data` the store's events of its run that it does not hold yet (the
+  // runner records drills, actions, exits and chain changes in the store only). Only
+  // the runner's rows are taken (not the server's "<decision>: …" recovery rows); a row
+  // equal to one `data` holds (the stream's control events) is skipped.
+  // Returns the number appended. GUI thread; a static helper, it takes no lock.
+  static int mergeStoreEvents(RunData& data, const std::vector<Event>& storeEvents);
 
  private:
   // Records of one run since the last drain. `fresh` holds the run's metadata and lanes

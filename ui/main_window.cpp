@@ -3,6 +3,7 @@
 
 #include "core/build_info.h"
 #include "core/run_store.h"
+#include "ui/charts/convergence_chart.h"
 #include "ui/compare_panel.h"
 #include "ui/live_charts.h"
 #include "ui/live_panel.h"
@@ -38,6 +39,8 @@ namespace dasp::ui {
 namespace {
 
 constexpr int kDrainIntervalMs = 150;  // live data reaches the views at ~6.7 Hz
+constexpr int kStorePollMs = 1000;     // the runner's events are merged from the store at 1 Hz,
+constexpr int kStorePollShare = 20;    // or less often: reading them takes at most 1/20 of the time
 constexpr int kLayoutVersion = 2;      // dock layout of saveState(); 1: no Compare dock, runs at the bottom
 
 struct ExportFormat {
@@ -290,16 +293,66 @@ void MainWindow::appendLog(const QString& line) {
 }
 
 void MainWindow::drainLive() {
-  if (!m_feed.hasPending()) return;
+  bool changed = m_feed.hasPending() && m_feed.drainInto(m_liveData);
+  // The runner's events are in the store only; they matter most while the server is down,
+  // when the stream brings nothing.
+  if (m_controller->isRunning() && m_liveData.runId > 0 &&
+      (!m_storePoll.isValid() || m_storePoll.elapsed() >= m_storePollMs)) {
+    m_storePoll.start();
+    changed = mergeRunnerEvents() || changed;
+    // A long run's events (checkpoints, nodes) grow: the GUI thread's share stays bounded.
+    m_storePollMs = static_cast<int>(std::clamp<qint64>(m_storePoll.elapsed() * kStorePollShare, kStorePollMs, 10000));
+    m_storePoll.start();
+  }
+  if (!changed) return;
+  logRecoveryEvents();
   // While another run is replayed, the live data still grows, undrawn.
-  if (m_feed.drainInto(m_liveData) && m_live->run() == &m_liveData) m_live->refresh();
+  if (m_live->run() == &m_liveData) m_live->refresh();
+}
+
+bool MainWindow::mergeRunnerEvents() {
+  RunStore* store = m_runs->store();
+  if (store == nullptr || m_liveData.runId <= 0) return false;
+  auto rows = store->events(m_liveData.runId);
+  if (!rows) return false;  // busy or gone: the next poll tries again
+  std::vector<Event> events;
+  events.reserve(rows->size());
+  for (const EventRow& r : rows.value()) {
+    events.push_back({r.tS, QString::fromStdString(r.kind), QString::fromStdString(r.node), QString::fromStdString(r.detail)});
+  }
+  return LiveRunFeed::mergeStoreEvents(m_liveData, events) > 0;
+}
+
+void MainWindow::logRecoveryEvents() {
+  if (m_liveData.runId != m_loggedRunId) {
+    m_loggedRunId = m_liveData.runId;
+    m_loggedEvents = 0;
+  }
+  for (; m_loggedEvents < m_liveData.events.size(); ++m_loggedEvents) {
+    const Event& e = m_liveData.events[m_loggedEvents];
+    // The runner logs its drills and chain changes itself; the server's recovery is new.
+    if (e.kind != QLatin1String("recovery") || e.detail.startsWith(QLatin1String("checkpoint:")) ||
+        e.detail.contains(QLatin1String(" left the chain"))) {
+      continue;
+    }
+    appendLog(tr("run %1 at %2 s: %3 %4").arg(m_liveData.runId).arg(e.t, 0, 'f', 2).arg(e.node, e.detail));
+  }
 }
 
 void MainWindow::onRunFinished(qint64 runId, const QString& status, const QString& error) {
   drainLive();  // the run's last events before its status
   if (m_liveData.runId == runId && runId != 0) {
+    mergeRunnerEvents();
+    logRecoveryEvents();
+    // The fault drills' recovery metrics, which the runner writes at the end.
+    if (RunStore* store = m_runs->store()) {
+      if (auto faults = store->faults(runId)) m_liveData.faults = std::move(faults).value();
+    }
     m_liveData.status = status;
-    if (m_live->run() == &m_liveData) m_live->refresh();
+    if (m_live->run() == &m_liveData) {
+      m_live->refresh();
+      m_live->charts()->convergence()->refresh();  // the fault bands from the metrics
+    }
   }
   QString line = runId > 0 ? tr("run %1 %2").arg(runId).arg(status) : tr("run not started: %1").arg(status);
   if (!error.isEmpty()) line += QStringLiteral(": ") + error;

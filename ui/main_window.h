@@ -17,8 +17,12 @@
 // messages, expands a suite like `dasp run`, and hands the plan to the RunController,
 // which runs it on a background thread with the CLI's runner; Stop cancels it. Live events
 // arrive through a LiveRunFeed that a 150 ms timer drains into the RunData the live panel
-// draws — one repaint per tick, never a signal per event. Closing the window mid-run stops
-// the run (every node shut down, the run marked `stopped`) before the window goes.
+// draws — one repaint per tick, never a signal per event. The runner's own events (fault
+// drills, live actions, exits, chain changes), which it writes to the store only, are
+// merged from the store once a second while a run goes, and at its end the run's fault
+// drills with their recovery metrics; the server's recovery messages also go to the log.
+// Closing the window mid-run stops the run (every node shut down, the run marked
+// `stopped`) before the window goes.
 //
 // A store that cannot be opened (not SQLite, a newer schema, locked) never stops the
 // window: the runs panel shows the error in a banner and retries on its 2 s reload, and
@@ -31,6 +35,7 @@
 #include "ui/live_run_feed.h"
 #include "ui/run_data.h"
 
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <QString>
 
@@ -127,6 +132,10 @@ class MainWindow : public QMainWindow {
   void updateRunActions();
   void appendLog(const QString& line);
   void drainLive();
+  // Merges the runner's events of the live run from the store; true when any was new.
+  bool mergeRunnerEvents();
+  // Writes the live run's new recovery and fault events to the log.
+  void logRecoveryEvents();
   // The runs selected in the runs view, read from the store; empty with `error` set when
   // none is selected or one cannot be read.
   std::vector<RunData> loadSelectedRuns(QString* error) const;
@@ -158,6 +167,10 @@ class MainWindow : public QMainWindow {
   QDockWidget* m_logDock = nullptr;
   QLabel* m_countLabel = nullptr;
   QTimer* m_drainTimer = nullptr;
+  QElapsedTimer m_storePoll;            // since the store's events were last merged
+  int m_storePollMs = 1000;             // 1 s, longer when reading the events takes long
+  std::int64_t m_loggedRunId = 0;       // the live run whose events are being logged
+  std::size_t m_loggedEvents = 0;       // its events looked at for the log
 
   QAction* m_launchAction = nullptr;
   QAction* m_stopAction = nullptr;

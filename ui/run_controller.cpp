@@ -155,4 +155,10 @@ void RunController::kill(const QString& node) {
 
 void RunController::killServer() { kill(QStringLiteral("server")); }
 
+void RunController::restart(const QString& node) {
+  if (!m_running || node.isEmpty()) return;
+  m_control.restart(node.toStdString());
+  Q_EMIT logLine(tr("requested: restart %1").arg(node));
+}
+
 }  // namespace dasp::ui

@@ -2,8 +2,9 @@
 #pragma once
 // RunController: launches experiments from the workbench with the same runner as
 // `dasp run` (net::runExperiment), on a background thread, and carries the GUI's live
-// actions (slow a node ×k, restore, pause, resume, kill a node, kill the server) to the
-// runner, which executes and records each one as a run event.
+// actions (slow a node ×k, restore, pause, resume, kill a node, kill the server, restart a
+// killed node) to the runner, which executes and records each one as a run event (a kill
+// or pause is recorded as a fault, with its recovery metrics at the end of the run).
 //
 // A launch is a plan: one run, or a suite expanded like the CLI does (entries × seeds,
 // planRuns()), run in turn. The runner's event batches go to a LiveRunFeed (drained by the
@@ -77,6 +78,9 @@ class RunController : public QObject {
   void resume(const QString& node);
   void kill(const QString& node);
   void killServer();
+  // Starts a killed node again: a server resumes under the spec's recovery mode (a chain
+  // replica, named "server-N", rejoins at the tail), a worker rejoins with its rank.
+  void restart(const QString& node);
 
  Q_SIGNALS:
   // Run `index` (0-based) of `total` begins (before the runner creates it).

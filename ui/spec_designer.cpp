@@ -2,6 +2,7 @@
 #include "ui/spec_designer.h"
 
 #include "ui/cluster_table.h"
+#include "ui/fault_table.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
@@ -162,7 +163,9 @@ SpecDesigner::SpecDesigner(QWidget* parent) : QWidget(parent) {
   connect(check, &QPushButton::clicked, this, [this] {
     if (validate()) showMessage(tr("The spec is valid."), false);
   });
+  connect(m_cluster, &ClusterTable::changed, this, &SpecDesigner::updateFaultNodes);
   connect(m_cluster, &ClusterTable::changed, this, &SpecDesigner::onEdited);
+  connect(m_faults, &FaultTable::changed, this, &SpecDesigner::onEdited);
   reloadPresets();
   setSpec(ExperimentSpec());
 }
@@ -304,7 +307,52 @@ QWidget* SpecDesigner::buildForm() {
   });
 
   f = section(tr("Recovery"));
-  addChoice(f, tr("Mode"), "recovery.mode", QStringLiteral("NONE"), enumValues("recovery.mode"));
+  m_recoveryMode = addChoice(f, tr("Mode"), "recovery.mode", QStringLiteral("NONE"), enumValues("recovery.mode"));
+  m_recoveryMode->setToolTip(tr("recovery.mode: how a killed parameter server resumes — NONE (from the initial "
+                                "parameters), CHECKPOINT, CHAIN (replicas), STATELESS (workers' parameters and backlogs)"));
+  auto recoveryGroup = [&](const QString& mode) {
+    auto* group = new QWidget(f->parentWidget());
+    group->setObjectName(QStringLiteral("recoveryKnobs.") + mode);
+    auto* form = new QFormLayout(group);
+    form->setContentsMargins(16, 0, 0, 0);
+    f->addRow(group);
+    m_recoveryKnobs.emplace_back(mode, group);
+    return form;
+  };
+  k = recoveryGroup(QStringLiteral("CHECKPOINT"));
+  addText(k, tr("Every (updates)"), "recovery.checkpoint_every_updates", QStringLiteral("100"), tr("0 = by time only"));
+  addText(k, tr("Every (s)"), "recovery.checkpoint_every_s", tr("0 = by updates only"));
+  addText(k, tr("Keep"), "recovery.checkpoint_keep", QStringLiteral("2"),
+          tr("checkpoints kept; a corrupt latest one falls back to the one before"));
+  addText(k, tr("Directory"), "recovery.checkpoint_dir", tr("the run's temporary directory"));
+  k = recoveryGroup(QStringLiteral("CHAIN"));
+  m_replicas = addText(k, tr("Replicas"), "recovery.replicas", QStringLiteral("3"),
+                       tr("server replicas, head first: server-0 … server-{R-1}"));
+  addText(k, tr("Forward every"), "recovery.forward_every", QStringLiteral("1"),
+          tr("1: every update, acknowledged once the tail has it; K > 1: the whole state every K updates"));
+  k = recoveryGroup(QStringLiteral("STATELESS"));
+  addText(k, tr("Backlog (gradients)"), "recovery.backlog_max_gradients", QStringLiteral("1000"),
+          tr("gradients a worker buffers while no server answers; the oldest beyond are dropped"));
+  addText(k, tr("Backlog (MB)"), "recovery.backlog_max_mb", QStringLiteral("1024"));
+  m_backlogRule = addChoice(k, tr("Backlog rule"), "recovery.backlog_rule", QStringLiteral("SUM"),
+                            enumValues("recovery.backlog_rule"));
+  m_scaledLrKnobs.push_back(addText(k, tr("Backlog lr scale"), "recovery.backlog_lr_scale", QStringLiteral("0.1"),
+                                    tr("SCALED_LR: the learning-rate factor for a large backlog")));
+  m_scaledLrKnobs.push_back(addText(k, tr("Backlog lr threshold"), "recovery.backlog_lr_threshold",
+                                    QStringLiteral("50"), tr("SCALED_LR: backlogs larger than this get the scale")));
+  addText(f, tr("Reconnect timeout (s)"), "recovery.reconnect_timeout_s", QStringLiteral("120"),
+          tr("how long workers and the evaluator keep trying to reach a server"));
+  connect(m_recoveryMode, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateRecoveryKnobs);
+  connect(m_backlogRule, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateRecoveryKnobs);
+  connect(m_replicas, &QLineEdit::textChanged, this, &SpecDesigner::updateFaultNodes);
+
+  auto* faultBox = new QGroupBox(tr("Fault drills"), page);
+  faultBox->setToolTip(tr("Kill or pause a node at a run time and restart or resume it later; the run records "
+                          "each drill's detection, downtime, lost updates and accuracy dip."));
+  auto* faultLayout = new QVBoxLayout(faultBox);
+  m_faults = new FaultTable(faultBox);
+  faultLayout->addWidget(m_faults);
+  layout->addWidget(faultBox);
 
   f = section(tr("Stop condition"));
   addText(f, tr("Target accuracy"), "stop.target_accuracy", tr("0 = none"));
@@ -357,8 +405,10 @@ void SpecDesigner::setSpec(const ExperimentSpec& spec) {
   m_filling = true;
   for (const Binding& b : m_bindings) setWidgetValue(b.widget, readPath(spec, b.path));
   m_cluster->setCluster(spec.cluster());
+  m_faults->setFaults(spec.faults());
   m_filling = false;
   updateStrategyKnobs();
+  updateRecoveryKnobs();
   updateSuite();
 }
 
@@ -379,6 +429,10 @@ Result<ExperimentSpec> SpecDesigner::buildSpec() const {
   } else {
     s.clear_cluster();  // not `"cluster": {}` for a spec that had none
   }
+  auto faults = m_faults->faults();
+  if (!faults) return faults.status();
+  s.clear_faults();
+  for (const auto& f : faults.value()) *s.add_faults() = f;
   return s;
 }
 
@@ -394,6 +448,10 @@ ExperimentSpec SpecDesigner::spec() const {
   }
   if (auto cluster = m_cluster->cluster(); cluster && (m_base.has_cluster() || cluster->ByteSizeLong() > 0)) {
     *s.mutable_cluster() = cluster.value();
+  }
+  if (auto faults = m_faults->faults()) {
+    s.clear_faults();
+    for (const auto& f : faults.value()) *s.add_faults() = f;
   }
   return s;
 }
@@ -475,6 +533,27 @@ void SpecDesigner::updateStrategyKnobs() {
   QString name = m_strategy->currentData().toString();
   if (name.isEmpty()) name = QStringLiteral("bsp");
   for (auto& [strategy, group] : m_knobs) group->setVisible(strategy == name);
+}
+
+void SpecDesigner::updateRecoveryKnobs() {
+  QString mode = m_recoveryMode->currentData().toString();
+  if (mode.isEmpty()) mode = QStringLiteral("NONE");
+  for (auto& [name, group] : m_recoveryKnobs) group->setVisible(name == mode);
+  const bool scaled = m_backlogRule->currentData().toString() == QLatin1String("SCALED_LR");
+  for (QLineEdit* edit : m_scaledLrKnobs) edit->setEnabled(scaled);
+  updateFaultNodes();
+}
+
+void SpecDesigner::updateFaultNodes() {
+  QStringList names{QStringLiteral("server")};
+  if (m_recoveryMode->currentData().toString() == QLatin1String("CHAIN")) {
+    bool ok = false;
+    int replicas = m_replicas->text().trimmed().toInt(&ok);
+    if (!ok || replicas < 2 || replicas > 16) replicas = 3;  // the default (a bad value is validate()'s)
+    for (int i = 0; i < replicas; ++i) names << QStringLiteral("server-%1").arg(i);
+  }
+  names << QStringLiteral("evaluator") << m_cluster->workerNames();
+  m_faults->setNodeNames(names);
 }
 
 void SpecDesigner::updateSuite() {

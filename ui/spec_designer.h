@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // SpecDesigner: the experiment designer — a form over ExperimentSpec (model, dataset,
-// optimizer, the cluster's nodes and speed profiles, the strategy and its knobs, recovery
-// mode, stop condition, evaluation, seeds; a suite shown read-only), with presets from
-// experiments/, Open…, Save As… (specToJson: proto field names) and validation that shows
-// the CLI's own messages (validateSpec) in a message line under the form.
+// optimizer, the cluster's nodes and speed profiles, the strategy and its knobs, the
+// parameter server's recovery mode and its knobs, the fault drills, stop condition,
+// evaluation, seeds; a suite shown read-only), with presets from experiments/, Open…,
+// Save As… (specToJson: proto field names) and validation that shows the CLI's own
+// messages (validateSpec) in a message line under the form.
+//
+// As with the strategies, only the knobs of the chosen recovery mode are shown (the
+// stateless learning-rate scale only for the SCALED_LR backlog rule); the reconnect
+// timeout applies to every mode. The fault drills (FaultTable) are written to
+// spec.faults as a whole; their node column offers the server (the chain's replicas in
+// chain mode), the evaluator and the cluster's workers.
 //
 // Every text field is bound to a spec path and written with applyOverride, the parser of
 // the CLI's `--set`: an empty field means "unset, the documented default" (shown as the
@@ -36,6 +43,7 @@ class QListWidget;
 namespace dasp::ui {
 
 class ClusterTable;
+class FaultTable;
 
 class SpecDesigner : public QWidget {
   Q_OBJECT
@@ -72,6 +80,7 @@ class SpecDesigner : public QWidget {
   void showMessage(const QString& text, bool isError);
 
   ClusterTable* clusterTable() const { return m_cluster; }
+  FaultTable* faultTable() const { return m_faults; }
   QComboBox* presetCombo() const { return m_presets; }
 
  public Q_SLOTS:
@@ -96,6 +105,8 @@ class SpecDesigner : public QWidget {
   QStringList enumValues(const std::string& path) const;
   QWidget* buildForm();
   void updateStrategyKnobs();
+  void updateRecoveryKnobs();
+  void updateFaultNodes();
   void updateSuite();
   void onEdited();
 
@@ -111,6 +122,12 @@ class SpecDesigner : public QWidget {
   QComboBox* m_strategy = nullptr;
   std::vector<std::pair<QString, QWidget*>> m_knobs;  // strategy name -> its knob group
   ClusterTable* m_cluster = nullptr;
+  QComboBox* m_recoveryMode = nullptr;
+  std::vector<std::pair<QString, QWidget*>> m_recoveryKnobs;  // mode name -> its knob group
+  QLineEdit* m_replicas = nullptr;
+  QComboBox* m_backlogRule = nullptr;
+  std::vector<QLineEdit*> m_scaledLrKnobs;  // enabled for backlog_rule SCALED_LR only
+  FaultTable* m_faults = nullptr;
   QGroupBox* m_suiteBox = nullptr;
   QListWidget* m_suite = nullptr;
   QLabel* m_suiteNote = nullptr;

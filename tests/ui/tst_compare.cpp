@@ -336,7 +336,9 @@ void TestCompare::replaySliderMovesTheCursor() {
   QCOMPARE(charts->cursorTime(), end);
   QVERIFY(!live->findChild<QPushButton*>(QStringLiteral("slowButton"))->isEnabled());  // actions are for live runs
   QTableWidget* nodes = live->nodeTable();
-  QCOMPARE(nodes->rowCount(), 3);
+  QCOMPARE(nodes->rowCount(), 3 + 2);  // the workers, the server, the evaluator
+  QCOMPARE(nodes->item(3, ui::LivePanel::Node)->text(), QStringLiteral("server"));
+  QCOMPARE(nodes->item(4, ui::LivePanel::Node)->text(), QStringLiteral("evaluator"));
   const qint64 allIterations = nodes->item(0, ui::LivePanel::Iterations)->text().toLongLong();
   QVERIFY(allIterations > 0);
 

@@ -9,6 +9,8 @@
 #include "core/run_store.h"
 #include "core/spec.h"
 #include "ui/cluster_table.h"
+#include "ui/charts/convergence_chart.h"
+#include "ui/live_charts.h"
 #include "ui/live_panel.h"
 #include "ui/main_window.h"
 #include "ui/run_controller.h"
@@ -74,14 +76,18 @@ QString statusOf(const RunTableModel& model, std::int64_t runId) {
   return model.data(model.index(row, RunTableModel::Status)).toString();
 }
 
-// Live rows: one per worker, each with iterations counted.
-bool liveRowsWithIterations(const QTableWidget* table, int rows) {
-  if (table->rowCount() != rows) return false;
-  for (int r = 0; r < rows; ++r) {
+// Live rows: one per worker, each with iterations counted, then the server and the
+// evaluator.
+bool liveRowsWithIterations(const QTableWidget* table, int workers) {
+  if (table->rowCount() != workers + 2) return false;
+  for (int r = 0; r < workers; ++r) {
     const QTableWidgetItem* item = table->item(r, ui::LivePanel::Iterations);
     if (item == nullptr || item->text().toLongLong() <= 0) return false;
   }
-  return true;
+  const QTableWidgetItem* server = table->item(workers, ui::LivePanel::Node);
+  const QTableWidgetItem* evaluator = table->item(workers + 1, ui::LivePanel::Node);
+  return server != nullptr && server->text() == QLatin1String("server") && evaluator != nullptr &&
+         evaluator->text() == QLatin1String("evaluator");
 }
 
 // What `dasp validate homogeneous-4.json --set ASSIGNMENT` prints after "dasp: " (and after
@@ -126,6 +132,7 @@ class TestWorkbench : public QObject {
   void unreadablePresetShowsMessage();
   void suiteIsPlannedLikeTheCli();
   void launchShortRun();
+  void faultDrillAndRestartFromTheLiveView();
   void closingMidRunStopsTheRun();
 };
 
@@ -337,6 +344,21 @@ void TestWorkbench::launchShortRun() {
   bool controlled = false;
   for (const auto& e : events.value()) controlled = controlled || (e.kind == "control" && e.node == "worker-1");
   QVERIFY2(controlled, "the slow-down was not recorded as a run event");
+  // The runner writes it to the store only: the live view merged it from there, into the
+  // run's data and its event list.
+  bool merged = false;
+  for (const auto& e : window.liveData().events) {
+    merged = merged || (e.kind == QLatin1String("control") && e.node == QLatin1String("worker-1"));
+  }
+  QVERIFY2(merged, "the runner's control event did not reach the live data");
+  QTableWidget* eventList = window.livePanel()->eventTable();
+  bool listed = false;
+  for (int r = 0; r < eventList->rowCount(); ++r) {
+    listed = listed || (eventList->item(r, 1)->text() == QLatin1String("control") &&
+                        eventList->item(r, 2)->text() == QLatin1String("worker-1"));
+  }
+  QVERIFY(listed);
+  QCOMPARE(nodes->item(3, ui::LivePanel::Node)->text(), QStringLiteral("server"));
 
   // Each node's exit status and log lines, in a non-modal dialog.
   QDialog* logs = window.runsPanel()->showLogs(runId);
@@ -362,6 +384,76 @@ void TestWorkbench::launchShortRun() {
   QCOMPARE(reopened->name(), std::string("gui-short"));
   QCOMPARE(reopened->cluster().workers_size() + reopened->cluster().count(), 3);
   QVERIFY(window.designer()->validate());
+}
+
+// A run with a drill (the server killed at 1 s, restarted from its checkpoint 1 s later)
+// and a worker killed and restarted from the live view: the rows follow, the drills end
+// up as fault bands and recovery metrics.
+void TestWorkbench::faultDrillAndRestartFromTheLiveView() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString db = dir.filePath(QStringLiteral("runs.sqlite"));
+  MainWindow window(db);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  ExperimentSpec spec = shortSpec(9);
+  spec.mutable_strategy()->set_name("asp");
+  spec.mutable_recovery()->set_mode(v1::RecoverySpec::CHECKPOINT);
+  spec.mutable_recovery()->set_checkpoint_every_updates(20);
+  auto* drill = spec.add_faults();
+  drill->set_node("server");
+  drill->set_action(v1::FaultSpec::KILL);
+  drill->set_at_s(1.0);
+  drill->set_restart_after_s(1.0);
+  window.designer()->setSpec(spec);
+  QCOMPARE(window.designer()->buildSpec()->faults_size(), 1);
+  QVERIFY2(window.launch(), qPrintable(window.designer()->message()));
+
+  ui::LivePanel* live = window.livePanel();
+  QTableWidget* nodes = live->nodeTable();
+  QTRY_VERIFY2_WITH_TIMEOUT(liveRowsWithIterations(nodes, 3),
+                            qPrintable(describeTable(nodes) + QLatin1Char('\n') + window.logText()), 30000);
+  auto* kill = live->findChild<QPushButton*>(QStringLiteral("killButton"));
+  auto* restart = live->findChild<QPushButton*>(QStringLiteral("restartButton"));
+  QVERIFY(kill && restart);
+  nodes->selectRow(2);
+  QCOMPARE(live->selectedNode(), QStringLiteral("worker-2"));
+  QVERIFY(!restart->isEnabled());
+  kill->click();
+  auto state = [&](int row) { return nodes->item(row, ui::LivePanel::State)->text(); };
+  QTRY_VERIFY2_WITH_TIMEOUT(state(2) == QLatin1String("DOWN") && restart->isEnabled(),
+                            qPrintable(describeTable(nodes) + QLatin1Char('\n') + window.logText()), 10000);
+  restart->click();
+  QTRY_VERIFY2_WITH_TIMEOUT(state(2) != QLatin1String("DOWN") && state(2) != QLatin1String("RESTARTING"),
+                            qPrintable(describeTable(nodes) + QLatin1Char('\n') + window.logText()), 15000);
+
+  QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->isRunning(), 40000);
+  const ui::RunData& data = window.liveData();
+  QCOMPARE(data.status, QStringLiteral("completed"));
+  // Both faults, with their metrics from the store, and their bands on the chart.
+  QVERIFY2(data.faults.size() >= 2, qPrintable(window.logText()));
+  bool serverDrill = false, workerKill = false;
+  for (const auto& f : data.faults) {
+    serverDrill = serverDrill || (f.fault.node == "server" && f.fault.restartAtS.has_value());
+    workerKill = workerKill || (f.fault.node == "worker-2" && f.fault.restartAtS.has_value());
+  }
+  QVERIFY(serverDrill);
+  QVERIFY(workerKill);
+  QVERIFY(live->charts()->convergence()->faultMarks().size() >= 2);
+  // The server went down, restarted and restored its checkpoint: listed, and UP again.
+  bool restored = false, fired = false;
+  QTableWidget* events = live->eventTable();
+  for (int r = 0; r < events->rowCount(); ++r) {
+    const QString kind = events->item(r, 1)->text();
+    const QString detail = events->item(r, 3)->text();
+    fired = fired || (kind == QLatin1String("fault") && detail == QLatin1String("kill server"));
+    restored = restored || (kind == QLatin1String("recovery") && detail.startsWith(QLatin1String("restored")));
+  }
+  QVERIFY(fired);
+  QVERIFY2(restored, qPrintable(window.logText()));
+  QCOMPARE(nodes->item(3, ui::LivePanel::Node)->text(), QStringLiteral("server"));
+  QCOMPARE(state(3), QStringLiteral("UP"));
+  QVERIFY(window.logText().contains(QStringLiteral("restored")));
 }
 
 void TestWorkbench::closingMidRunStopsTheRun() {

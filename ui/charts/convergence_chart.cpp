@@ -3,9 +3,11 @@
 #include "ui/charts/plain_tooltip.h"
 
 #include "ui/charts/decimate.h"
+#include "ui/charts/fault_spans.h"
 
 #include <QAreaSeries>
 #include <QChart>
+#include <QFontMetrics>
 #include <QHelpEvent>
 #include <QLegend>
 #include <QLegendMarker>
@@ -16,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 
@@ -39,9 +42,10 @@ QColor withAlpha(QColor c, int alpha) {
   return c;
 }
 
-// Events that get a marker: not the routine "UP: joined" of every node at start-up.
-bool markedEvent(const Event& e) {
-  return !(e.kind == QLatin1String("node") && e.detail.startsWith(QLatin1String("UP")));
+constexpr int kFaultLabelH = 16;  // the strip at the top of the plot holding the fault labels
+
+QColor faultColor(const QString& action) {
+  return action == QLatin1String("pause") ? QColor(0x56, 0x77, 0x9E) : QColor(0xC0, 0x39, 0x2B);
 }
 
 QColor eventColor(const QString& kind) {
@@ -330,6 +334,26 @@ void ConvergenceChart::refresh() {
     g.lower->replace(lower);
   }
 
+  // Fault drills: bands from the fault to the restart (or to the run's end while open).
+  m_faultMarks.clear();
+  for (std::size_t i = 0; i < m_runs.size(); ++i) {
+    const RunData& r = *m_runs[i];
+    for (const FaultSpan& s : faultSpans(r)) {
+      const double end = s.closed ? s.t1 : std::max(s.t0, std::isfinite(r.endT) ? r.endT : s.t0);
+      const double x0 = xOf(r, s.t0);
+      const double x1 = xOf(r, end);
+      if (!std::isfinite(x0) || !std::isfinite(x1)) continue;
+      const QString prefix = m_runs.size() > 1 ? QStringLiteral("#%1 ").arg(r.runId) : QString();
+      m_faultMarks.push_back({x0, std::max(x0, x1), s.closed, prefix + s.label,
+                              m_runs.size() > 1 ? QStringLiteral("run %1: %2").arg(r.runId).arg(s.detail) : s.detail,
+                              faultColor(s.action)});
+      if (m_xAxis == XAxis::Time) {  // a fault after the last evaluation still shows
+        xMin = std::min(xMin, x0);
+        xMax = std::max(xMax, std::max(x0, x1));
+      }
+    }
+  }
+
   // Axis ranges: the data's, a little padded; accuracy stays inside [0, 1].
   if (std::isfinite(m_target)) {
     yMin = std::min(yMin, m_target);
@@ -366,7 +390,7 @@ void ConvergenceChart::refresh() {
   for (std::size_t i = 0; i < m_runs.size(); ++i) {
     const RunData& r = *m_runs[i];
     for (const Event& e : r.events) {
-      if (!markedEvent(e)) continue;
+      if (!isMarkedEvent(e)) continue;
       const double x = xOf(r, e.t);
       if (!std::isfinite(x)) continue;
       m_markers.push_back({x,
@@ -394,6 +418,36 @@ void ConvergenceChart::drawForeground(QPainter* painter, const QRectF& rect) {
   if (plot.width() < 2 || plot.height() < 2) return;
   painter->save();
   painter->setClipRect(plot.adjusted(-1, -1, 1, 1));
+  // Fault bands under everything else: a tinted band, a solid line at the fault, a dashed
+  // one at the restart, the label in a strip at the top (a second or third line where it
+  // would overlap the label before; skipped beyond that).
+  constexpr int kLabelRows = 3;
+  double labelEnd[kLabelRows];
+  std::fill(std::begin(labelEnd), std::end(labelEnd), -1e300);
+  const QFontMetrics metrics(painter->font());
+  m_labelRows = 1;
+  for (const FaultMark& f : m_faultMarks) {
+    const double x0 = sceneXOf(f.x0);
+    const double x1 = std::max(sceneXOf(f.x1), x0 + 1);
+    QColor fill = f.color;
+    fill.setAlpha(f.closed ? 45 : 28);
+    painter->fillRect(QRectF(QPointF(x0, plot.top()), QPointF(x1, plot.bottom())), fill);
+    painter->setPen(QPen(f.color, 1));
+    painter->drawLine(QPointF(x0, plot.top()), QPointF(x0, plot.bottom()));
+    if (f.closed) {
+      painter->setPen(QPen(f.color, 1, Qt::DashLine));
+      painter->drawLine(QPointF(x1, plot.top()), QPointF(x1, plot.bottom()));
+    }
+    if (x0 >= plot.right() || x0 + 3 < plot.left()) continue;
+    int row = 0;
+    while (row < kLabelRows && x0 + 3 <= labelEnd[row]) ++row;
+    if (row == kLabelRows) continue;
+    const QString text = metrics.elidedText(f.label, Qt::ElideRight, static_cast<int>(std::max(40.0, plot.right() - x0 - 4)));
+    painter->setPen(f.color.darker(130));
+    painter->drawText(QPointF(x0 + 3, plot.top() + 2 + metrics.ascent() + row * kFaultLabelH), text);
+    labelEnd[row] = x0 + 3 + metrics.horizontalAdvance(text) + 6;
+    m_labelRows = std::max(m_labelRows, row + 1);
+  }
   if (std::isfinite(m_target) && m_target >= m_yMin && m_target <= m_yMax) {
     const double y = plot.bottom() - (m_target - m_yMin) / (m_yMax - m_yMin) * plot.height();
     painter->setPen(QPen(QColor(0x44, 0x44, 0x44), 1, Qt::DashLine));
@@ -435,9 +489,25 @@ QString ConvergenceChart::markerToolTipAt(const QPoint& viewportPos) const {
   return lines.join(QLatin1Char('\n'));
 }
 
+QString ConvergenceChart::faultToolTipAt(const QPoint& viewportPos) const {
+  const QPointF scene = mapToScene(viewportPos);
+  const QRectF plot = plotInScene();
+  if (scene.y() < plot.top() - 2 || scene.y() > plot.top() + kFaultLabelH * m_labelRows) return {};
+  QStringList parts;
+  for (const FaultMark& f : m_faultMarks) {
+    const double x0 = sceneXOf(f.x0);
+    const double x1 = std::max(sceneXOf(f.x1), x0 + 1);
+    if (scene.x() >= x0 - 4 && scene.x() <= x1 + 4 && parts.size() < 4) parts << f.detail;
+  }
+  return parts.join(QStringLiteral("\n\n"));
+}
+
 bool ConvergenceChart::viewportEvent(QEvent* event) {
   if (event->type() == QEvent::ToolTip) {
-    showPlainToolTip(event, markerToolTipAt(static_cast<QHelpEvent*>(event)->pos()), viewport());
+    const QPoint pos = static_cast<QHelpEvent*>(event)->pos();
+    QString tip = markerToolTipAt(pos);
+    if (tip.isEmpty()) tip = faultToolTipAt(pos);
+    showPlainToolTip(event, tip, viewport());
     return true;
   }
   return QChartView::viewportEvent(event);

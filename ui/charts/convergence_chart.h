@@ -7,6 +7,9 @@
 // are drawn as their mean with a ± std band across seeds, each run interpolated on a common
 // x grid. A vertical time cursor, a horizontal target line and event markers (faults,
 // controls: small ticks at the bottom of the plot with a tooltip) are drawn over the plot.
+// Fault drills (faultSpans(): a node killed or paused until its restart or resume) are
+// shaded bands with a label at the top ("kill server"; hover it for what recovery did); a
+// fault not restarted yet reaches to the run's end.
 //
 // refresh() re-reads the runs and is cheap enough for a live run at 5–10 Hz: the series
 // objects are created only when the runs, labels or grouping change, and each refresh
@@ -70,6 +73,18 @@ class ConvergenceChart : public QChartView {
   // The x value of run time `t` for `run` on the current axis (NaN if it cannot be mapped).
   double xOf(const RunData& run, double t) const;
 
+  // A fault drill as drawn: the band [x0, x1] in axis units.
+  struct FaultMark {
+    double x0 = 0, x1 = 0;
+    bool closed = false;  // restarted / resumed; else the band reaches the run's end
+    QString label;        // "kill server" ("#12 kill server" with several runs)
+    QString detail;       // the tooltip
+    QColor color;
+  };
+  const std::vector<FaultMark>& faultMarks() const { return m_faultMarks; }
+  // The tooltip of the fault label at a viewport position ("" when none is there).
+  QString faultToolTipAt(const QPoint& viewportPos) const;
+
  protected:
   void drawForeground(QPainter* painter, const QRectF& rect) override;
   bool viewportEvent(QEvent* event) override;
@@ -113,6 +128,8 @@ class ConvergenceChart : public QChartView {
   std::vector<RunSeries> m_runSeries;
   std::vector<GroupSeries> m_groups;
   std::vector<Marker> m_markers;
+  std::vector<FaultMark> m_faultMarks;
+  int m_labelRows = 1;          // lines of fault labels drawn at the top of the plot
   double m_xMin = 0, m_xMax = 1, m_yMin = 0, m_yMax = 1;
   int m_pixels = 0;             // the plot width the series were decimated for
   bool m_refreshQueued = false;

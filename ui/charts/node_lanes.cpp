@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "ui/charts/node_lanes.h"
+#include "ui/charts/fault_spans.h"
 #include "ui/charts/plain_tooltip.h"
 
 #include <QFontMetrics>
@@ -46,11 +47,6 @@ double niceStep(double span, int ticks) {
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   const double f = raw / mag;
   return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
-}
-
-// Events worth a marker: everything but the routine "node UP: joined" at start-up.
-bool markedEvent(const Event& e) {
-  return !(e.kind == QLatin1String("node") && e.detail.startsWith(QLatin1String("UP")));
 }
 
 void drawTriangle(QPainter& p, double x, double top, const QColor& color) {
@@ -246,7 +242,7 @@ std::vector<NodeLanes::Marker> NodeLanes::markers(double t0, double t1) const {
   }
   for (std::size_t i = 0; i < m_run->events.size(); ++i) {
     const Event& e = m_run->events[i];
-    if (e.t >= t0 - pad && e.t <= t1 + pad && markedEvent(e)) out.push_back({e.t, laneOf(e.node), true, i});
+    if (e.t >= t0 - pad && e.t <= t1 + pad && isMarkedEvent(e)) out.push_back({e.t, laneOf(e.node), true, i});
   }
   return out;
 }

@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: MIT
+// Fault drills end to end with real processes (`dasp run` with spec.faults): a killed
+// parameter server comes back as each recovery mode says (none: from the initial
+// parameters; checkpoint: from the latest checkpoint; chain: a replica is promoted;
+// stateless: adopted from the workers, who flush their backlogs); a killed worker never
+// deadlocks a synchronous run, with or without a restart; a paused server resumes; a
+// drill on a node the run does not have is refused before anything starts. Every run is
+// short (logreg on synthetic data, 10 ms iterations, 5 s) and leaves no node process.
+#include "core/run_store.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QUuid>
+#include <QtTest>
+
+namespace {
+
+QString daspBin() { return QStringLiteral(DASP_BINARY_DIR "/bin/dasp"); }
+
+constexpr int kWorkers = 3;
+constexpr double kBarrierTimeoutS = 1.0;
+constexpr double kRunSeconds = 5.0;
+constexpr double kFaultAtS = 1.5;
+constexpr double kRestartAfterS = 1.0;
+// Every node process of a drill's `dasp run` carries this variable (children inherit the
+// runner's environment), so the orphan check also finds a process whose pid the store no
+// longer has: a restarted server or worker is a new pid, and the nodes table keeps the
+// latest pid per node name.
+constexpr char kTagVariable[] = "DASP_FAULT_DRILL_TAG";
+
+QJsonObject fault(const QString& node, const QString& action, double atS, std::optional<double> restartAfterS) {
+  QJsonObject f{{"node", node}, {"action", action}, {"at_s", atS}};
+  if (restartAfterS) f["restart_after_s"] = *restartAfterS;
+  return f;
+}
+
+// A short synthetic logreg run with the given strategy, recovery and drills.
+QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& strategy, int workers,
+                  const QJsonObject& recovery, const QJsonArray& faults) {
+  QJsonObject spec{
+      {"name", name},
+      {"model", QJsonObject{{"name", "logreg"}}},
+      {"dataset", QJsonObject{{"name", "synthetic"},
+                              {"synthetic", QJsonObject{{"train_count", 4096}, {"test_count", 512}}}}},
+      {"batch_size", 32},
+      {"cluster", QJsonObject{{"count", workers}, {"base_iteration_ms", 10}}},
+      {"strategy", QJsonObject{{"name", strategy}, {"barrier_timeout_s", kBarrierTimeoutS}}},
+      {"stop", QJsonObject{{"max_seconds", kRunSeconds}}},
+      {"evaluation", QJsonObject{{"every_s", 0.3}, {"every_steps", 1000000}}},
+      {"device", "cpu"},
+      {"faults", faults},
+  };
+  if (!recovery.isEmpty()) spec["recovery"] = recovery;
+  const QString path = dir.filePath(name + ".json");
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write spec");
+  f.write(QJsonDocument(spec).toJson());
+  return path;
+}
+
+struct DrillRun {
+  int exitCode = -1;
+  bool finished = false;
+  qint64 elapsedMs = 0;
+  QString stdErr;
+  QString lastLine;
+  QJsonObject json;  // the --json line (the last line of stdout)
+  QByteArray tag;    // the value of kTagVariable its processes carry
+};
+
+DrillRun runDrill(const QString& spec, const QString& db) {
+  DrillRun r;
+  r.tag = QUuid::createUuid().toByteArray(QUuid::WithoutBraces);
+  QProcess p;
+  auto env = QProcessEnvironment::systemEnvironment();
+  env.insert(kTagVariable, QString::fromLatin1(r.tag));
+  p.setProcessEnvironment(env);
+  QElapsedTimer timer;
+  timer.start();
+  p.start(daspBin(), {"run", spec, "--db", db, "--json", "--quiet"});
+  // A deadlocked run would never stop by itself: max_seconds plus shutdown is ~8 s.
+  r.finished = p.waitForFinished(90000);
+  if (!r.finished) {
+    p.kill();
+    p.waitForFinished(5000);
+  }
+  r.elapsedMs = timer.elapsed();
+  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.stdErr = QString::fromUtf8(p.readAllStandardError());
+  const auto lines = QString::fromUtf8(p.readAllStandardOutput()).trimmed().split('\n');
+  r.lastLine = lines.last();
+  r.json = QJsonDocument::fromJson(r.lastLine.toUtf8()).object();
+  return r;
+}
+
+bool alive(std::int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
+
+std::string readProcFile(const QString& pid, const char* name) {
+  std::ifstream in(("/proc/" + pid + "/" + name).toStdString(), std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Live processes started by the drill run tagged `tag` (pid and command line).
+QStringList taggedProcesses(const QByteArray& tag) {
+  std::string needle = std::string(kTagVariable) + "=" + tag.toStdString();
+  needle.push_back('\0');
+  QStringList out;
+  const auto entries = QDir("/proc").entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+  for (const auto& entry : entries) {
+    bool numeric = false;
+    entry.toLongLong(&numeric);
+    if (!numeric) continue;
+    if (readProcFile(entry, "environ").find(needle) == std::string::npos) continue;
+    auto cmdline = readProcFile(entry, "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    out << entry + ": " + QString::fromStdString(cmdline);
+  }
+  return out;
+}
+
+// Every node process of the run has exited: the latest incarnation of each node (the
+// nodes table) was seen to exit by the runner and is gone, and no process of this drill
+// (an earlier incarnation included) is left.
+void verifyNoOrphans(dasp::RunStore& store, std::int64_t runId, const QByteArray& tag, int minNodes) {
+  auto nodes = store.nodes(runId);
+  QVERIFY(nodes.isOk());
+  QVERIFY2(static_cast<int>(nodes->size()) >= minNodes, qPrintable(QString::number(nodes->size()) + " node rows"));
+  for (const auto& n : nodes.value()) {
+    QVERIFY2(!alive(n.pid), qPrintable(QString::fromStdString(n.node) + " still running"));
+    QVERIFY2(n.exitCode.has_value() || n.signal.has_value(),
+             qPrintable(QString::fromStdString(n.node) + ": the runner did not see it exit"));
+  }
+  // The runner waited for every child it shut down; a process it lost track of would
+  // still be here (node processes also die with the runner, so allow them a moment).
+  QTRY_VERIFY2_WITH_TIMEOUT(taggedProcesses(tag).isEmpty(), qPrintable(taggedProcesses(tag).join("; ")), 3000);
+}
+
+QString describe(const DrillRun& r) {
+  return QStringLiteral("exit %1 after %2 ms; stderr: %3; stdout: %4")
+      .arg(r.exitCode)
+      .arg(r.elapsedMs)
+      .arg(r.stdErr.right(2000), r.lastLine.right(3000));
+}
+
+// The common checks of a drill run that must complete: exit 0, status completed in the
+// JSON and in the store, exactly one fault (in the JSON and the store, agreeing).
+// Returns the run id (0 after a failed check).
+std::int64_t verifyCompleted(const DrillRun& r, dasp::RunStore& store) {
+  [&] {
+    QVERIFY2(r.finished, qPrintable("dasp run did not finish (deadlock?): " + describe(r)));
+    QVERIFY2(r.exitCode == 0, qPrintable(describe(r)));
+    QCOMPARE(r.json["status"].toString(), QStringLiteral("completed"));
+    QCOMPARE(r.json["workers"].toInt(), kWorkers);
+    QVERIFY2(r.json["faults"].isArray() && r.json["faults"].toArray().size() == 1, qPrintable(r.lastLine));
+  }();
+  if (QTest::currentTestFailed()) return 0;
+  const auto runId = static_cast<std::int64_t>(r.json["run_id"].toInteger());
+  [&] {
+    auto run = store.run(runId);
+    QVERIFY(run.isOk());
+    QCOMPARE(run->status, dasp::RunStatus::Completed);
+    const auto json = r.json["faults"].toArray().first().toObject();
+    auto faults = store.faults(runId);
+    QVERIFY(faults.isOk());
+    QCOMPARE(faults->size(), std::size_t{1});
+    const auto& f = faults->front();
+    QCOMPARE(f.fault.index, 0);
+    QCOMPARE(QString::fromStdString(f.fault.node), json["node"].toString());
+    QCOMPARE(QString::fromStdString(f.fault.action), json["action"].toString());
+    QCOMPARE(f.fault.versionBefore, static_cast<std::int64_t>(json["version_before"].toInteger()));
+    QCOMPARE(f.fault.versionAfter.has_value(), !json["version_after"].isNull());
+    QCOMPARE(f.downtimeS.has_value(), !json["downtime_s"].isNull());
+    QCOMPARE(f.detectionS.has_value(), !json["detection_s"].isNull());
+    QCOMPARE(QString::fromStdString(f.fault.detail), json["detail"].toString());
+  }();
+  return QTest::currentTestFailed() ? 0 : runId;
+}
+
+bool hasEvent(const std::vector<dasp::EventRow>& events, const char* kind, const QString& node, const QString& text,
+              double afterS = -1) {
+  return std::any_of(events.begin(), events.end(), [&](const dasp::EventRow& e) {
+    return e.kind == kind && (node.isEmpty() || QString::fromStdString(e.node) == node) &&
+           QString::fromStdString(e.detail).contains(text) && e.tS >= afterS;
+  });
+}
+
+QString eventList(const std::vector<dasp::EventRow>& events) {
+  QStringList out;
+  for (const auto& e : events) {
+    if (e.kind == "fault" || e.kind == "recovery" || e.kind == "exit" || e.kind == "node") {
+      out << QStringLiteral("%1 %2 %3: %4")
+                 .arg(e.tS, 0, 'f', 3)
+                 .arg(QString::fromStdString(e.kind), QString::fromStdString(e.node), QString::fromStdString(e.detail));
+    }
+  }
+  return out.join('\n');
+}
+
+}  // namespace
+
+class TestFaultDrills : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void serverKillPerMode_data();
+  void serverKillPerMode();
+  void workerKillNeverDeadlocks_data();
+  void workerKillNeverDeadlocks();
+  void workerKillWithoutRestart();
+  void pauseServerThenResume();
+  void badFaultNode();
+
+ private:
+  QTemporaryDir m_dir;
+};
+
+void TestFaultDrills::serverKillPerMode_data() {
+  QTest::addColumn<QString>("mode");
+  QTest::addColumn<QJsonObject>("recovery");
+  QTest::newRow("none") << "none" << QJsonObject{{"mode", "NONE"}};
+  QTest::newRow("checkpoint") << "checkpoint" << QJsonObject{{"mode", "CHECKPOINT"}, {"checkpoint_every_updates", 20}};
+  QTest::newRow("chain") << "chain" << QJsonObject{{"mode", "CHAIN"}, {"replicas", 3}};
+  QTest::newRow("stateless") << "stateless" << QJsonObject{{"mode", "STATELESS"}};
+}
+
+void TestFaultDrills::serverKillPerMode() {
+  QFETCH(QString, mode);
+  QFETCH(QJsonObject, recovery);
+  const auto db = m_dir.filePath("server-kill-" + mode + ".sqlite");
+  const auto spec = writeSpec(m_dir, "server-kill-" + mode, "asp", kWorkers, recovery,
+                              QJsonArray{fault("server", "KILL", kFaultAtS, kRestartAfterS)});
+  const auto r = runDrill(spec, db);
+  auto store = dasp::RunStore::open(db.toStdString());
+  QVERIFY2(store.isOk(), qPrintable(describe(r)));
+  const auto runId = verifyCompleted(r, *store.value());
+  if (QTest::currentTestFailed()) return;
+  QCOMPARE(r.json["recovery"].toString(), mode);
+
+  const auto f = r.json["faults"].toArray().first().toObject();
+  const QString why = r.lastLine;
+  QCOMPARE(f["action"].toString(), QStringLiteral("kill"));
+  QVERIFY2(f["at_s"].toDouble() >= kFaultAtS - 0.01, qPrintable(why));
+  QVERIFY2(f["restart_at_s"].isDouble() && f["restart_at_s"].toDouble() >= f["at_s"].toDouble() + kRestartAfterS - 0.01,
+           qPrintable(why));
+  // Another node noticed at once (a worker's failed call, or the chain's exit handling).
+  QVERIFY2(f["detection_s"].isDouble(), qPrintable(why));
+  QVERIFY2(f["detection_s"].toDouble() >= 0 && f["detection_s"].toDouble() < 1.0, qPrintable(why));
+  QVERIFY2(f["downtime_s"].isDouble() && f["downtime_s"].toDouble() >= 0, qPrintable(why));
+  const double outageS = f["restart_at_s"].toDouble() - f["at_s"].toDouble();
+  if (mode == "chain") {
+    // A replica is promoted at once; the restart of server-0 only re-adds a tail.
+    QVERIFY2(f["downtime_s"].toDouble() < outageS, qPrintable(why));
+  } else {
+    // With no server running, no update can be applied: training resumes after the restart.
+    QVERIFY2(f["downtime_s"].toDouble() >= outageS - 0.05, qPrintable(why));
+  }
+  // The fault hit a training run: updates had been applied.
+  const auto before = f["version_before"].toInteger();
+  QVERIFY2(before > 20, qPrintable(why));
+  QVERIFY2(f["version_after"].isDouble(), qPrintable(why));
+  const auto after = f["version_after"].toInteger();
+  QVERIFY2(f["updates_lost"].isDouble(), qPrintable(why));
+  const auto lost = f["updates_lost"].toInteger();
+  QCOMPARE(lost, std::max<qint64>(0, before - after));
+  const auto detail = f["detail"].toString();
+  // version_before is the last update the runner had seen when it fired, so the server may
+  // have applied (and, in checkpoint mode, saved) a few more whose events were still on
+  // the way: allow that many.
+  constexpr qint64 kUnseen = 10;
+
+  if (mode == "none") {
+    QCOMPARE(f["node"].toString(), QStringLiteral("server"));
+    QCOMPARE(after, qint64{0});
+    QCOMPARE(lost, before);
+  } else if (mode == "checkpoint") {
+    QCOMPARE(f["node"].toString(), QStringLiteral("server"));
+    // Checkpoints every 20 updates: at most 20 (+ the updates in flight) are rolled back.
+    QVERIFY2(after <= before + kUnseen, qPrintable(why));
+    QVERIFY2(before - after <= 20 + kWorkers + kUnseen, qPrintable(why));
+    QVERIFY2(after > 0 && after % 20 == 0, qPrintable(why));
+    QVERIFY2(detail.contains("restored"), qPrintable(why));
+  } else if (mode == "chain") {
+    // "server" resolves to the head of the chain.
+    QCOMPARE(f["node"].toString(), QStringLiteral("server-0"));
+    // The head forwards each update down the chain and answers a worker's pull (the
+    // acknowledgement of its push) only once the tail has the update, so the promoted
+    // replica holds every acknowledged version. It may lack the updates that were in
+    // flight at the kill: applied by the head (and reported to the runner, which counted
+    // them in version_before) but not yet acknowledged. Each worker has at most one
+    // unacknowledged push, so at most kWorkers such updates; strict equality would be
+    // flaky for that reason.
+    QVERIFY2(after >= before - kWorkers, qPrintable(why));
+    QVERIFY2(lost <= kWorkers, qPrintable(why));
+    QVERIFY2(detail.contains("promoted"), qPrintable(why));
+  } else if (mode == "stateless") {
+    QCOMPARE(f["node"].toString(), QStringLiteral("server"));
+    // The workers kept computing while no server answered and buffered those gradients.
+    QVERIFY2(f["gradients_during_outage"].toInteger() > 0, qPrintable(why));
+    QVERIFY2(detail.contains("adopted"), qPrintable(why));
+  }
+
+  const auto events = store.value()->events(runId).value();
+  QVERIFY2(hasEvent(events, "fault", "server", "kill"), qPrintable(eventList(events)));
+  QVERIFY2(hasEvent(events, "exit", f["node"].toString(), "signal 9"), qPrintable(eventList(events)));
+  if (mode == "stateless") {
+    // Each worker's flushed backlog is applied in one step and reported.
+    QVERIFY2(hasEvent(events, "recovery", {}, "backlog", f["restart_at_s"].toDouble() - 0.01),
+             qPrintable(eventList(events)));
+  }
+  if (mode == "chain") QVERIFY2(hasEvent(events, "recovery", {}, "promoted"), qPrintable(eventList(events)));
+  if (mode == "checkpoint") QVERIFY2(hasEvent(events, "recovery", {}, "restored"), qPrintable(eventList(events)));
+
+  // Training went on after the recovery.
+  QVERIFY2(r.json["updates"].toInteger() > after + 20, qPrintable(why));
+  const int nodes = kWorkers + 1 + (mode == "chain" ? 3 : 1);
+  verifyNoOrphans(*store.value(), runId, r.tag, nodes);
+}
+
+void TestFaultDrills::workerKillNeverDeadlocks_data() {
+  QTest::addColumn<QString>("strategy");
+  QTest::newRow("bsp") << "bsp";
+  QTest::newRow("dasp") << "dasp";
+}
+
+void TestFaultDrills::workerKillNeverDeadlocks() {
+  QFETCH(QString, strategy);
+  const auto db = m_dir.filePath("worker-kill-" + strategy + ".sqlite");
+  const auto spec = writeSpec(m_dir, "worker-kill-" + strategy, strategy, kWorkers, {},
+                              QJsonArray{fault("worker-1", "KILL", kFaultAtS, kRestartAfterS)});
+  const auto r = runDrill(spec, db);
+  auto store = dasp::RunStore::open(db.toStdString());
+  QVERIFY2(store.isOk(), qPrintable(describe(r)));
+  const auto runId = verifyCompleted(r, *store.value());
+  if (QTest::currentTestFailed()) return;
+  QCOMPARE(r.json["strategy"].toString(), strategy);
+
+  const auto f = r.json["faults"].toArray().first().toObject();
+  const QString why = r.lastLine;
+  QCOMPARE(f["node"].toString(), QStringLiteral("worker-1"));
+  QVERIFY2(f["restart_at_s"].isDouble(), qPrintable(why));
+  const double atS = f["at_s"].toDouble();
+  const double restartS = f["restart_at_s"].toDouble();
+  // The others trained on without worker-1: the barrier waits for it at most
+  // barrier_timeout_s (the runner usually marks it down sooner, on its exit).
+  QVERIFY2(f["downtime_s"].isDouble(), qPrintable(why));
+  QVERIFY2(f["downtime_s"].toDouble() < 1.0 + kBarrierTimeoutS, qPrintable(why));
+
+  const auto events = store.value()->events(runId).value();
+  QVERIFY2(hasEvent(events, "exit", "worker-1", "signal 9", atS - 0.01), qPrintable(eventList(events)));
+  QVERIFY2(hasEvent(events, "node", "worker-1", "DOWN", atS - 0.01), qPrintable(eventList(events)));
+  QVERIFY2(hasEvent(events, "fault", "worker-1", "restarted worker-1", restartS - 0.01), qPrintable(eventList(events)));
+  double rejoinS = -1;
+  for (const auto& e : events) {
+    if (e.kind == "node" && e.node == "worker-1" && e.detail.find("rejoined") != std::string::npos && e.tS >= restartS - 0.01) {
+      rejoinS = e.tS;
+      break;
+    }
+  }
+  QVERIFY2(rejoinS > 0, qPrintable(eventList(events)));
+
+  // Updates kept coming after the rejoin, worker-1's gradients among them.
+  const auto samples = store.value()->samples(runId, "staleness").value();
+  std::int64_t versionAtRejoin = 0, versionAfter = 0;
+  int worker1After = 0;
+  for (const auto& s : samples) {
+    if (s.tS <= rejoinS) {
+      versionAtRejoin = std::max(versionAtRejoin, s.version);
+    } else {
+      versionAfter = std::max(versionAfter, s.version);
+      if (s.node == "worker-1") ++worker1After;
+    }
+  }
+  const auto progress = QStringLiteral("version %1 at the rejoin (%2 s), %3 at the end; %4 worker-1 samples after")
+                            .arg(versionAtRejoin)
+                            .arg(rejoinS)
+                            .arg(versionAfter)
+                            .arg(worker1After);
+  QVERIFY2(versionAtRejoin > f["version_before"].toInteger(), qPrintable(progress));
+  QVERIFY2(versionAfter > versionAtRejoin + 20, qPrintable(progress));
+  QVERIFY2(worker1After > 10, qPrintable(progress));
+  QVERIFY2(r.json["updates"].toInteger() >= versionAfter, qPrintable(why));
+  verifyNoOrphans(*store.value(), runId, r.tag, kWorkers + 2);
+}
+
+void TestFaultDrills::workerKillWithoutRestart() {
+  const auto db = m_dir.filePath("worker-kill-norestart.sqlite");
+  const auto spec = writeSpec(m_dir, "worker-kill-norestart", "bsp", kWorkers, {},
+                              QJsonArray{fault("worker-1", "KILL", kFaultAtS, std::nullopt)});
+  const auto r = runDrill(spec, db);
+  auto store = dasp::RunStore::open(db.toStdString());
+  QVERIFY2(store.isOk(), qPrintable(describe(r)));
+  const auto runId = verifyCompleted(r, *store.value());
+  if (QTest::currentTestFailed()) return;
+
+  const auto f = r.json["faults"].toArray().first().toObject();
+  const QString why = r.lastLine;
+  QCOMPARE(f["node"].toString(), QStringLiteral("worker-1"));
+  QVERIFY2(f["restart_at_s"].isNull(), qPrintable(why));
+  QVERIFY2(f["downtime_s"].isDouble() && f["downtime_s"].toDouble() < 1.0 + kBarrierTimeoutS, qPrintable(why));
+  const double atS = f["at_s"].toDouble();
+
+  const auto events = store.value()->events(runId).value();
+  QVERIFY2(hasEvent(events, "node", "worker-1", "DOWN", atS - 0.01), qPrintable(eventList(events)));
+  QVERIFY2(!hasEvent(events, "node", "worker-1", "rejoined"), qPrintable(eventList(events)));
+
+  // The barrier went on with the two others until the end of the run.
+  const auto samples = store.value()->samples(runId, "staleness").value();
+  std::int64_t lastVersion = 0, worker1Last = 0;
+  double lastT = 0;
+  for (const auto& s : samples) {
+    lastVersion = std::max(lastVersion, s.version);
+    lastT = std::max(lastT, s.tS);
+    if (s.node == "worker-1") worker1Last = std::max(worker1Last, s.version);
+  }
+  const auto progress =
+      QStringLiteral("last version %1 at %2 s; worker-1's last %3").arg(lastVersion).arg(lastT).arg(worker1Last);
+  QVERIFY2(lastVersion > f["version_before"].toInteger() + 50, qPrintable(progress));
+  QVERIFY2(lastT > kRunSeconds - 1.0, qPrintable(progress));
+  QVERIFY2(worker1Last <= f["version_before"].toInteger() + 5, qPrintable(progress));
+
+  // worker-1 stays dead: its row keeps the SIGKILL; the others exited cleanly.
+  for (const auto& n : store.value()->nodes(runId).value()) {
+    if (n.node == "worker-1") {
+      QVERIFY2(n.signal.has_value() && *n.signal == SIGKILL, n.node.c_str());
+    } else {
+      QVERIFY2(n.exitCode.has_value() && *n.exitCode == 0, n.node.c_str());
+    }
+  }
+  verifyNoOrphans(*store.value(), runId, r.tag, kWorkers + 2);
+}
+
+void TestFaultDrills::pauseServerThenResume() {
+  const auto db = m_dir.filePath("server-pause.sqlite");
+  const auto spec = writeSpec(m_dir, "server-pause", "asp", kWorkers, {},
+                              QJsonArray{fault("server", "PAUSE", kFaultAtS, kRestartAfterS)});
+  const auto r = runDrill(spec, db);
+  auto store = dasp::RunStore::open(db.toStdString());
+  QVERIFY2(store.isOk(), qPrintable(describe(r)));
+  const auto runId = verifyCompleted(r, *store.value());
+  if (QTest::currentTestFailed()) return;
+
+  const auto f = r.json["faults"].toArray().first().toObject();
+  const QString why = r.lastLine;
+  QCOMPARE(f["node"].toString(), QStringLiteral("server"));
+  QCOMPARE(f["action"].toString(), QStringLiteral("pause"));
+  QVERIFY2(f["restart_at_s"].isDouble(), qPrintable(why));
+  const double pauseS = f["restart_at_s"].toDouble() - f["at_s"].toDouble();
+  QVERIFY2(pauseS >= kRestartAfterS - 0.01 && pauseS < kRestartAfterS + 1.0, qPrintable(why));
+  // No update while the server was stopped: training resumed when it did.
+  QVERIFY2(f["downtime_s"].isDouble(), qPrintable(why));
+  QVERIFY2(f["downtime_s"].toDouble() >= 0.8 && f["downtime_s"].toDouble() < pauseS + 1.0, qPrintable(why));
+  // Paused, not killed: same server, same version line, nothing rolled back.
+  QVERIFY2(f["version_after"].isNull() && f["updates_lost"].isNull(), qPrintable(why));
+  QVERIFY2(r.json["updates"].toInteger() > f["version_before"].toInteger() + 50, qPrintable(why));
+
+  const auto events = store.value()->events(runId).value();
+  QVERIFY2(hasEvent(events, "fault", "server", "pause server"), qPrintable(eventList(events)));
+  QVERIFY2(hasEvent(events, "fault", "server", "resume server"), qPrintable(eventList(events)));
+  QVERIFY2(!hasEvent(events, "exit", "server", ""), qPrintable(eventList(events)));
+  verifyNoOrphans(*store.value(), runId, r.tag, kWorkers + 2);
+}
+
+void TestFaultDrills::badFaultNode() {
+  const auto db = m_dir.filePath("bad-node.sqlite");
+  const auto spec =
+      writeSpec(m_dir, "bad-node", "asp", 2, {}, QJsonArray{fault("worker-9", "KILL", kFaultAtS, kRestartAfterS)});
+  const auto r = runDrill(spec, db);
+  QVERIFY2(r.finished, qPrintable(describe(r)));
+  QVERIFY2(r.exitCode != 0, qPrintable(describe(r)));
+  QVERIFY2(r.elapsedMs < 20000, qPrintable(describe(r)));  // refused up front, nothing ran
+  for (const char* text : {"faults[0].node", "worker-9", "server", "evaluator", "worker-0", "worker-1"}) {
+    QVERIFY2(r.stdErr.contains(QLatin1String(text)), qPrintable(QString(text) + " not in: " + r.stdErr));
+  }
+  QVERIFY2(!r.stdErr.contains("worker-2"), qPrintable(r.stdErr));  // a 2-worker run
+  QVERIFY2(r.json.isEmpty(), qPrintable(r.lastLine));
+  // Nothing is recorded as a run that started.
+  if (QFile::exists(db)) {
+    auto store = dasp::RunStore::open(db.toStdString());
+    QVERIFY(store.isOk());
+    auto runs = store.value()->listRuns();
+    QVERIFY(runs.isOk());
+    QVERIFY2(runs->empty(), qPrintable(QString::number(runs->size()) + " runs recorded"));
+  }
+  QVERIFY(taggedProcesses(r.tag).isEmpty());
+}
+
+QTEST_GUILESS_MAIN(TestFaultDrills)
+#include "tst_fault_drills.moc"
