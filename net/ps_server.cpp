@@ -669,20 +669,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
       maybeStartLocked();
       const double t = now();
       lastContact[static_cast<std::size_t>(rank)] = t;
-      if (rejoin && policy->state(rank) == ParallelState::Down) {
-        out.clear();
-        policy->onWorkerUp(rank, t, out);
-        applyOutputLocked(t);
-      }
-      if (auto* e = newEventLocked()) {
-        e->set_kind(pb::ClusterEvent::NODE);
-        e->set_t_s(t);
-        e->set_rank(rank);
-        e->set_state("UP");
-        e->set_detail(rejoin ? "rejoined" : "joined");
-        e->set_parallel_state(stateName(rank));
-        publishLocked(e);
-      }
+      nodeUpLocked(rank, t, rejoin ? "rejoined" : "joined");
     }
     reply->set_rank(rank);
     reply->set_world_size(options.workers);
@@ -862,21 +849,8 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     }
     // The pushed gradient is read in place unless the policy holds it.
     const auto r = static_cast<std::size_t>(rank);
-    if (policy->state(rank) == ParallelState::Down) {
-      // Marked down for its silence, yet alive: it is a member again.
-      out.clear();
-      policy->onWorkerUp(rank, t, out);
-      applyOutputLocked(t);
-      if (auto* e = newEventLocked()) {
-        e->set_kind(pb::ClusterEvent::NODE);
-        e->set_t_s(t);
-        e->set_rank(rank);
-        e->set_state("UP");
-        e->set_detail("pushed again after being marked down");
-        e->set_parallel_state(stateName(rank));
-        publishLocked(e);
-      }
-    }
+    // Marked down for its silence, yet alive: it is a member again.
+    if (policy->state(rank) == ParallelState::Down) nodeUpLocked(rank, t, "pushed again after being marked down");
     gradientOf[r] = grad;
     baseVersionOf[r] = req.base_version();
     out.clear();
@@ -1137,6 +1111,24 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     reply->set_version(std::max(req->version(), store->version()));
     reactor->Finish(grpc::Status::OK);
     return reactor;
+  }
+
+  // A worker is (again) a member: the policy counts it, and the event says why.
+  void nodeUpLocked(int rank, double t, const char* why) {
+    if (policy->state(rank) == ParallelState::Down) {
+      out.clear();
+      policy->onWorkerUp(rank, t, out);
+      applyOutputLocked(t);
+    }
+    if (auto* e = newEventLocked()) {
+      e->set_kind(pb::ClusterEvent::NODE);
+      e->set_t_s(t);
+      e->set_rank(rank);
+      e->set_state("UP");
+      e->set_detail(why);
+      e->set_parallel_state(stateName(rank));
+      publishLocked(e);
+    }
   }
 
   void markDownLocked(int rank, double t, const char* why) {

@@ -8,6 +8,7 @@
 #include <torch/version.h>
 #include <ATen/Parallel.h>
 
+#include <dlfcn.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -319,6 +320,14 @@ TorchInfo torchInfo() {
 
 void configureThreads(int intraOpThreads) {
   torch::set_num_threads(std::max(1, intraOpThreads));
+  // Debian's LibTorch computes through OpenBLAS, whose pthread build keeps its own pool
+  // (one thread per core) that spin-waits between calls; LibTorch does not size it. Limit
+  // it too, or every trainer process burns part of another core idling (measured: ~0.2
+  // core per worker at 10 iterations/s).
+  using SetThreads = void (*)(int);
+  if (auto* setBlasThreads = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    setBlasThreads(std::max(1, intraOpThreads));
+  }
   static bool interopSet = false;
   if (!interopSet) {
     interopSet = true;
