@@ -33,6 +33,8 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QValueAxis>
+#include "drill_faults.h"
+
 #include <QtTest>
 
 #include <cmath>
@@ -80,40 +82,6 @@ void selectValue(QComboBox* combo, const QString& value) {
   Q_EMIT combo->activated(index);  // as a user's choice
 }
 
-// Two drills: a server kill recovered from a checkpoint, and a worker pause after which
-// accuracy never got back.
-std::vector<RecoveryMetrics> drillFaults() {
-  RecoveryMetrics kill;
-  kill.fault.index = 0;
-  kill.fault.node = "server";
-  kill.fault.action = "kill";
-  kill.fault.atS = 1.2;
-  kill.fault.restartAtS = 1.5;
-  kill.fault.detectedAtS = 1.3;
-  kill.fault.resumedAtS = 2.0;
-  kill.fault.versionBefore = 20;
-  kill.fault.versionAfter = 10;
-  kill.fault.gradientsDuringOutage = 6;
-  kill.fault.gradientsDropped = 1;
-  kill.fault.cpuS = 1.25;
-  kill.fault.detail = "restored checkpoint v10";
-  kill.detectionS = 0.1;
-  kill.downtimeS = 0.8;
-  kill.updatesLost = 10;
-  kill.accuracyBefore = 0.25;
-  kill.accuracyLowestAfter = 0.2;
-  kill.recoverS = 0.4;
-  kill.accuracyJump = 0.15;
-  kill.finalAccuracy = 0.85;
-  RecoveryMetrics pause;
-  pause.fault.index = 1;
-  pause.fault.node = "worker-1";
-  pause.fault.action = "pause";
-  pause.fault.atS = 3.0;
-  pause.accuracyBefore = 0.55;
-  pause.finalAccuracy = 0.85;
-  return {kill, pause};
-}
 
 // One run in the store: evaluations, events and (when given) fault drills.
 std::int64_t writeRun(RunStore& store, const std::string& path, const std::vector<RecoveryMetrics>& faults) {

@@ -18,6 +18,8 @@
 #include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include "drill_faults.h"
+
 #include <QtTest>
 
 #include <memory>
@@ -35,41 +37,8 @@ constexpr int kWorkers = 2;
 
 const char* kReportTool = DASP_BINARY_DIR "/bin/dasp-report";
 
-// Two fault drills of the ASP run: a server kill that recovered from a checkpoint and a
-// worker pause after which accuracy never got back (CSV: 12 + 5 figures present).
+// The fault drills of the ASP run (drill_faults.h) give 12 + 5 CSV figures.
 constexpr int kFaultCsvRows = 12 + 5;
-std::vector<RecoveryMetrics> drillFaults() {
-  RecoveryMetrics kill;
-  kill.fault.index = 0;
-  kill.fault.node = "server";
-  kill.fault.action = "kill";
-  kill.fault.atS = 1.2;
-  kill.fault.restartAtS = 1.5;
-  kill.fault.detectedAtS = 1.3;
-  kill.fault.resumedAtS = 2.0;
-  kill.fault.versionBefore = 20;
-  kill.fault.versionAfter = 10;
-  kill.fault.gradientsDuringOutage = 6;
-  kill.fault.gradientsDropped = 1;
-  kill.fault.cpuS = 1.25;
-  kill.fault.detail = "restored checkpoint v10 <ok>";
-  kill.detectionS = 0.1;
-  kill.downtimeS = 0.8;
-  kill.updatesLost = 10;
-  kill.accuracyBefore = 0.25;
-  kill.accuracyLowestAfter = 0.2;
-  kill.recoverS = 0.4;
-  kill.accuracyJump = 0.15;
-  kill.finalAccuracy = 0.85;
-  RecoveryMetrics pause;
-  pause.fault.index = 1;
-  pause.fault.node = "worker-1";
-  pause.fault.action = "pause";
-  pause.fault.atS = 3.0;
-  pause.accuracyBefore = 0.55;
-  pause.finalAccuracy = 0.85;
-  return {kill, pause};
-}
 
 // Writes one run: evaluations, per-iteration intervals and samples, decisions, events,
 // node rows, a summary and, when given, fault drills.
@@ -170,7 +139,7 @@ void TestReport::initTestCase() {
   auto store = RunStore::open(m_db.toStdString());
   QVERIFY2(store.isOk(), store.message().c_str());
   m_ids.push_back(writeRun(**store, m_db.toStdString(), "bsp", 1, 1.0));
-  m_ids.push_back(writeRun(**store, m_db.toStdString(), "asp", 1, 0.8, drillFaults()));
+  m_ids.push_back(writeRun(**store, m_db.toStdString(), "asp", 1, 0.8, drillFaults("restored checkpoint v10 <ok>")));
   for (std::int64_t id : m_ids) {
     auto data = loadRunData(**store, id);
     QVERIFY2(data.isOk(), data.message().c_str());
