@@ -283,8 +283,77 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
   if (!spec.has_seed()) spec.set_seed(1);
   if (spec.device().empty()) spec.set_device("auto");
   if (!spec.has_threads()) spec.set_threads(1);
+  if (spec.engine().empty()) spec.set_engine("real");
+  // The engine's models only mean something to the engine: a real run's stored spec does
+  // not claim a link model it never used.
+  if (spec.engine() == "sim") {
+    auto* sim = spec.mutable_sim();
+    if (!sim->has_push_overhead_ms()) sim->set_push_overhead_ms(0.05);
+    if (!sim->has_apply_ns_per_param()) sim->set_apply_ns_per_param(1.0);
+    if (!sim->has_restart_ms()) sim->set_restart_ms(500);
+    if (!sim->has_failover_ms()) sim->set_failover_ms(250);
+    auto* link = cluster->mutable_link();
+    if (!link->has_latency_ms()) link->set_latency_ms(0.1);
+    if (!link->has_bandwidth_mbps()) link->set_bandwidth_mbps(1000);
+  }
   return spec;
 }
+
+namespace {
+
+Status checkLink(const v1::LinkSpec& link, const std::string& field) {
+  if (link.has_latency_ms() && !(link.latency_ms() >= 0 && std::isfinite(link.latency_ms()))) {
+    return Status::error(field + ".latency_ms: must be >= 0 (got " + num(link.latency_ms()) + ")");
+  }
+  if (link.has_bandwidth_mbps() && !(link.bandwidth_mbps() > 0 && std::isfinite(link.bandwidth_mbps()))) {
+    return Status::error(field + ".bandwidth_mbps: must be > 0 (got " + num(link.bandwidth_mbps()) + ")");
+  }
+  return Status::ok();
+}
+
+// The engine and its models; what the simulator does not model is refused by name rather
+// than silently ignored.
+Status validateEngine(const ExperimentSpec& spec) {
+  const auto& engine = spec.engine();
+  if (!engine.empty() && engine != "real" && engine != "sim") {
+    return Status::error("engine: must be real or sim (got '" + engine + "')");
+  }
+  if (auto st = checkLink(spec.cluster().link(), "cluster.link"); !st) return st;
+  for (int i = 0; i < spec.cluster().workers_size(); ++i) {
+    if (auto st = checkLink(spec.cluster().workers(i).link(), "cluster.workers[" + std::to_string(i) + "].link"); !st) {
+      return st;
+    }
+  }
+  const auto& sim = spec.sim();
+  auto nonNegative = [](double v, bool has, const char* field) -> Status {
+    if (has && !(v >= 0 && std::isfinite(v))) {
+      return Status::error(std::string("sim.") + field + ": must be >= 0 (got " + num(v) + ")");
+    }
+    return Status::ok();
+  };
+  if (auto st = nonNegative(sim.compute_ms(), true, "compute_ms"); !st) return st;
+  if (auto st = nonNegative(sim.push_overhead_ms(), sim.has_push_overhead_ms(), "push_overhead_ms"); !st) return st;
+  if (auto st = nonNegative(sim.apply_ns_per_param(), sim.has_apply_ns_per_param(), "apply_ns_per_param"); !st) return st;
+  if (auto st = nonNegative(sim.restart_ms(), sim.has_restart_ms(), "restart_ms"); !st) return st;
+  if (auto st = nonNegative(sim.failover_ms(), sim.has_failover_ms(), "failover_ms"); !st) return st;
+  if (engine != "sim") return Status::ok();
+  for (int i = 0; i < spec.faults_size(); ++i) {
+    if (spec.faults(i).node() == "evaluator") {
+      return Status::error("faults[" + std::to_string(i) +
+                           "].node: the simulator evaluates in virtual time and has no evaluator process to fault");
+    }
+  }
+  auto stateless = [](const v1::RecoverySpec& r) { return r.mode() == v1::RecoverySpec::STATELESS; };
+  bool anyStateless = stateless(spec.recovery());
+  for (const auto& e : spec.suite()) anyStateless = anyStateless || stateless(e.recovery());
+  if (anyStateless && spec.faults_size() > 0) {
+    return Status::error("recovery.mode: STATELESS recovery is not modelled by the simulator (engine sim); "
+                         "use engine real, or NONE, CHECKPOINT or CHAIN");
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Status validateSpec(const ExperimentSpec& spec) {
   auto bad = [](const std::string& field, const std::string& problem) {
@@ -487,6 +556,8 @@ Status validateSpec(const ExperimentSpec& spec) {
       return bad(field + ".restart_after_s", "must be >= 0 (got " + num(f.restart_after_s()) + ")");
     }
   }
+
+  if (auto st = validateEngine(spec); !st) return st;
 
   const auto& device = spec.device();
   static const std::regex devicePattern(R"(^(auto|cpu|cuda(:\d+)?)$)");

@@ -684,24 +684,12 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   summary.maxStaleness = f.maxStaleness;
   summary.epochs = static_cast<double>(f.samples) / trainCount;
 
-  std::vector<SummaryRow> rows{
-      {"final_accuracy", summary.finalAccuracy, ""}, {"final_loss", summary.finalLoss, ""},
-      {"seconds", summary.seconds, ""},              {"updates", static_cast<double>(summary.updates), ""},
-      {"gradients", static_cast<double>(summary.gradients), ""},
-      {"applied", static_cast<double>(summary.applied), ""},
-      {"dropped", static_cast<double>(summary.dropped), ""},
-      {"mean_wait_s", summary.meanWaitS, ""},        {"wait_fraction", summary.waitFraction, ""},
-      {"mean_staleness", summary.meanStaleness, ""}, {"max_staleness", static_cast<double>(summary.maxStaleness), ""},
-      {"epochs", summary.epochs, ""},                {"workers", static_cast<double>(n), ""},
-      {"stop_reason", std::nullopt, summary.stopReason},
-      {"lr_convention", std::nullopt, v1::OptimizerSpec::LrConvention_Name(spec.optimizer().lr_convention())}};
-  if (summary.timeToTargetS) rows.push_back({"time_to_target_s", *summary.timeToTargetS, ""});
   if (const auto records = tracker.records(); !records.empty()) {
     summary.faults = computeRecoveryMetrics(records, tracker.evaluations(), summary.finalAccuracy);
     recorder.recordFaults(summary.faults);
-    rows.push_back({"faults", static_cast<double>(summary.faults.size()), ""});
   }
-  rows.push_back({"recovery", std::nullopt, recoveryName(spec.recovery().mode())});
+  summary.wallS = clock.now();
+  const auto rows = summaryRows(summary, spec);
   recorder.setSummary(rows);
   const RunStatus status = !failure.empty() ? RunStatus::Failed
                            : stopReason == "cancelled" ? RunStatus::Stopped

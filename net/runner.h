@@ -12,6 +12,7 @@
 // Event callbacks run on the runner's watch thread.
 
 #include "core/recovery_metrics.h"
+#include "core/run_summary.h"
 #include "core/result.h"
 #include "core/spec.h"
 #include "dasp/ps/v1/parameter_server.pb.h"
@@ -75,29 +76,8 @@ struct RunnerOptions {
   std::function<void(std::int64_t runId)> onRunCreated;
 };
 
-struct RunSummary {
-  std::int64_t runId = 0;
-  std::string strategy;
-  std::string recovery;
-  std::uint64_t seed = 0;
-  int workers = 0;
-  std::string status;                 // completed, stopped, failed
-  std::string stopReason;             // target, max_seconds, max_updates, epochs, cancelled
-  std::optional<double> timeToTargetS;
-  double finalAccuracy = 0;
-  double finalLoss = 0;
-  double seconds = 0;                 // server time at stop
-  std::int64_t updates = 0;           // final version
-  std::int64_t gradients = 0;         // gradients pushed
-  std::int64_t applied = 0;           // gradients applied
-  std::int64_t dropped = 0;           // gradients dropped by the policy
-  double meanWaitS = 0;               // mean parked time per iteration
-  double waitFraction = 0;            // total wait / (total wait + compute)
-  double meanStaleness = 0;
-  std::int64_t maxStaleness = 0;
-  double epochs = 0;
-  std::vector<RecoveryMetrics> faults;  // one per fault drill that happened
-};
+// The figures of a finished run (shared with the simulator: core/run_summary.h).
+using ::dasp::RunSummary;
 
 // Runs one experiment (the spec's own strategy; suites are expanded by the caller).
 Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions& options);

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: MIT
-// `dasp run SPEC.json [--set path=value]... [--grid path=v1,v2]... [--db FILE] [--json]`
+// `dasp run SPEC.json [--set path=value]... [--grid path=v1,v2]... [--engine real|sim] [--db FILE] [--json]`
 // Runs an experiment, or a suite (strategies × seeds × grid values) in turn, and prints a
-// comparison table; --json prints one object per run after all other output.
+// comparison table; --json prints one object per run after all other output. Each run
+// goes to the engine its spec names: processes over gRPC (real) or the virtual-cluster
+// engine in this process (sim). `dasp-run-created <id>` goes to stderr as soon as a run
+// exists in the store (the workbench follows sim runs by it).
 #include "app/cli/cli.h"
 #include "app/cli/signals.h"
 
+#include "core/ml/sim_compute.h"
 #include "core/run_store.h"
+#include "core/sim_engine.h"
 #include "net/runner.h"
 
 #include <unistd.h>
@@ -21,7 +26,20 @@ namespace {
 
 const char* kUsage =
     "usage: dasp run SPEC.json [--set path=value]... [--grid path=v1,v2,...]... [--seeds 1,2,3]\n"
-    "                [--db FILE] [--tags T] [--json] [--quiet]\n";
+    "                [--engine real|sim] [--db FILE] [--tags T] [--json] [--quiet]\n";
+
+// One planned run on the virtual-cluster engine, with the spec's computation wired in.
+Result<RunSummary> runOnSimulator(const ExperimentSpec& spec, const net::RunnerOptions& options) {
+  auto bundle = ml::makeSimCompute(spec);
+  if (!bundle) return bundle.status();
+  SimOptions sim;
+  sim.dbPath = options.dbPath;
+  sim.tags = options.tags;
+  sim.cancel = options.cancel;
+  sim.log = options.log;
+  sim.onRunCreated = options.onRunCreated;
+  return runSimulation(spec, bundle.value()->compute, sim);
+}
 
 std::string selfPath() {
   char buf[4096];
@@ -86,16 +104,16 @@ std::string faultsJson(const std::vector<RecoveryMetrics>& faults) {
   return out + "]";
 }
 
-void printTable(const std::vector<PlannedRun>& planned, const std::vector<net::RunSummary>& results, double target,
+void printTable(const std::vector<PlannedRun>& planned, const std::vector<RunSummary>& results, double target,
                 const std::string& convention) {
   std::vector<std::string> order;
-  std::map<std::string, std::vector<const net::RunSummary*>> groups;
+  std::map<std::string, std::vector<const RunSummary*>> groups;
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& label = planned[i].label;
     if (!groups.count(label)) order.push_back(label);
     groups[label].push_back(&results[i]);
   }
-  auto tttOf = [](const std::vector<const net::RunSummary*>& runs) {
+  auto tttOf = [](const std::vector<const RunSummary*>& runs) {
     std::vector<double> v;
     for (const auto* r : runs) {
       if (r->timeToTargetS) v.push_back(*r->timeToTargetS);
@@ -155,7 +173,7 @@ int cmdRun(int argc, char** argv) {
     return 0;
   }
   auto known = specFlags();
-  known.insert(known.end(), {"--grid", "--seeds", "--db", "--tags", "--json", "--quiet", "--help"});
+  known.insert(known.end(), {"--grid", "--seeds", "--engine", "--db", "--tags", "--json", "--quiet", "--help"});
   if (auto u = args.unknown(known); !u.empty()) return fail("unknown option " + u.front() + "\n" + kUsage);
   if (!args.missingValue().empty()) return fail(args.missingValue() + " needs a value");
   if (args.positional().size() != 1) return fail(std::string("run needs one spec file\n") + kUsage);
@@ -171,6 +189,10 @@ int cmdRun(int argc, char** argv) {
       }
     }
   }
+  if (auto engine = args.value("--engine")) {
+    if (*engine != "real" && *engine != "sim") return fail("--engine " + *engine + ": must be real or sim");
+    spec->set_engine(*engine);
+  }
   auto planned = planRuns(spec.value(), args.values("--grid"));
   if (!planned) return fail(args.positional().front() + ": " + planned.message());
 
@@ -183,12 +205,16 @@ int cmdRun(int argc, char** argv) {
   options.tags = args.value("--tags").value_or("");
   options.cancel = stopRequested();
   if (!quiet) options.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  options.onRunCreated = [](std::int64_t runId) {
+    std::fprintf(stderr, "dasp-run-created %lld\n", static_cast<long long>(runId));
+    std::fflush(stderr);
+  };
   {
     auto store = RunStore::open(options.dbPath);
     if (!store) return fail(store.message());
   }
 
-  std::vector<net::RunSummary> results;
+  std::vector<RunSummary> results;
   std::vector<PlannedRun> done;
   int failures = 0;
   for (std::size_t i = 0; i < planned->size(); ++i) {
@@ -196,7 +222,7 @@ int cmdRun(int argc, char** argv) {
     const auto& p = planned.value()[i];
     if (!quiet) std::fprintf(stderr, "[%zu/%zu] %s seed %llu\n", i + 1, planned->size(), p.label.c_str(),
                              static_cast<unsigned long long>(p.spec.seed()));
-    auto r = net::runExperiment(p.spec, options);
+    auto r = p.spec.engine() == "sim" ? runOnSimulator(p.spec, options) : net::runExperiment(p.spec, options);
     if (!r) {
       std::fprintf(stderr, "dasp: %s\n", r.message().c_str());
       ++failures;
@@ -234,6 +260,7 @@ int cmdRun(int argc, char** argv) {
     for (std::size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
       std::cout << "{\"run_id\":" << r.runId << ",\"label\":" << jsonString(done[i].label)
+                << ",\"engine\":" << jsonString(r.engine) << ",\"wall_s\":" << jsonNumber(r.wallS)
                 << ",\"strategy\":" << jsonString(r.strategy) << ",\"recovery\":" << jsonString(r.recovery)
                 << ",\"workers\":" << r.workers << ",\"seed\":" << r.seed << ",\"status\":" << jsonString(r.status)
                 << ",\"stop_reason\":" << jsonString(r.stopReason)

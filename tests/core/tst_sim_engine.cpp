@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+// Tests of the virtual-cluster engine (core/sim_engine.h) with the plain-C++ softmax model
+// on synthetic data: bitwise reproducibility, the time model against hand-computed times,
+// what the strategies do to waits on a heterogeneous cluster, speed changes, fault drills
+// in virtual time (worker kill, server kill under every recovery mode, pauses), what goes
+// into the store, and the errors for what the engine does not model.
+
+#include "core/dataset.h"
+#include "core/run_store.h"
+#include "core/sim_engine.h"
+#include "core/softmax_model.h"
+#include "core/spec.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace dasp;
+
+namespace {
+
+// A small synthetic experiment: softmax regression, 10 classes × 32 features.
+ExperimentSpec baseSpec(const std::string& strategy, int workers, double baseMs = 10) {
+  ExperimentSpec spec;
+  spec.set_name("sim-test");
+  spec.set_engine("sim");
+  spec.mutable_model()->set_name("logreg");
+  auto* d = spec.mutable_dataset();
+  d->set_name("synthetic");
+  d->mutable_synthetic()->set_train_count(4096);
+  d->mutable_synthetic()->set_test_count(512);
+  spec.mutable_sim()->set_gradients(v1::SimSpec::POLICY_ONLY);
+  spec.mutable_optimizer()->set_lr(0.05);
+  spec.mutable_optimizer()->set_momentum(0.0);
+  spec.set_batch_size(32);
+  spec.mutable_cluster()->set_count(workers);
+  spec.mutable_cluster()->set_base_iteration_ms(baseMs);
+  spec.mutable_strategy()->set_name(strategy);
+  spec.mutable_stop()->set_max_seconds(2.0);
+  spec.mutable_stop()->set_stop_at_target(false);
+  spec.mutable_evaluation()->set_every_s(0.1);
+  spec.set_seed(7);
+  return withDefaults(spec);
+}
+
+// The computation of a spec: the softmax model on its synthetic data.
+struct Compute {
+  TrainTest data;
+  std::unique_ptr<SoftmaxEvaluator> evaluator;
+  SimCompute compute;
+};
+std::unique_ptr<Compute> computeFor(const ExperimentSpec& spec) {
+  auto c = std::make_unique<Compute>();
+  SyntheticOptions o;
+  o.trainCount = spec.dataset().synthetic().train_count();
+  o.testCount = spec.dataset().synthetic().test_count();
+  c->data = makeSynthetic(o, spec.seed());
+  auto e = SoftmaxEvaluator::create(c->data.test, 0);
+  if (!e) qFatal("%s", e.message().c_str());
+  c->evaluator = std::move(e).value();
+  c->compute.initialParameters = softmaxInitialParameters(c->data.train, spec.seed());
+  c->compute.evaluator = c->evaluator.get();
+  c->compute.trainCount = c->data.train.count;
+  const Dataset* train = &c->data.train;
+  c->compute.makeSource = [train, spec](int rank, int n) -> Result<std::unique_ptr<GradientSource>> {
+    auto s = SoftmaxGradientSource::create(spec, *train, rank, n);
+    if (!s) return s.status();
+    return std::unique_ptr<GradientSource>(std::move(s).value());
+  };
+  return c;
+}
+
+struct Outcome {
+  RunSummary summary;
+  std::vector<EvaluationRow> evaluations;
+};
+Outcome simulate(const ExperimentSpec& spec, const std::string& db = {}) {
+  auto c = computeFor(spec);
+  Outcome o;
+  SimOptions options;
+  options.dbPath = db;
+  options.onEvaluation = [&](const EvaluationRow& r) { o.evaluations.push_back(r); };
+  auto r = runSimulation(spec, c->compute, options);
+  if (!r) qFatal("simulation failed: %s", r.message().c_str());
+  o.summary = r.value();
+  return o;
+}
+
+bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+}  // namespace
+
+class TestSimEngine : public QObject {
+  Q_OBJECT
+
+ private slots:
+  // Same spec and seed twice: bitwise the same evaluation series, for every strategy; a
+  // different seed gives a different one.
+  void reproducibleBitwise_data() {
+    QTest::addColumn<QString>("strategy");
+    for (const char* s : {"bsp", "asp", "ssp", "dssp", "backup", "dasp"}) QTest::newRow(s) << QString(s);
+  }
+  void reproducibleBitwise() {
+    QFETCH(QString, strategy);
+    auto spec = baseSpec(strategy.toStdString(), 4);
+    spec.mutable_cluster()->add_slowdowns(1);
+    spec.mutable_cluster()->add_slowdowns(1);
+    spec.mutable_cluster()->add_slowdowns(2);
+    spec.mutable_cluster()->add_slowdowns(4);
+    spec.mutable_cluster()->mutable_link()->set_latency_ms(0.3);
+    // Jitter makes the event order depend on the seeded draws.
+    auto withJitter = spec;
+    const auto a = simulate(withJitter);
+    const auto b = simulate(withJitter);
+    QVERIFY(a.evaluations.size() > 10);
+    QCOMPARE(a.evaluations.size(), b.evaluations.size());
+    for (std::size_t i = 0; i < a.evaluations.size(); ++i) {
+      QVERIFY2(sameBits(a.evaluations[i].accuracy, b.evaluations[i].accuracy), qPrintable(QString::number(i)));
+      QVERIFY(sameBits(a.evaluations[i].loss, b.evaluations[i].loss));
+      QVERIFY(sameBits(a.evaluations[i].tS, b.evaluations[i].tS));
+      QCOMPARE(a.evaluations[i].version, b.evaluations[i].version);
+    }
+    QCOMPARE(a.summary.updates, b.summary.updates);
+    QCOMPARE(a.summary.gradients, b.summary.gradients);
+    auto other = spec;
+    other.set_seed(8);
+    const auto c = simulate(other);
+    bool differs = c.evaluations.size() != a.evaluations.size();
+    for (std::size_t i = 0; !differs && i < a.evaluations.size(); ++i) {
+      differs = !sameBits(a.evaluations[i].loss, c.evaluations[i].loss);
+    }
+    QVERIFY(differs);
+  }
+
+  void jitterIsReproducible() {
+    auto spec = baseSpec("asp", 3);
+    spec.mutable_cluster()->clear_count();
+    for (int r = 0; r < 3; ++r) {
+      auto* w = spec.mutable_cluster()->add_workers();
+      w->mutable_speed()->set_base_iteration_ms(10);
+      w->mutable_speed()->set_jitter(0.3);
+    }
+    spec = withDefaults(spec);
+    const auto a = simulate(spec);
+    const auto b = simulate(spec);
+    QCOMPARE(a.summary.gradients, b.summary.gradients);
+    QVERIFY(sameBits(a.summary.finalLoss, b.summary.finalLoss));
+    QVERIFY(sameBits(a.summary.meanStaleness, b.summary.meanStaleness));
+  }
+
+  // One ASP worker: every iteration takes pull + compute + push + the server's take-in,
+  // so version k is made at exactly k times that.
+  void timeModelMatchesHandComputation() {
+    auto spec = baseSpec("asp", 1, 10);
+    spec.mutable_cluster()->mutable_link()->set_latency_ms(0.5);
+    spec.mutable_cluster()->mutable_link()->set_bandwidth_mbps(100);
+    spec.mutable_sim()->set_push_overhead_ms(0.2);
+    spec.mutable_sim()->set_apply_ns_per_param(2);
+    spec.mutable_stop()->set_max_seconds(0);
+    spec.mutable_stop()->set_max_updates(50);
+    spec.mutable_evaluation()->set_every_s(0);
+    spec.mutable_evaluation()->set_every_steps(10);
+    auto c = computeFor(spec);
+    const double p = static_cast<double>(c->compute.initialParameters.size());
+    const double transfer = 0.0005 + p * 4 / 100e6;
+    const double iteration = transfer + 0.010 + transfer;
+    const double server = 0.0002 + p * 2e-9;
+    const auto o = simulate(spec);
+    QCOMPARE(o.summary.updates, std::int64_t{50});
+    QCOMPARE(o.summary.stopReason, std::string("max_updates"));
+    // Version 1 is made when the first push is taken in; every later one an iteration
+    // plus a take-in later (the worker's pull is answered when the server is done).
+    for (const auto& e : o.evaluations) {
+      if (e.version == 0) continue;
+      const double expected = iteration + static_cast<double>(e.version - 1) * (iteration + server);
+      QVERIFY2(std::abs(e.tS - expected) < 1e-9,
+               qPrintable(QString("v%1 at %2, expected %3").arg(e.version).arg(e.tS, 0, 'g', 12).arg(expected, 0, 'g', 12)));
+    }
+  }
+
+  // Slowdowns 1, 1, 2, 4: BSP waits for the slowest every round; DASP lets the slow ones
+  // push asynchronously and waits far less; ASP never waits.
+  void strategiesShapeTheWaits() {
+    auto make = [](const char* s) {
+      auto spec = baseSpec(s, 4);
+      for (double x : {1.0, 1.0, 2.0, 4.0}) spec.mutable_cluster()->add_slowdowns(x);
+      spec.mutable_stop()->set_max_seconds(3.0);
+      return spec;
+    };
+    const auto bsp = simulate(make("bsp")).summary;
+    const auto dasp = simulate(make("dasp")).summary;
+    const auto asp = simulate(make("asp")).summary;
+    QVERIFY2(bsp.waitFraction > 0.4, qPrintable(QString::number(bsp.waitFraction)));
+    QVERIFY2(dasp.waitFraction < bsp.waitFraction / 2, qPrintable(QString::number(dasp.waitFraction)));
+    QVERIFY(asp.waitFraction < 0.01);
+    QCOMPARE(bsp.meanStaleness, 0.0);
+    QVERIFY(asp.meanStaleness > 0.5);
+    // BSP: every update is one round of 4 gradients.
+    QCOMPARE(bsp.applied, bsp.updates * 4);
+    QVERIFY(asp.gradients > bsp.gradients);
+  }
+
+  // A scheduled speed change slows a node from then on, and is recorded as an event.
+  void speedChangeInVirtualTime() {
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("runs.sqlite").toStdString();
+    auto spec = baseSpec("asp", 2);
+    spec.mutable_cluster()->clear_count();
+    for (int r = 0; r < 2; ++r) {
+      auto* w = spec.mutable_cluster()->add_workers();
+      w->mutable_speed()->set_base_iteration_ms(10);
+    }
+    auto* change = spec.mutable_cluster()->mutable_workers(1)->mutable_speed()->add_changes();
+    change->set_at_s(1.0);
+    change->set_slowdown(5);
+    spec = withDefaults(spec);
+    const auto o = simulate(spec, db);
+    auto store = RunStore::open(db);
+    QVERIFY(store);
+    auto samples = store.value()->samples(o.summary.runId, "compute_s");
+    QVERIFY(samples);
+    int slowAfter = 0, fastBefore = 0;
+    for (const auto& s : samples.value()) {
+      if (s.node != "worker-1") continue;
+      if (s.tS < 0.9) {
+        QVERIFY(std::abs(s.value - 0.010) < 1e-12);
+        ++fastBefore;
+      }
+      if (s.tS > 1.2) {
+        QVERIFY(std::abs(s.value - 0.050) < 1e-12);
+        ++slowAfter;
+      }
+    }
+    QVERIFY(fastBefore > 50);
+    QVERIFY(slowAfter > 10);
+    auto events = store.value()->events(o.summary.runId);
+    QVERIFY(events);
+    bool recorded = false;
+    for (const auto& e : events.value()) recorded = recorded || (e.kind == "speed" && e.node == "worker-1" && e.tS == 1.0);
+    QVERIFY(recorded);
+  }
+
+  // What a researcher finds in the store: the run as engine sim with every series.
+  void storeHoldsTheRunLikeARealOne() {
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("runs.sqlite").toStdString();
+    auto spec = baseSpec("dasp", 4);
+    for (double x : {1.0, 1.0, 2.0, 4.0}) spec.mutable_cluster()->add_slowdowns(x);
+    spec.mutable_stop()->set_target_accuracy(0.5);
+    const auto o = simulate(spec, db);
+    auto store = RunStore::open(db);
+    QVERIFY(store);
+    auto run = store.value()->run(o.summary.runId);
+    QVERIFY(run);
+    QCOMPARE(run->engine, std::string("sim"));
+    QCOMPARE(run->kind, std::string("sim"));
+    QCOMPARE(run->status, RunStatus::Completed);
+    QVERIFY(run->specJson.find("\"engine\":\"sim\"") != std::string::npos);
+    auto evals = store.value()->evaluations(o.summary.runId);
+    QVERIFY(evals);
+    QCOMPARE(evals->size(), o.evaluations.size());
+    auto intervals = store.value()->stateIntervals(o.summary.runId);
+    QVERIFY(intervals && intervals->size() > 100);
+    auto decisions = store.value()->decisions(o.summary.runId);
+    QVERIFY(decisions && !decisions->empty());  // DASP partitions
+    auto summary = store.value()->summary(o.summary.runId);
+    QVERIFY(summary);
+    bool engine = false, ttt = false;
+    for (const auto& row : summary.value()) {
+      engine = engine || (row.key == "engine" && row.text == "sim");
+      ttt = ttt || (row.key == "time_to_target_s" && row.value && *row.value == *o.summary.timeToTargetS);
+    }
+    QVERIFY(engine);
+    QVERIFY(ttt);
+    auto nodes = store.value()->nodes(o.summary.runId);
+    QVERIFY(nodes);
+    QCOMPARE(nodes->size(), std::size_t{6});  // server, 4 workers, evaluator
+  }
+
+  // The compute cost is measured when no base iteration time is given, and written into
+  // the stored spec so that rerunning the stored spec repeats the run.
+  void measuredComputeGoesIntoTheSpec() {
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("runs.sqlite").toStdString();
+    auto spec = baseSpec("asp", 2, 0);
+    spec.mutable_stop()->set_max_seconds(0.05);
+    const auto o = simulate(spec, db);
+    auto store = RunStore::open(db);
+    auto run = store.value()->run(o.summary.runId);
+    QVERIFY(run);
+    auto stored = parseSpecJson(run->specJson, "stored");
+    QVERIFY(stored);
+    QVERIFY(stored->sim().compute_ms() > 0);
+    const auto again = simulate(stored.value());
+    const auto first = simulate(stored.value());
+    QCOMPARE(again.summary.gradients, first.summary.gradients);
+    QVERIFY(sameBits(again.summary.finalLoss, first.summary.finalLoss));
+  }
+
+  // A killed worker is marked down at once: BSP's rounds go on without it; restarted, it
+  // joins again.
+  void workerKillAndRestart() {
+    auto spec = baseSpec("bsp", 4);
+    auto* f = spec.add_faults();
+    f->set_node("worker-2");
+    f->set_at_s(0.5);
+    f->set_restart_after_s(0.5);
+    spec.mutable_sim()->set_restart_ms(100);
+    const auto o = simulate(spec);
+    QCOMPARE(o.summary.faults.size(), std::size_t{1});
+    const auto& m = o.summary.faults.front();
+    QCOMPARE(m.fault.node, std::string("worker-2"));
+    QVERIFY(m.detectionS && *m.detectionS == 0.0);
+    QVERIFY(m.downtimeS && *m.downtimeS < 0.05);  // the others go on at once
+    QVERIFY(o.summary.updates > 150);             // ~10.5 ms rounds for 2 s, none stuck
+  }
+
+  // Server kill under each recovery mode, in virtual time.
+  void serverKillRecovery_data() {
+    QTest::addColumn<int>("mode");
+    QTest::addColumn<bool>("expectZeroLost");
+    QTest::newRow("none") << int(v1::RecoverySpec::NONE) << false;
+    QTest::newRow("checkpoint") << int(v1::RecoverySpec::CHECKPOINT) << false;
+    QTest::newRow("chain") << int(v1::RecoverySpec::CHAIN) << true;
+  }
+  void serverKillRecovery() {
+    QFETCH(int, mode);
+    QFETCH(bool, expectZeroLost);
+    auto spec = baseSpec("asp", 2);
+    spec.mutable_recovery()->set_mode(static_cast<v1::RecoverySpec::Mode>(mode));
+    spec.mutable_recovery()->set_checkpoint_every_updates(50);
+    auto* f = spec.add_faults();
+    f->set_node("server");
+    f->set_at_s(1.0);
+    f->set_restart_after_s(0.3);
+    spec.mutable_stop()->set_max_seconds(3.0);
+    spec = withDefaults(spec);
+    const auto o = simulate(spec);
+    QCOMPARE(o.summary.faults.size(), std::size_t{1});
+    const auto& m = o.summary.faults.front();
+    QVERIFY(m.updatesLost.has_value());
+    QVERIFY(m.downtimeS.has_value());
+    const auto before = m.fault.versionBefore;
+    QVERIFY(before > 100);
+    if (mode == v1::RecoverySpec::NONE) {
+      QCOMPARE(*m.updatesLost, before);
+      QVERIFY(std::abs(*m.downtimeS - (0.3 + 0.5)) < 0.05);  // restart_after + restart_ms
+    } else if (mode == v1::RecoverySpec::CHECKPOINT) {
+      QVERIFY(*m.updatesLost < 50);
+      QCOMPARE(*m.fault.versionAfter % 50, std::int64_t{0});
+    } else {
+      QVERIFY(expectZeroLost);
+      QCOMPARE(*m.updatesLost, std::int64_t{0});
+      QVERIFY2(*m.downtimeS < 0.3, qPrintable(QString::number(*m.downtimeS)));  // failover 250 ms
+    }
+    QVERIFY(o.summary.updates > 0);
+  }
+
+  // A paused worker is declared down after barrier_timeout_s of silence, then rejoins.
+  void pausedWorkerIsMarkedDownThenRejoins() {
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("runs.sqlite").toStdString();
+    auto spec = baseSpec("bsp", 3);
+    spec.mutable_strategy()->set_barrier_timeout_s(0.2);
+    auto* f = spec.add_faults();
+    f->set_node("worker-1");
+    f->set_action(v1::FaultSpec::PAUSE);
+    f->set_at_s(0.5);
+    f->set_restart_after_s(0.6);
+    const auto o = simulate(spec, db);
+    auto store = RunStore::open(db);
+    auto events = store.value()->events(o.summary.runId);
+    QVERIFY(events);
+    bool down = false, up = false;
+    for (const auto& e : events.value()) {
+      if (e.node == "worker-1" && e.kind == "node" && e.detail.rfind("DOWN", 0) == 0) down = true;
+      if (e.node == "worker-1" && e.kind == "node" && e.detail.rfind("UP", 0) == 0) up = true;
+    }
+    QVERIFY(down);
+    QVERIFY(up);
+    QVERIFY(o.summary.updates > 100);
+  }
+
+  void errorsNameWhatIsNotModelled() {
+    auto spec = baseSpec("asp", 2);
+    auto* f = spec.add_faults();
+    f->set_node("evaluator");
+    f->set_at_s(1);
+    auto c = computeFor(spec);
+    auto r = runSimulation(spec, c->compute, SimOptions());
+    QVERIFY(!r);
+    QVERIFY2(r.message().find("faults[0].node") != std::string::npos, r.message().c_str());
+    spec.clear_faults();
+    spec.set_engine("real");
+    r = runSimulation(spec, c->compute, SimOptions());
+    QVERIFY(!r);
+    QVERIFY(r.message().find("engine") != std::string::npos);
+    spec.set_engine("warp");
+    QVERIFY(!validateSpec(spec));
+    spec.set_engine("sim");
+    spec.mutable_cluster()->mutable_link()->set_bandwidth_mbps(0);
+    const auto st = validateSpec(spec);
+    QVERIFY(!st);
+    QVERIFY(st.message().find("cluster.link.bandwidth_mbps") != std::string::npos);
+  }
+
+  // Many workers in policy-only mode: the engine stays cheap per event.
+  void thousandWorkers() {
+    auto spec = baseSpec("dasp", 1024);
+    for (double x : {1.0, 1.0, 2.0, 4.0}) spec.mutable_cluster()->add_slowdowns(x);
+    spec.mutable_stop()->set_max_seconds(0.3);
+    spec.mutable_evaluation()->set_every_s(0.1);
+    const auto o = simulate(spec);
+    QCOMPARE(o.summary.workers, 1024);
+    // 1024 pushes every 10 ms need 51 ms of server time (push_overhead_ms 0.05): the
+    // server, not the workers, bounds the throughput.
+    const double capacity = 0.3 / (spec.sim().push_overhead_ms() / 1000.0);
+    QVERIFY2(o.summary.gradients > 0.8 * capacity && o.summary.gradients < capacity + 1024,
+             qPrintable(QString::number(o.summary.gradients)));
+    qInfo("1024 workers: %lld events in %.2f s wall", static_cast<long long>(o.summary.simEvents), o.summary.wallS);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSimEngine)
+#include "tst_sim_engine.moc"
