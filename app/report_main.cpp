@@ -2,11 +2,14 @@
 // dasp-report: exports runs of a store as an HTML or PDF report, CSV or a Chrome trace,
 // drawn with the workbench's own charts, from the command line and without a display.
 //   dasp-report --db FILE --runs ID,ID|all --out report.{html,pdf,csv,trace.json}
+//               [--sweep-axes X,Y]
 // Exit status: 0 written, 2 bad input (usage, unknown run ids, unreadable store, unknown
-// format), 1 failure while reading the runs or writing the file.
+// format, a sweep axis that does not vary between the runs), 1 failure while reading the
+// runs or writing the file.
 
 #include "core/run_store.h"
 #include "ui/charts/report.h"
+#include "ui/charts/sweep_heatmap.h"
 #include "ui/run_data.h"
 
 #include <QApplication>
@@ -48,9 +51,16 @@ int main(int argc, char** argv) {
   const QCommandLineOption runsOpt(QStringLiteral("runs"), QStringLiteral("Run ids, comma-separated, or 'all'."),
                                    QStringLiteral("IDS"));
   const QCommandLineOption outOpt(QStringLiteral("out"), QStringLiteral("The file to write."), QStringLiteral("FILE"));
+  const QCommandLineOption sweepOpt(
+      QStringLiteral("sweep-axes"),
+      QStringLiteral("The sweep heatmap's axes (HTML and PDF): two spec paths that vary between the runs, e.g. "
+                     "strategy.dasp.delta,cluster.count (one path: a single row). Default: chosen from the swept "
+                     "fields, numeric ones first, one map per strategy."),
+      QStringLiteral("X,Y"));
   parser.addOption(dbOpt);
   parser.addOption(runsOpt);
   parser.addOption(outOpt);
+  parser.addOption(sweepOpt);
   if (!parser.parse(QApplication::arguments())) return fail(2, parser.errorText());
   if (parser.isSet(QStringLiteral("help"))) {
     std::fputs(qPrintable(parser.helpText()), stdout);
@@ -102,7 +112,15 @@ int main(int argc, char** argv) {
     if (!data) return fail(1, QStringLiteral("run %1: %2").arg(id).arg(QString::fromStdString(data.message())));
     runs.push_back(std::move(data).value());
   }
-  const dasp::Status written = dasp::ui::writeReport(runs, out);
+  dasp::ui::ReportOptions options;
+  if (parser.isSet(sweepOpt)) {
+    // Checked here, before anything is drawn, so that a typo is bad input (exit 2) and
+    // not a failed write.
+    options.sweepAxes = parser.value(sweepOpt);
+    const auto axes = dasp::ui::chooseAxes(dasp::ui::SweepTable::fromRuns(runs), options.sweepAxes);
+    if (!axes) return fail(2, QStringLiteral("--sweep-axes: %1").arg(QString::fromStdString(axes.message())));
+  }
+  const dasp::Status written = dasp::ui::writeReport(runs, out, options);
   if (!written) return fail(1, QString::fromStdString(written.message()));
   std::printf("dasp-report: wrote %s (%zu run%s)\n", qPrintable(out), runs.size(), runs.size() == 1 ? "" : "s");
   return 0;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "ui/live_panel.h"
 
+#include "ui/charts/convergence_chart.h"
 #include "ui/live_charts.h"
 #include "ui/run_controller.h"
 #include "ui/run_data.h"
 
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -192,9 +194,15 @@ QString LivePanel::selectedNode() const {
 
 double LivePanel::slowFactor() const { return m_factor->value(); }
 
+bool LivePanel::showsSimRun() const {
+  return (m_data != nullptr && m_data->engine == QLatin1String("sim")) ||
+         (!m_replay && m_controller != nullptr && m_controller->currentRunIsSim());
+}
+
 void LivePanel::updateActions() {
-  // The actions act on the live run: not while another run is replayed in this view.
-  const bool live = m_running && !m_replay;
+  // The actions act on the live run: not while another run is replayed in this view, and
+  // never on a simulated run (one process, virtual time: no node process to act on).
+  const bool live = m_running && !m_replay && !showsSimRun();
   const QString selected = selectedNode();
   const bool node = live && !selected.isEmpty();
   const bool worker = node && !m_services.contains(selected);
@@ -204,6 +212,15 @@ void LivePanel::updateActions() {
   const auto it = m_status.find(selected);
   m_restart->setEnabled(node && it != m_status.end() && it->second.state == kDown);
   m_killServer->setEnabled(live);
+}
+
+void LivePanel::updateTimeWording(const RunData& run) {
+  // A sim run's times are virtual seconds: the convergence chart's time axis says so.
+  QComboBox* axis = m_charts->xAxisCombo();
+  const int index = axis->findData(static_cast<int>(ConvergenceChart::XAxis::Time));
+  if (index < 0) return;
+  const QString text = run.engine == QLatin1String("sim") ? tr("against virtual time") : tr("against wall time");
+  if (axis->itemText(index) != text) axis->setItemText(index, text);
 }
 
 void LivePanel::resetStats() {
@@ -547,6 +564,7 @@ void LivePanel::refresh() {
     resetStats();
     m_shownRunId = d.runId;
   }
+  updateTimeWording(d);
   if (!m_servicesKnown) setupServices(d);
   // Node states from the events: incrementally while live (all over again, in time order,
   // when events older than those applied were merged); up to the cursor in a replay.
@@ -598,18 +616,21 @@ void LivePanel::refresh() {
     if (!m_replay || it->t <= m_cursor) eval = &*it;
   }
   if (m_replay) version = eval != nullptr ? static_cast<double>(eval->version) : 0;
-  QString text = tr("%1 %2 · %3 · seed %4 · %5 · t = %6 s · version %7")
+  const bool sim = d.engine == QLatin1String("sim");
+  QString text = tr("%1 %2 · %3 · seed %4 · %5 · %6 = %7 s · version %8")
                      .arg(m_replay ? tr("Replay of run") : tr("Run"))
                      .arg(d.runId)
                      .arg(d.strategy.isEmpty() ? tr("?") : d.strategy)
                      .arg(d.seed)
                      .arg(d.status.isEmpty() ? tr("running") : d.status)
+                     .arg(sim ? tr("virtual t") : QStringLiteral("t"))
                      .arg(m_replay ? QStringLiteral("%1 / %2").arg(m_cursor, 0, 'f', 1).arg(d.endT, 0, 'f', 1)
                                    : QString::number(d.endT, 'f', 1))
                      .arg(static_cast<qint64>(version));
   if (eval != nullptr) {
     text += tr(" · accuracy %1 (loss %2, version %3)").arg(eval->accuracy, 0, 'f', 4).arg(eval->loss, 0, 'f', 4).arg(eval->version);
   }
+  if (sim && m_running && !m_replay) text += tr(" · simulated: the live actions do not apply");
   m_summary->setText(text);
   updateActions();
   Q_EMIT refreshed();

@@ -20,6 +20,10 @@
 // cursor over every chart, and the table shows each node at the cursor time (its state,
 // and its figures over [0, t]). showLive() returns to the live run.
 //
+// A simulated run (engine "sim") shows the same table and charts, in virtual seconds (the
+// summary and the time axis say so); the live actions are off for it: there is no node
+// process to slow, pause or kill (the RunController refuses them too).
+//
 // It draws a RunData owned by the main window, which a LiveRunFeed fills on the drain
 // timer; refresh() is called after each drain and only reads what is new since the last
 // call (the per-node means are kept as running sums), so its cost does not grow with the
@@ -117,6 +121,10 @@ class LivePanel : public QWidget {
   };
   void resetStats();
   void updateActions();
+  // Whether the run shown (or the plan going) is simulated.
+  bool showsSimRun() const;
+  // "wall time" or "virtual time" on the convergence chart's x axis choice.
+  void updateTimeWording(const RunData& run);
   // The server/evaluator rows and their first state, from the run's spec.
   void setupServices(const RunData& run);
   StatusMap initialStatus() const;

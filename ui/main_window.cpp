@@ -33,6 +33,8 @@
 #include <QToolBar>
 
 #include <algorithm>
+#include <chrono>
+#include <string>
 
 namespace dasp::ui {
 
@@ -42,6 +44,9 @@ constexpr int kDrainIntervalMs = 150;  // live data reaches the views at ~6.7 Hz
 constexpr int kStorePollMs = 1000;     // the runner's events are merged from the store at 1 Hz,
 constexpr int kStorePollShare = 20;    // or less often: reading them takes at most 1/20 of the time
 constexpr int kLayoutVersion = 2;      // dock layout of saveState(); 1: no Compare dock, runs at the bottom
+// The runs table's header layout; ".v2": the Engine column (an older layout has one
+// column less and is not restored).
+constexpr char kRunsHeaderKey[] = "runsTable/header.v2";
 
 struct ExportFormat {
   ReportFormat format;
@@ -93,6 +98,7 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent)
   });
   connect(c, &RunController::runStarted, this, [this](qint64 runId) {
     appendLog(tr("run %1 started").arg(runId));
+    if (m_controller->currentRunIsSim()) followSimRun(runId);
     m_live->charts()->setLiveAvailable(true);
     m_runs->reload();  // the new run shows at once, not at the next periodic reload
   });
@@ -116,7 +122,8 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent)
 }
 
 // The controller goes first (member order): its destructor stops a run and joins the
-// runner thread while the feed still exists.
+// runner thread while the feed still exists. A sim read in flight (m_simLoad, destroyed
+// before it) is waited for; it holds nothing of the window.
 MainWindow::~MainWindow() = default;
 
 RunTableModel* MainWindow::runModel() const { return m_runs->model(); }
@@ -261,6 +268,8 @@ bool MainWindow::launch() {
   }
   const int runs = static_cast<int>(plan->size());
   m_feed.clear();
+  dropSimLoad();
+  m_liveIsSim = false;  // until a sim run is created
   m_liveData = RunData{};
   m_live->showLive(&m_liveData);  // a replay gives way to the new run
   QString error;
@@ -277,7 +286,9 @@ bool MainWindow::launch() {
 void MainWindow::stop() {
   if (!m_controller->isRunning()) return;
   m_controller->stop();
-  appendLog(tr("Stop requested: the runner stops the nodes and records the run as stopped."));
+  appendLog(m_controller->currentRunIsSim()
+                ? tr("Stop requested: the simulator stops and records the run as stopped.")
+                : tr("Stop requested: the runner stops the nodes and records the run as stopped."));
   statusBar()->showMessage(tr("Stopping…"));
 }
 
@@ -294,10 +305,17 @@ void MainWindow::appendLog(const QString& line) {
 
 void MainWindow::drainLive() {
   bool changed = m_feed.hasPending() && m_feed.drainInto(m_liveData);
-  // The runner's events are in the store only; they matter most while the server is down,
-  // when the stream brings nothing.
-  if (m_controller->isRunning() && m_liveData.runId > 0 &&
-      (!m_storePoll.isValid() || m_storePoll.elapsed() >= m_storePollMs)) {
+  if (m_liveIsSim) {
+    // A sim run streams nothing: the whole run is read from the store off this thread.
+    changed = takeSimLoad(false) || changed;
+    if (m_controller->isRunning() && m_liveData.runId > 0 && !m_simLoad.valid() &&
+        (!m_storePoll.isValid() || m_storePoll.elapsed() >= m_storePollMs)) {
+      startSimLoad();
+    }
+  } else if (m_controller->isRunning() && m_liveData.runId > 0 &&
+             (!m_storePoll.isValid() || m_storePoll.elapsed() >= m_storePollMs)) {
+    // The runner's events are in the store only; they matter most while the server is
+    // down, when the stream brings nothing.
     m_storePoll.start();
     changed = mergeRunnerEvents() || changed;
     // A long run's events (checkpoints, nodes) grow: the GUI thread's share stays bounded.
@@ -339,9 +357,73 @@ void MainWindow::logRecoveryEvents() {
   }
 }
 
+void MainWindow::followSimRun(qint64 runId) {
+  dropSimLoad();
+  m_liveIsSim = true;
+  RunData fresh;  // filled by the first read; until then a run with no rows
+  fresh.runId = runId;
+  fresh.kind = QStringLiteral("sim");
+  fresh.engine = QStringLiteral("sim");
+  fresh.status = QStringLiteral("running");
+  m_liveData = std::move(fresh);
+  m_storePollMs = kStorePollMs;
+  m_storePoll.invalidate();  // the first read at the next drain
+  if (m_live->run() == &m_liveData) {
+    m_live->setRun(&m_liveData);
+    m_live->refresh();
+  }
+}
+
+void MainWindow::startSimLoad() {
+  m_storePoll.start();
+  const std::string path = m_runs->storePath().toStdString();
+  const std::int64_t runId = m_liveData.runId;
+  // Its own connection (a RunStore belongs to one thread); nothing of the window is touched.
+  m_simLoad = std::async(std::launch::async, [path, runId]() -> Result<RunData> {
+    auto store = RunStore::open(path);
+    if (!store) return store.status();
+    return loadRunData(*store.value(), runId);
+  });
+}
+
+bool MainWindow::takeSimLoad(bool wait) {
+  if (!m_simLoad.valid()) return false;
+  if (!wait && m_simLoad.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+  Result<RunData> loaded = m_simLoad.get();
+  // The next read waits kStorePollShare times as long as this one took (at least 1 s).
+  m_storePollMs = static_cast<int>(std::clamp<qint64>(m_storePoll.elapsed() * kStorePollShare, kStorePollMs, 10000));
+  m_storePoll.start();
+  // A busy store, or a run that is no longer the live one: the next read.
+  if (!loaded || loaded->runId != m_liveData.runId || !m_liveIsSim) return false;
+  m_liveData = std::move(loaded).value();
+  // The rows came whole (in time order, not appended): the panel counts them afresh.
+  if (m_live->run() == &m_liveData) m_live->setRun(&m_liveData);
+  return true;
+}
+
+void MainWindow::dropSimLoad() {
+  if (m_simLoad.valid()) (void)m_simLoad.get();
+}
+
 void MainWindow::onRunFinished(qint64 runId, const QString& status, const QString& error) {
-  drainLive();  // the run's last events before its status
-  if (m_liveData.runId == runId && runId != 0) {
+  const bool live = runId != 0 && m_liveData.runId == runId;
+  if (m_liveIsSim && live) {
+    // The whole run as the simulator left it: every row, the summary, the fault metrics.
+    dropSimLoad();
+    if (RunStore* store = m_runs->store()) {
+      if (auto loaded = loadRunData(*store, runId)) m_liveData = std::move(loaded).value();
+    }
+    m_liveData.status = status;
+    logRecoveryEvents();
+    if (m_live->run() == &m_liveData) {
+      m_live->setRun(&m_liveData);
+      m_live->refresh();
+      m_live->charts()->convergence()->refresh();  // the fault bands from the metrics
+    }
+  } else {
+    drainLive();  // the run's last events before its status
+  }
+  if (!m_liveIsSim && m_liveData.runId == runId && runId != 0) {
     mergeRunnerEvents();
     logRecoveryEvents();
     // The fault drills' recovery metrics, which the runner writes at the end.
@@ -406,7 +488,7 @@ void MainWindow::restoreSettings() {
   QSettings settings(QStringLiteral("dasp"), QStringLiteral("workbench"));
   if (!restoreGeometry(settings.value(QStringLiteral("mainWindow/geometry")).toByteArray())) resize(1400, 900);
   m_needsDefaultLayout = !restoreState(settings.value(QStringLiteral("mainWindow/docks")).toByteArray(), kLayoutVersion);
-  m_runs->restoreHeaderState(settings.value(QStringLiteral("runsTable/header")).toByteArray());
+  m_runs->restoreHeaderState(settings.value(QLatin1String(kRunsHeaderKey)).toByteArray());
   m_statusBarAction->setChecked(settings.value(QStringLiteral("mainWindow/statusBar"), true).toBool());
 }
 
@@ -414,7 +496,7 @@ void MainWindow::saveSettings() const {
   QSettings settings(QStringLiteral("dasp"), QStringLiteral("workbench"));
   settings.setValue(QStringLiteral("mainWindow/geometry"), saveGeometry());
   settings.setValue(QStringLiteral("mainWindow/docks"), saveState(kLayoutVersion));
-  settings.setValue(QStringLiteral("runsTable/header"), m_runs->headerState());
+  settings.setValue(QLatin1String(kRunsHeaderKey), m_runs->headerState());
   settings.setValue(QStringLiteral("mainWindow/statusBar"), m_statusBarAction->isChecked());
 }
 

@@ -24,6 +24,11 @@
 // Closing the window mid-run stops the run (every node shut down, the run marked
 // `stopped`) before the window goes.
 //
+// A simulated run (engine "sim") runs in a `dasp run` child and has no live event stream:
+// from its "run started" on, the window reads the whole run from the store on a worker
+// thread (its own connection; about once a second, less often when a read takes long) and
+// swaps it in as the live data on the next drain; its times are virtual seconds.
+//
 // A store that cannot be opened (not SQLite, a newer schema, locked) never stops the
 // window: the runs panel shows the error in a banner and retries on its 2 s reload, and
 // Launch refuses with the message.
@@ -40,6 +45,7 @@
 #include <QString>
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <vector>
 
@@ -142,6 +148,15 @@ class MainWindow : public QMainWindow {
   void showError(const QString& title, const QString& message);
   void openRunSpec(qint64 runId, const QString& specJson);
   void onRunFinished(qint64 runId, const QString& status, const QString& error);
+  // A sim run was created: the live data follows it from the store from now on.
+  void followSimRun(qint64 runId);
+  // Starts reading the live sim run from the store on a worker thread.
+  void startSimLoad();
+  // Takes a finished read (waiting for it when `wait`) into the live data; true when the
+  // live data changed.
+  bool takeSimLoad(bool wait);
+  // Drops a read in flight (waits for it: it holds no pointer into the window).
+  void dropSimLoad();
   void announce(const QString& title, const QString& message);
   void chooseStore();
   void showAbout();
@@ -171,6 +186,8 @@ class MainWindow : public QMainWindow {
   int m_storePollMs = 1000;             // 1 s, longer when reading the events takes long
   std::int64_t m_loggedRunId = 0;       // the live run whose events are being logged
   std::size_t m_loggedEvents = 0;       // its events looked at for the log
+  bool m_liveIsSim = false;             // the live run is simulated: read from the store
+  std::future<Result<RunData>> m_simLoad;  // a read of it in flight (worker thread)
 
   QAction* m_launchAction = nullptr;
   QAction* m_stopAction = nullptr;

@@ -15,6 +15,18 @@
 // thread; the runner then stops the server, lets the evaluator finish, shuts every node
 // down and marks the run `stopped` in the store.
 //
+// A planned run whose spec says engine "sim" is not run here: the simulator needs
+// LibTorch (real gradients), which the workbench must not link. It runs in one child
+// process, `dasp run <spec file> --db <store> --quiet`, with the resolved planned spec in a
+// temporary file (removed when the child is gone). The child prints
+// `dasp-run-created <id>` on stderr once the run is in the store (→ runStarted, as for a
+// real run), writes the run's rows into the store as it goes (the main window follows it
+// from there: there is no live event stream), and ends with exit code 0, or 1 and a
+// `dasp: <message>` line (→ runFinished with the run's status from the store and that
+// message). Cancel sends the child SIGINT (it records the run as `stopped`), then SIGTERM
+// and SIGKILL if it does not go. The live actions act on a real run's node processes: a
+// sim run has none, so they are refused with a message while one goes.
+//
 // Threading: a QObject of the GUI thread; every public method is for the GUI thread and
 // every signal is delivered there (queued from the runner's threads). The runner thread
 // must live as long as the run's children (they get PR_SET_PDEATHSIG, which follows the
@@ -63,6 +75,11 @@ class RunController : public QObject {
   std::int64_t currentRunId() const { return m_currentRunId.load(); }
   // The number of runs in the current (or last) plan.
   int plannedRuns() const { return static_cast<int>(m_plan.size()); }
+  // Whether a spec runs on the simulator (engine "sim"), in a `dasp run` child process.
+  static bool isSimSpec(const ExperimentSpec& spec) { return spec.engine() == "sim"; }
+  // True while the plan in progress is a simulated one (the engine is the base spec's, the
+  // same for every run of a plan): the live actions do not apply.
+  bool currentRunIsSim() const;
 
  public Q_SLOTS:
   // Asks the runner to stop the current run and skips the rest of the plan.
@@ -95,7 +112,19 @@ class RunController : public QObject {
   void logLine(const QString& line);
 
  private:
-  void threadMain(std::vector<PlannedRun> plan, std::string dbPath, std::string binary, int generation);
+  // How one run of the plan ended, for runFinished.
+  struct Outcome {
+    std::int64_t runId = 0;
+    QString status;  // completed, stopped, failed
+    QString error;
+  };
+  void threadMain(std::vector<PlannedRun> plan, std::string dbPath, std::string binary, std::string tempDir,
+                  int generation);
+  // Runs one sim run in a `dasp run` child and waits for it (runner thread).
+  Outcome runSimChild(const ExperimentSpec& spec, const std::string& dbPath, const std::string& binary,
+                      const std::string& tempDir);
+  // A live action on a sim run: says why it does nothing and returns true.
+  bool refuseForSim(const QString& action);
   void onThreadDone(int generation);
   void joinThread();
   double profileSlowdown(const QString& node) const;

@@ -139,6 +139,7 @@ QVariant RunTableModel::displayData(const RunRow& run, int column) const {
     case Started: return formatTime(run.startedAt);
     case Name: return qs(run.name);
     case Kind: return qs(run.kind);
+    case Engine: return qs(run.engine);
     case Model: return qs(run.model);
     case Dataset: return qs(run.dataset);
     case Strategy: return qs(run.strategy);
@@ -176,6 +177,10 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
       if (column == Started && run->endedAt) {
         return tr("Started %1, ended %2").arg(formatTime(run->startedAt), formatTime(*run->endedAt));
       }
+      if (column == Engine) {
+        return run->engine == "sim" ? tr("Simulated: one process, virtual time (seconds of the modelled cluster)")
+                                    : tr("Real: a server and worker processes, wall-clock time");
+      }
       if (column == Run) {
         return tr("Host %1, pid %2, code %3").arg(qs(run->host)).arg(run->pid).arg(qs(run->codeVersion));
       }
@@ -198,6 +203,7 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
     case Started: return tr("Started");
     case Name: return tr("Name");
     case Kind: return tr("Kind");
+    case Engine: return tr("Engine");
     case Model: return tr("Model");
     case Dataset: return tr("Dataset");
     case Strategy: return tr("Strategy");

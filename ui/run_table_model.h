@@ -33,6 +33,7 @@ class RunTableModel : public QAbstractTableModel {
     Started,
     Name,
     Kind,
+    Engine,  // "real" (processes, wall clock) or "sim" (the simulator, virtual time)
     Model,
     Dataset,
     Strategy,

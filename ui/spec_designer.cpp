@@ -247,6 +247,36 @@ QWidget* SpecDesigner::buildForm() {
   addText(f, tr("Device"), "device", QStringLiteral("auto"), tr("auto | cpu | cuda:N"));
   addText(f, tr("Threads"), "threads", QStringLiteral("1"), tr("intra-op threads per trainer process"));
 
+  f = section(tr("Engine"));
+  m_engine = addChoice(f, tr("Engine"), "engine", QStringLiteral("real"), {QStringLiteral("real"), QStringLiteral("sim")});
+  m_engine->setToolTip(tr("engine: real — a parameter server and worker processes over gRPC, in wall-clock time; "
+                          "sim — the virtual-cluster engine: one process, a virtual clock, modelled compute and "
+                          "communication times"));
+  m_simKnobs = new QWidget(f->parentWidget());
+  m_simKnobs->setObjectName(QStringLiteral("simKnobs"));
+  auto* sim = new QFormLayout(m_simKnobs);
+  sim->setContentsMargins(16, 0, 0, 0);
+  f->addRow(m_simKnobs);
+  QComboBox* gradients = addChoice(sim, tr("Gradients"), "sim.gradients", QStringLiteral("REAL"), enumValues("sim.gradients"));
+  gradients->setToolTip(tr("sim.gradients: REAL — the spec's model computes every worker's gradient on its shard; "
+                           "POLICY_ONLY — a softmax-regression model in plain C++, cheap enough for thousands of "
+                           "workers (use dataset synthetic)"));
+  addText(sim, tr("Compute (ms)"), "sim.compute_ms", tr("0 = measured on this machine"),
+          tr("one iteration at slowdown 1, for workers without a base iteration time"));
+  addText(sim, tr("Push overhead (ms)"), "sim.push_overhead_ms", QStringLiteral("0.05"),
+          tr("server time to take in one push"));
+  addText(sim, tr("Apply cost (ns/parameter)"), "sim.apply_ns_per_param", QStringLiteral("1"),
+          tr("server time to fold one gradient into the parameters"));
+  addText(sim, tr("Restart (ms)"), "sim.restart_ms", QStringLiteral("500"),
+          tr("time a restarted node takes before it answers or pushes again"));
+  addText(sim, tr("Failover (ms)"), "sim.failover_ms", QStringLiteral("250"),
+          tr("CHAIN: time to notice a dead head and promote the next replica"));
+  addText(sim, tr("Link latency (ms)"), "cluster.link.latency_ms", QStringLiteral("0.1"),
+          tr("every worker's one-way latency to the server (a transfer takes latency + bytes / bandwidth)"));
+  addText(sim, tr("Link bandwidth (MB/s)"), "cluster.link.bandwidth_mbps", QStringLiteral("1000"),
+          tr("every worker's bandwidth, 10^6 bytes per second"));
+  connect(m_engine, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateEngineKnobs);
+
   f = section(tr("Model and data"));
   m_model = addChoice(f, tr("Model"), "model.name", QStringLiteral("mlp"), names(knownModels()));
   m_hidden = addText(f, tr("Hidden width"), "model.hidden", QStringLiteral("128"), tr("mlp only"));
@@ -407,6 +437,7 @@ void SpecDesigner::setSpec(const ExperimentSpec& spec) {
   m_cluster->setCluster(spec.cluster());
   m_faults->setFaults(spec.faults());
   m_filling = false;
+  updateEngineKnobs();
   updateStrategyKnobs();
   updateRecoveryKnobs();
   updateSuite();
@@ -414,6 +445,14 @@ void SpecDesigner::setSpec(const ExperimentSpec& spec) {
 
 Result<ExperimentSpec> SpecDesigner::buildSpec() const {
   ExperimentSpec s = m_base;
+  // The cluster table first: the form's link fields (cluster.link.*) go over its cluster.
+  auto cluster = m_cluster->cluster();
+  if (!cluster) return cluster.status();
+  if (m_base.has_cluster() || cluster->ByteSizeLong() > 0) {
+    *s.mutable_cluster() = cluster.value();
+  } else {
+    s.clear_cluster();  // not `"cluster": {}` for a spec that had none
+  }
   for (const Binding& b : m_bindings) {
     clearPath(s, b.path);
     const QString value = widgetValue(b.widget);
@@ -422,13 +461,7 @@ Result<ExperimentSpec> SpecDesigner::buildSpec() const {
       return Status::error(withoutSetPrefix(st.message()).toStdString());
     }
   }
-  auto cluster = m_cluster->cluster();
-  if (!cluster) return cluster.status();
-  if (m_base.has_cluster() || cluster->ByteSizeLong() > 0) {
-    *s.mutable_cluster() = cluster.value();
-  } else {
-    s.clear_cluster();  // not `"cluster": {}` for a spec that had none
-  }
+  dropEmptyParts(s);
   auto faults = m_faults->faults();
   if (!faults) return faults.status();
   s.clear_faults();
@@ -438,6 +471,9 @@ Result<ExperimentSpec> SpecDesigner::buildSpec() const {
 
 ExperimentSpec SpecDesigner::spec() const {
   ExperimentSpec s = m_base;
+  if (auto cluster = m_cluster->cluster(); cluster && (m_base.has_cluster() || cluster->ByteSizeLong() > 0)) {
+    *s.mutable_cluster() = cluster.value();
+  }
   for (const Binding& b : m_bindings) {
     clearPath(s, b.path);
     const QString value = widgetValue(b.widget);
@@ -446,14 +482,22 @@ ExperimentSpec SpecDesigner::spec() const {
       if (applyOverride(trial, b.path + "=" + value.toStdString())) s = std::move(trial);
     }
   }
-  if (auto cluster = m_cluster->cluster(); cluster && (m_base.has_cluster() || cluster->ByteSizeLong() > 0)) {
-    *s.mutable_cluster() = cluster.value();
-  }
+  dropEmptyParts(s);
   if (auto faults = m_faults->faults()) {
     s.clear_faults();
     for (const auto& f : faults.value()) *s.add_faults() = f;
   }
   return s;
+}
+
+void SpecDesigner::dropEmptyParts(ExperimentSpec& s) const {
+  // Fields set and cleared again in the form leave empty messages behind: dropped, unless
+  // the spec last set had them (a preset read back gives the same message).
+  if (s.cluster().has_link() && s.cluster().link().ByteSizeLong() == 0 && !m_base.cluster().has_link()) {
+    s.mutable_cluster()->clear_link();
+  }
+  if (s.has_cluster() && s.cluster().ByteSizeLong() == 0 && !m_base.has_cluster()) s.clear_cluster();
+  if (s.has_sim() && s.sim().ByteSizeLong() == 0 && !m_base.has_sim()) s.clear_sim();
 }
 
 Status SpecDesigner::validate() {
@@ -527,6 +571,10 @@ void SpecDesigner::showMessage(const QString& text, bool isError) {
   m_messageIsError = isError && !text.isEmpty();
   m_message->setText(text);
   m_message->setStyleSheet(m_messageIsError ? QStringLiteral("QLabel { color: #b00020; }") : QString());
+}
+
+void SpecDesigner::updateEngineKnobs() {
+  m_simKnobs->setVisible(m_engine->currentData().toString() == QLatin1String("sim"));
 }
 
 void SpecDesigner::updateStrategyKnobs() {

@@ -7,6 +7,9 @@
 // Save As… (specToJson: proto field names) and validation that shows the CLI's own
 // messages (validateSpec) in a message line under the form.
 //
+// The engine is real (processes, wall clock) or sim (the virtual-cluster engine); the
+// simulator's knobs (spec.sim: gradients, compute time, server costs, restart and
+// failover times) and the cluster's link (latency, bandwidth) are shown for sim only.
 // As with the strategies, only the knobs of the chosen recovery mode are shown (the
 // stateless learning-rate scale only for the SCALED_LR backlog rule); the reconnect
 // timeout applies to every mode. The fault drills (FaultTable) are written to
@@ -104,8 +107,12 @@ class SpecDesigner : public QWidget {
   QComboBox* addBool(QFormLayout* form, const QString& label, const std::string& path, bool defaultValue);
   QStringList enumValues(const std::string& path) const;
   QWidget* buildForm();
+  void updateEngineKnobs();
   void updateStrategyKnobs();
   void updateRecoveryKnobs();
+  // Drops the empty sim / cluster.link / cluster messages the form's bindings leave (those
+  // the spec last set did not have).
+  void dropEmptyParts(ExperimentSpec& spec) const;
   void updateFaultNodes();
   void updateSuite();
   void onEdited();
@@ -117,6 +124,8 @@ class SpecDesigner : public QWidget {
   bool m_filling = false;  // setSpec() is writing the form: not an edit
 
   QComboBox* m_presets = nullptr;
+  QComboBox* m_engine = nullptr;
+  QWidget* m_simKnobs = nullptr;  // shown for engine sim only
   QComboBox* m_model = nullptr;
   QLineEdit* m_hidden = nullptr;
   QComboBox* m_strategy = nullptr;

@@ -7,6 +7,7 @@
 #include "ui/charts/node_bars.h"
 #include "ui/charts/node_lanes.h"
 #include "ui/charts/staleness_histogram.h"
+#include "ui/charts/sweep_heatmap.h"
 
 #include <QApplication>
 #include <QBuffer>
@@ -158,6 +159,7 @@ std::vector<RunFigures> runFigures(const std::vector<RunData>& runs) {
     f.runId = r.runId;
     f.name = r.name;
     f.strategy = r.strategy;
+    f.engine = r.engine;
     f.status = r.status;
     f.seed = r.seed;
     f.target = specTarget(r);
@@ -236,14 +238,14 @@ std::optional<ReportFormat> reportFormatFor(const QString& path) {
   return std::nullopt;
 }
 
-Status writeReport(const std::vector<RunData>& runs, const QString& path) {
+Status writeReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options) {
   const auto format = reportFormatFor(path);
   if (!format) {
     return Status::error(path.toStdString() + ": unknown report format (use .html, .pdf, .csv or .trace.json)");
   }
   switch (*format) {
-    case ReportFormat::Html: return writeHtmlReport(runs, path);
-    case ReportFormat::Pdf: return writePdfReport(runs, path);
+    case ReportFormat::Html: return writeHtmlReport(runs, path, options);
+    case ReportFormat::Pdf: return writePdfReport(runs, path, options);
     case ReportFormat::Csv: return writeCsv(runs, path);
     case ReportFormat::ChromeTrace: return writeChromeTrace(runs, path);
   }
@@ -418,7 +420,64 @@ bool routineEvent(const Event& e) {
   return e.kind == QLatin1String("node") && e.detail.startsWith(QLatin1String("UP"));
 }
 
-QString buildReport(const std::vector<RunData>& runs, bool forPdf, const ImageSink& image) {
+// The sweep section: one heatmap per facet, then the grid points as a table.
+QString sweepSection(const SweepTable& sweep, const SweepAxes& axes, const QString& table,
+                     const std::function<QString(const QImage&, const QString&, int)>& img, int imgW) {
+  QString h = QStringLiteral("<h2>Sweep: time to target</h2>\n");
+  QStringList swept;
+  for (const QString& p : sweep.sweepPaths) {
+    swept << QStringLiteral("%2 (%1 values)").arg(sweep.axis(p)->values.size()).arg(esc(p));
+  }
+  QStringList knobs;
+  for (const SweepAxis& a : sweep.axes) {
+    if (a.strategyKnob) knobs << esc(a.path);
+  }
+  h += QStringLiteral("<p>Swept: %1. Heatmap columns: %2%3%4. Each cell is the mean time to target over the "
+                      "runs of its grid point that reached the target (n/m when only n of its m runs did); "
+                      "hatched grey: none did. Colours: viridis, one scale for all maps, lower is better.%5</p>\n")
+           .arg(swept.join(QStringLiteral(", ")), esc(axes.x),
+                axes.y.isEmpty() ? QString() : QStringLiteral(", rows: ") + esc(axes.y),
+                axes.facets.isEmpty() ? QString()
+                                      : QStringLiteral("; one map per ") + esc(axes.facets.join(QStringLiteral(" × "))),
+                knobs.isEmpty() ? QString()
+                                : QStringLiteral(" Differing only between strategies, so part of them: ") +
+                                      knobs.join(QStringLiteral(", ")) + QLatin1Char('.'));
+  for (const SweepHeatmap& map : sweepHeatmaps(sweep, axes)) {
+    const QImage im = renderSweepHeatmap(map);
+    const QString alt = QStringLiteral("time to target heatmap") +
+                        (map.facet.isEmpty() ? QString() : QStringLiteral(": ") + map.facet);
+    h += img(im, alt, std::min(im.width(), imgW));
+  }
+  h += table.arg(QStringLiteral("sweep")) + QStringLiteral("<tr>");
+  for (const QString& p : sweep.sweepPaths) {
+    h += QStringLiteral("<th%1>%2</th>").arg(sweep.axis(p)->numeric ? QString() : QStringLiteral(" class=\"l\""), esc(p));
+  }
+  h += QStringLiteral("<th class=\"l\">strategy</th><th>runs</th><th>reached</th><th>time to target (s)</th></tr>\n");
+  for (const SweepRow& row : sweep.rows) {
+    h += QStringLiteral("<tr>");
+    for (int i = 0; i < sweep.sweepPaths.size(); ++i) {
+      const QString& v = row.values[static_cast<std::size_t>(i)];
+      h += QStringLiteral("<td%1>%2</td>")
+               .arg(sweep.axis(sweep.sweepPaths[i])->numeric ? QString() : QStringLiteral(" class=\"l\""),
+                    v.isEmpty() ? QStringLiteral("–") : esc(v));
+    }
+    QString time = QStringLiteral("not reached");
+    if (row.mean && row.stddev) {
+      time = QStringLiteral("%1 ± %2").arg(*row.mean, 0, 'f', 2).arg(*row.stddev, 0, 'f', 2);
+    } else if (row.mean) {
+      time = QString::number(*row.mean, 'f', 2);  // one run: no spread to show
+    }
+    h += QStringLiteral("<td class=\"l\">%3</td><td>%1</td><td>%2</td><td>%4</td></tr>\n")
+             .arg(row.runs)
+             .arg(row.reached)
+             .arg(esc(row.strategy), time);
+  }
+  h += QStringLiteral("</table>\n");
+  return h;
+}
+
+QString buildReport(const std::vector<RunData>& runs, bool forPdf, const SweepTable& sweep, const SweepAxes& sweepAxes,
+                    const ImageSink& image) {
   const std::vector<RunFigures> figs = runFigures(runs);
   const int imgW = forPdf ? 660 : 960;
   QString h;
@@ -441,16 +500,19 @@ QString buildReport(const std::vector<RunData>& runs, bool forPdf, const ImageSi
   const QString table = QStringLiteral("<table class=\"%1\" border=\"1\" cellspacing=\"0\" cellpadding=\"3\">\n");
   h += QStringLiteral("<h2>Summary</h2>\n") + table.arg(QStringLiteral("summary"));
   h += QStringLiteral(
-      "<tr><th>run</th><th class=\"l\">name</th><th class=\"l\">strategy</th><th>seed</th><th class=\"l\">status</th>"
+      "<tr><th>run</th><th class=\"l\">name</th><th class=\"l\">strategy</th><th class=\"l\">engine</th><th>seed</th>"
+      "<th class=\"l\">status</th>"
       "<th>target</th><th>time to target (s)</th><th>speedup vs BSP</th><th>final accuracy</th><th>mean wait (s)</th>"
       "<th>mean staleness</th><th>max staleness</th><th>updates</th><th>dropped / lost</th>"
       "<th class=\"l\">lr convention</th></tr>\n");
   for (const RunFigures& f : figs) {
-    h += QStringLiteral("<tr><td>%1</td><td class=\"l\">%2</td><td class=\"l\">%3</td><td>%4</td><td class=\"l\">%5</td>")
+    // Numbers first, the texts in one multi-argument arg(): a '%' in a name stays as is.
+    h += QStringLiteral(
+             "<tr><td>%1</td><td class=\"l\">%3</td><td class=\"l\">%4</td><td class=\"l\">%5</td><td>%2</td>"
+             "<td class=\"l\">%6</td>")
              .arg(f.runId)
-             .arg(esc(f.name), esc(f.strategy))
              .arg(f.seed)
-             .arg(esc(f.status));
+             .arg(esc(f.name), esc(f.strategy), esc(f.engine), esc(f.status));
     h += QStringLiteral("<td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td><td>%8</td>")
              .arg(fig(f.target, 3), fig(f.timeToTarget, 2),
                   f.speedupVsBsp ? fig(f.speedupVsBsp, 2) + QStringLiteral("×") : QStringLiteral("–"),
@@ -557,10 +619,12 @@ QString buildReport(const std::vector<RunData>& runs, bool forPdf, const ImageSi
     if (!f.target || *f.target != target) target = std::nan("");
   }
   int imageNo = 0;
-  auto img = [&](const QImage& im, const QString& alt) {
+  auto sizedImg = [&](const QImage& im, const QString& alt, int width) {
     const QString src = image(QStringLiteral("chart%1.png").arg(imageNo++), im);
-    return QStringLiteral("<p><img src=\"%1\" alt=\"%2\" width=\"%3\"></p>\n").arg(src, esc(alt)).arg(imgW);
+    return QStringLiteral("<p><img src=\"%1\" alt=\"%2\" width=\"%3\"></p>\n").arg(src, esc(alt)).arg(width);
   };
+  auto img = [&](const QImage& im, const QString& alt) { return sizedImg(im, alt, imgW); };
+  if (!sweepAxes.empty()) h += sweepSection(sweep, sweepAxes, table, sizedImg, imgW);
   const QSize chartSize(960, 420);
   if (!runs.empty()) {
     h += QStringLiteral("<h2>Convergence</h2>\n");
@@ -655,9 +719,12 @@ Status needWidgets(const QString& path) {
 
 }  // namespace
 
-Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path) {
+Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options) {
   if (!haveWidgets()) return needWidgets(path);
-  const QString html = buildReport(runs, false, [](const QString&, const QImage& im) {
+  const SweepTable sweep = SweepTable::fromRuns(runs);
+  const Result<SweepAxes> axes = chooseAxes(sweep, options.sweepAxes);
+  if (!axes) return axes.status().withContext(path.toStdString());
+  const QString html = buildReport(runs, false, sweep, axes.value(), [](const QString&, const QImage& im) {
     QByteArray png;
     QBuffer buffer(&png);
     buffer.open(QIODevice::WriteOnly);
@@ -667,10 +734,13 @@ Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path) {
   return saveBytes(path, html.toUtf8());
 }
 
-Status writePdfReport(const std::vector<RunData>& runs, const QString& path) {
+Status writePdfReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options) {
   if (!haveWidgets()) return needWidgets(path);
+  const SweepTable sweep = SweepTable::fromRuns(runs);
+  const Result<SweepAxes> axes = chooseAxes(sweep, options.sweepAxes);
+  if (!axes) return axes.status().withContext(path.toStdString());
   QTextDocument doc;
-  const QString html = buildReport(runs, true, [&doc](const QString& name, const QImage& im) {
+  const QString html = buildReport(runs, true, sweep, axes.value(), [&doc](const QString& name, const QImage& im) {
     doc.addResource(QTextDocument::ImageResource, QUrl(name), QVariant(im));
     return name;
   });

@@ -3,8 +3,10 @@
 // Report exports of one or more runs, all from RunData (no network, no store access):
 // CSV at full resolution, a Chrome trace-event JSON of the node timelines (Perfetto,
 // chrome://tracing), and an HTML or PDF report with a summary table, per-strategy
-// mean ± std, the fault drills' recovery table (when any run has faults), the GUI's own
-// charts rendered offscreen, each run's spec and its events.
+// mean ± std, the fault drills' recovery table (when any run has faults), a heatmap of
+// time to target over the swept spec fields (when the runs form a sweep,
+// ui/charts/sweep_heatmap.h), the GUI's own charts rendered offscreen, each run's spec and
+// its events.
 // Used by the workbench's export menu and by the `dasp-report` tool.
 //
 // Errors (an unwritable path, a full disk) come back as a Status naming the file; files
@@ -38,18 +40,28 @@ Status writeCsv(const std::vector<RunData>& runs, const QString& path);
 // name = state, args.parallel = parallel state), decisions and events as instant events
 // ("ph":"i"), accuracy as a counter; process and thread names as metadata.
 Status writeChromeTrace(const std::vector<RunData>& runs, const QString& path);
+
+// Choices for the HTML and PDF reports (CSV and traces have none).
+struct ReportOptions {
+  // The sweep heatmap's axes as chooseAxes takes them: "X,Y" spec paths, or one path for
+  // a single row; empty: chosen automatically. A path that does not vary between the
+  // runs fails the export with a Status naming it and listing the varying paths.
+  QString sweepAxes;
+};
+
 // A self-contained page: charts embedded as base64 PNG.
-Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path);
+Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options = {});
 // The same content through QTextDocument and QPdfWriter, A4.
-Status writePdfReport(const std::vector<RunData>& runs, const QString& path);
+Status writePdfReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options = {});
 // Dispatches on reportFormatFor(path).
-Status writeReport(const std::vector<RunData>& runs, const QString& path);
+Status writeReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options = {});
 
 // One run's row of the summary table (also what the compare view shows). Figures come
 // from the run's summary when the runner wrote one, else from its data.
 struct RunFigures {
   std::int64_t runId = 0;
   QString name, strategy, status, lrConvention;
+  QString engine;                      // "real" or "sim"
   std::int64_t seed = 0;
   std::optional<double> target;        // the spec's target accuracy
   std::optional<double> timeToTarget;  // seconds
