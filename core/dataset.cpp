@@ -583,12 +583,12 @@ void normalize(Dataset& data, const std::vector<float>& mean, const std::vector<
   }
 }
 
-std::vector<std::int64_t> shardIndices(const Dataset& data, int rank, int worldSize,
-                                       ShardMode mode, double alpha, std::uint64_t seed) {
-  std::vector<std::int64_t> mine;
+std::vector<std::vector<std::int64_t>> allShards(const Dataset& data, int worldSize, ShardMode mode, double alpha,
+                                                std::uint64_t seed) {
+  std::vector<std::vector<std::int64_t>> shards(static_cast<std::size_t>(std::max(worldSize, 0)));
   const std::int64_t count =
       std::min<std::int64_t>(data.count, static_cast<std::int64_t>(data.labels.size()));
-  if (worldSize <= 0 || rank < 0 || rank >= worldSize || count <= 0) return mine;
+  if (worldSize <= 0 || count <= 0) return shards;
 
   std::mt19937_64 rng(seed);
   if (mode == ShardMode::Iid) {
@@ -596,12 +596,15 @@ std::vector<std::int64_t> shardIndices(const Dataset& data, int rank, int worldS
     for (std::int64_t i = 0; i < count; ++i) perm[static_cast<std::size_t>(i)] = i;
     fisherYates(perm, rng);
     const std::int64_t per = count / worldSize;
-    mine.assign(perm.begin() + rank * per, perm.begin() + (rank + 1) * per);
-    std::sort(mine.begin(), mine.end());
-    return mine;
+    for (int r = 0; r < worldSize; ++r) {
+      auto& mine = shards[static_cast<std::size_t>(r)];
+      mine.assign(perm.begin() + r * per, perm.begin() + (r + 1) * per);
+      std::sort(mine.begin(), mine.end());
+    }
+    return shards;
   }
 
-  if (!(alpha > 0.0) || !std::isfinite(alpha)) return mine;
+  if (!(alpha > 0.0) || !std::isfinite(alpha)) return shards;
   int classes = std::max(data.classes, 1);
   for (std::int64_t i = 0; i < count; ++i) {
     const std::int64_t label = data.labels[static_cast<std::size_t>(i)];
@@ -640,12 +643,19 @@ std::vector<std::int64_t> shardIndices(const Dataset& data, int rank, int worldS
                              : static_cast<std::int64_t>(std::floor(cumulative / total *
                                                                     static_cast<double>(n)));
       end = std::clamp<std::int64_t>(end, begin, n);
-      if (w == rank) mine.insert(mine.end(), members.begin() + begin, members.begin() + end);
+      auto& mine = shards[static_cast<std::size_t>(w)];
+      mine.insert(mine.end(), members.begin() + begin, members.begin() + end);
       begin = end;
     }
   }
-  std::sort(mine.begin(), mine.end());
-  return mine;
+  for (auto& mine : shards) std::sort(mine.begin(), mine.end());
+  return shards;
+}
+
+std::vector<std::int64_t> shardIndices(const Dataset& data, int rank, int worldSize,
+                                       ShardMode mode, double alpha, std::uint64_t seed) {
+  if (worldSize <= 0 || rank < 0 || rank >= worldSize) return {};
+  return std::move(allShards(data, worldSize, mode, alpha, seed)[static_cast<std::size_t>(rank)]);
 }
 
 }  // namespace dasp

@@ -73,5 +73,9 @@ enum class ShardMode { Iid, Dirichlet };
 // shards of all ranks are disjoint and cover the dataset (IID may drop < worldSize samples).
 std::vector<std::int64_t> shardIndices(const Dataset& data, int rank, int worldSize,
                                        ShardMode mode, double alpha, std::uint64_t seed);
+// Every rank's shard at once (shards[rank] == shardIndices(..., rank, ...)), in one pass:
+// for the simulator's thousands of workers.
+std::vector<std::vector<std::int64_t>> allShards(const Dataset& data, int worldSize, ShardMode mode, double alpha,
+                                                std::uint64_t seed);
 
 }  // namespace dasp

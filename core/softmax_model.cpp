@@ -164,7 +164,8 @@ std::vector<float> softmaxInitialParameters(const Dataset& train, std::uint64_t 
 
 Result<std::unique_ptr<SoftmaxGradientSource>> SoftmaxGradientSource::create(const ExperimentSpec& spec,
                                                                             const Dataset& train, int rank,
-                                                                            int worldSize) {
+                                                                            int worldSize,
+                                                                            const std::vector<std::int64_t>* shard) {
   if (worldSize <= 0 || rank < 0 || rank >= worldSize) {
     return Status::error("rank " + std::to_string(rank) + " out of range for " + std::to_string(worldSize) +
                          " workers");
@@ -181,7 +182,8 @@ Result<std::unique_ptr<SoftmaxGradientSource>> SoftmaxGradientSource::create(con
   s->m_seed = spec.seed() * 1000003ULL + static_cast<std::uint64_t>(rank);
   const auto mode = spec.dataset().partition() == v1::DatasetSpec::DIRICHLET ? ShardMode::Dirichlet
                                                                               : ShardMode::Iid;
-  s->m_shard = shardIndices(train, rank, worldSize, mode, spec.dataset().dirichlet_alpha(), spec.seed());
+  s->m_shard = shard != nullptr ? *shard
+                                : shardIndices(train, rank, worldSize, mode, spec.dataset().dirichlet_alpha(), spec.seed());
   if (s->m_shard.empty()) {
     return Status::error("worker " + std::to_string(rank) + " of " + std::to_string(worldSize) +
                          " has an empty shard (too many workers for " + std::to_string(train.count) +

@@ -43,9 +43,12 @@ class SoftmaxGradientSource final : public GradientSource {
   // dataset.dirichlet_alpha) and spec.seed(); the batch is spec.batch_size(), capped at the
   // shard size. Errors name the problem: a bad rank, batch_size <= 0, an empty shard, a
   // dataset whose sizes disagree or whose labels fall outside [0, classes).
+  // `shard`, when given, is this rank's allShards() entry (the simulator computes every
+  // shard in one pass instead of once per rank).
   static Result<std::unique_ptr<SoftmaxGradientSource>> create(const ExperimentSpec& spec,
                                                                const Dataset& train, int rank,
-                                                               int worldSize);
+                                                               int worldSize,
+                                                               const std::vector<std::int64_t>* shard = nullptr);
 
   std::int64_t parameterCount() const override { return m_parameterCount; }
   int batchSize() const override { return m_batch; }

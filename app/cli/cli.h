@@ -43,6 +43,8 @@ int fail(const std::string& message, int code = 2);
 int cmdTrain(int argc, char** argv);
 int cmdRuns(int argc, char** argv);
 int cmdBench(int argc, char** argv);
+// `dasp bench sim` (bench_sim.cpp), called by cmdBench.
+int benchSim(const Args& args);
 int cmdInfo(int argc, char** argv);
 int cmdValidate(int argc, char** argv);
 int cmdRun(int argc, char** argv);

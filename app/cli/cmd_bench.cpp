@@ -206,8 +206,15 @@ int cmdBench(int argc, char** argv) {
     if (auto u = args.unknown({"--dataset-path", "--json"}); !u.empty()) return fail("unknown option " + u.front());
     return benchPs(args);
   }
+  if (which == "sim") {
+    if (auto u = args.unknown({"--workers", "--seconds", "--strategy", "--json"}); !u.empty()) {
+      return fail("unknown option " + u.front());
+    }
+    return benchSim(args);
+  }
   return fail("usage: dasp bench train [--models mlp,lenet] [--batch 64] [--rounds 7] [--seconds 1] [--json]\n"
-              "       dasp bench ps [--json]");
+              "       dasp bench ps [--json]\n"
+              "       dasp bench sim [--workers 4096] [--seconds 5] [--strategy dasp] [--json]");
 }
 
 }  // namespace dasp::cli

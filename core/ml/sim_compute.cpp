@@ -26,8 +26,13 @@ Result<std::unique_ptr<SimComputeBundle>> makeSimCompute(const ExperimentSpec& s
     if (!final) return final.status();
     bundle->periodic = std::move(periodic).value();
     bundle->final = std::move(final).value();
-    c.makeSource = [&train, spec](int rank, int workers) -> Result<std::unique_ptr<GradientSource>> {
-      auto s = SoftmaxGradientSource::create(spec, train, rank, workers);
+    const auto mode = spec.dataset().partition() == v1::DatasetSpec::DIRICHLET ? ShardMode::Dirichlet : ShardMode::Iid;
+    SimComputeBundle* b = bundle.get();
+    c.makeSource = [b, &train, spec, mode](int rank, int workers) -> Result<std::unique_ptr<GradientSource>> {
+      if (b->shards.size() != static_cast<std::size_t>(workers)) {
+        b->shards = allShards(train, workers, mode, spec.dataset().dirichlet_alpha(), spec.seed());
+      }
+      auto s = SoftmaxGradientSource::create(spec, train, rank, workers, &b->shards[static_cast<std::size_t>(rank)]);
       if (!s) return s.status();
       return std::unique_ptr<GradientSource>(std::move(s).value());
     };
