@@ -42,7 +42,7 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
   m_metric->addItem(tr("Test loss"), static_cast<int>(ConvergenceChart::Metric::Loss));
   m_xAxis = new QComboBox(this);
   m_xAxis->setObjectName(QStringLiteral("compareXAxis"));
-  m_xAxis->addItem(tr("x = wall time"), static_cast<int>(ConvergenceChart::XAxis::Time));
+  m_xAxis->addItem(tr("x = run time"), static_cast<int>(ConvergenceChart::XAxis::Time));
   m_xAxis->addItem(tr("x = updates"), static_cast<int>(ConvergenceChart::XAxis::Updates));
   m_xAxis->addItem(tr("x = samples"), static_cast<int>(ConvergenceChart::XAxis::Samples));
   m_smoothing = new QSlider(Qt::Horizontal, this);

@@ -14,6 +14,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cstring>
+
 namespace {
 
 struct Outcome {
@@ -78,6 +80,8 @@ class TestCli : public QObject {
   void unknownOptionAndCommand();
   void trainsAndRecordsRun();
   void sigtermLeavesStoppedRun();
+  void simRealGradientsAreBitwiseReproducible();
+  void simEngineErrorsAreNamed();
 
  private:
   QTemporaryDir m_dir;
@@ -249,6 +253,56 @@ void TestCli::sigtermLeavesStoppedRun() {
   QCOMPARE(runs->size(), std::size_t{1});
   QCOMPARE(runs->front().status, dasp::RunStatus::Stopped);
   QVERIFY(!store.value()->evaluations(runs->front().id)->empty());
+}
+
+// The virtual-cluster engine with real LibTorch gradients (the MLP on synthetic data),
+// run twice through `dasp run --engine sim`: the stored evaluation series are bitwise the
+// same, and the run is stored as engine "sim".
+void TestCli::simRealGradientsAreBitwiseReproducible() {
+  const auto db = m_dir.filePath("sim.sqlite");
+  const auto spec = m_dir.filePath("sim.json");
+  QFile f(spec);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(R"({"name": "sim-cli", "model": {"name": "mlp", "hidden": 32}, "dataset": {"name": "synthetic"},
+    "optimizer": {"lr": 0.02, "momentum": 0.9}, "batch_size": 32,
+    "cluster": {"count": 4, "slowdowns": [1, 1, 2, 4], "base_iteration_ms": 20},
+    "strategy": {"name": "dasp"}, "stop": {"max_seconds": 3, "stop_at_target": false, "target_accuracy": 0.9},
+    "evaluation": {"every_s": 0.25}})");
+  f.close();
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 2; ++i) {
+    const auto o = runDasp({"run", spec, "--engine", "sim", "--db", db, "--json", "--quiet"}, 120000);
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    QVERIFY2(o.err.contains("dasp-run-created "), qPrintable(o.err));
+    const auto json = QJsonDocument::fromJson(o.out.trimmed().split('\n').last().toUtf8()).object();
+    QCOMPARE(json["engine"].toString(), QString("sim"));
+    QCOMPARE(json["seconds"].toDouble(), 3.0);
+    ids.push_back(static_cast<std::int64_t>(json["run_id"].toInteger()));
+  }
+  auto store = dasp::RunStore::open(db.toStdString());
+  QVERIFY(store.isOk());
+  QCOMPARE(store.value()->run(ids[0])->engine, std::string("sim"));
+  const auto a = store.value()->evaluations(ids[0]).value();
+  const auto b = store.value()->evaluations(ids[1]).value();
+  QVERIFY(a.size() >= 12);
+  QCOMPARE(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    QVERIFY2(std::memcmp(&a[i].accuracy, &b[i].accuracy, sizeof(double)) == 0, qPrintable(QString::number(i)));
+    QVERIFY(std::memcmp(&a[i].loss, &b[i].loss, sizeof(double)) == 0);
+    QVERIFY(std::memcmp(&a[i].tS, &b[i].tS, sizeof(double)) == 0);
+    QCOMPARE(a[i].version, b[i].version);
+  }
+  QVERIFY(a.back().accuracy > 0.5);  // it learned
+}
+
+void TestCli::simEngineErrorsAreNamed() {
+  auto o = runDasp({"run", "--engine", "warp", DASP_SOURCE_DIR "/experiments/hetero-4.json"});
+  QCOMPARE(o.exitCode, 2);
+  QVERIFY2(o.err.contains("--engine warp"), qPrintable(o.err));
+  o = runDasp({"run", DASP_SOURCE_DIR "/experiments/hetero-4.json", "--engine", "sim", "--set", "suite=",
+               "--set", "cluster.link.bandwidth_mbps=-1"});
+  QCOMPARE(o.exitCode, 2);
+  QVERIFY2(o.err.contains("cluster.link.bandwidth_mbps"), qPrintable(o.err));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

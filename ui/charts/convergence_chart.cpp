@@ -109,8 +109,17 @@ void ConvergenceChart::setRuns(std::vector<const RunData*> runs, QStringList lab
   runs.erase(std::remove(runs.begin(), runs.end(), nullptr), runs.end());
   m_runs = std::move(runs);
   m_labels = std::move(labels);
+  updateTitles();
   rebuild();
   refresh();
+}
+
+QString ConvergenceChart::timeAxisTitle(const std::vector<const RunData*>& runs) {
+  int sim = 0;
+  for (const RunData* r : runs) sim += r != nullptr && r->engine == QLatin1String("sim") ? 1 : 0;
+  if (sim == 0) return tr("wall time (s)");
+  if (sim == static_cast<int>(runs.size())) return tr("virtual time (s)");
+  return tr("time (s): wall for real runs, virtual for sim runs");
 }
 
 void ConvergenceChart::setMetric(Metric metric) {
@@ -148,8 +157,8 @@ void ConvergenceChart::setCursor(double t) {
 }
 
 void ConvergenceChart::updateTitles() {
-  static const char* xTitles[] = {"wall time (s)", "updates (version)", "samples"};
-  m_axisX->setTitleText(tr(xTitles[static_cast<int>(m_xAxis)]));
+  static const char* xTitles[] = {"", "updates (version)", "samples"};
+  m_axisX->setTitleText(m_xAxis == XAxis::Time ? timeAxisTitle(m_runs) : tr(xTitles[static_cast<int>(m_xAxis)]));
   m_axisY->setTitleText(m_metric == Metric::Accuracy ? tr("test accuracy") : tr("test loss"));
 }
 

@@ -47,6 +47,9 @@ class ConvergenceChart : public QChartView {
   // The runs to draw and one label each (legend text; the grouping key in grouped mode).
   // Missing labels default to "<strategy> #<run id>" (grouped: the strategy).
   void setRuns(std::vector<const RunData*> runs, QStringList labels = {});
+  // The time axis's title for these runs: wall time for real runs, virtual time for
+  // runs of the simulator (engine "sim"), and a title that says both when they are mixed.
+  static QString timeAxisTitle(const std::vector<const RunData*>& runs);
   void setMetric(Metric metric);
   void setXAxis(XAxis axis);
   // EMA factor: 0 = no smoothing … 0.99 (clamped).

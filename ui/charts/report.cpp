@@ -632,13 +632,14 @@ QString buildReport(const std::vector<RunData>& runs, bool forPdf, const SweepTa
     chart.setRuns(ptrs, labels);
     chart.setGrouped(grouped);
     chart.setTarget(target);
-    h += img(renderChart(chart, chartSize), QStringLiteral("test accuracy against wall time"));
+    const QString timeTitle = ConvergenceChart::timeAxisTitle(ptrs);
+    h += img(renderChart(chart, chartSize), QStringLiteral("test accuracy against ") + timeTitle);
     chart.setXAxis(ConvergenceChart::XAxis::Updates);
     h += img(renderChart(chart, chartSize), QStringLiteral("test accuracy against updates"));
     chart.setXAxis(ConvergenceChart::XAxis::Time);
     chart.setMetric(ConvergenceChart::Metric::Loss);
     chart.setTarget(std::nan(""));
-    h += img(renderChart(chart, chartSize), QStringLiteral("test loss against wall time"));
+    h += img(renderChart(chart, chartSize), QStringLiteral("test loss against ") + timeTitle);
   }
 
   for (std::size_t i = 0; i < runs.size(); ++i) {
