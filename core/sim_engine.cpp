@@ -71,9 +71,7 @@ struct Link {
 Link linkOf(const v1::LinkSpec& own, const v1::LinkSpec& cluster) {
   Link l;
   l.latencyS = (own.has_latency_ms() ? own.latency_ms() : cluster.has_latency_ms() ? cluster.latency_ms() : 0.1) / 1000.0;
-  l.bytesPerS = (own.has_bandwidth_mbps() ? own.bandwidth_mbps()
-                 : cluster.has_bandwidth_mbps() ? cluster.bandwidth_mbps()
-                                                : 1000.0) * 1e6;
+  l.bytesPerS = (own.has_mbit() ? own.mbit() : cluster.has_mbit() ? cluster.mbit() : 8000.0) * 1e6 / 8.0;
   return l;
 }
 

@@ -294,7 +294,7 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
     if (!sim->has_failover_ms()) sim->set_failover_ms(250);
     auto* link = cluster->mutable_link();
     if (!link->has_latency_ms()) link->set_latency_ms(0.1);
-    if (!link->has_bandwidth_mbps()) link->set_bandwidth_mbps(1000);
+    if (!link->has_mbit()) link->set_mbit(8000);
   }
   return spec;
 }
@@ -305,8 +305,8 @@ Status checkLink(const v1::LinkSpec& link, const std::string& field) {
   if (link.has_latency_ms() && !(link.latency_ms() >= 0 && std::isfinite(link.latency_ms()))) {
     return Status::error(field + ".latency_ms: must be >= 0 (got " + num(link.latency_ms()) + ")");
   }
-  if (link.has_bandwidth_mbps() && !(link.bandwidth_mbps() > 0 && std::isfinite(link.bandwidth_mbps()))) {
-    return Status::error(field + ".bandwidth_mbps: must be > 0 (got " + num(link.bandwidth_mbps()) + ")");
+  if (link.has_mbit() && !(link.mbit() > 0 && std::isfinite(link.mbit()))) {
+    return Status::error(field + ".mbit: must be > 0 (got " + num(link.mbit()) + ")");
   }
   return Status::ok();
 }

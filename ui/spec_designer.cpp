@@ -273,7 +273,7 @@ QWidget* SpecDesigner::buildForm() {
           tr("CHAIN: time to notice a dead head and promote the next replica"));
   addText(sim, tr("Link latency (ms)"), "cluster.link.latency_ms", QStringLiteral("0.1"),
           tr("every worker's one-way latency to the server (a transfer takes latency + bytes / bandwidth)"));
-  addText(sim, tr("Link bandwidth (MB/s)"), "cluster.link.bandwidth_mbps", QStringLiteral("1000"),
+  addText(sim, tr("Link bandwidth (Mbit/s)"), "cluster.link.mbit", QStringLiteral("8000"),
           tr("every worker's bandwidth, 10^6 bytes per second"));
   connect(m_engine, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateEngineKnobs);
 

@@ -300,9 +300,9 @@ void TestCli::simEngineErrorsAreNamed() {
   QCOMPARE(o.exitCode, 2);
   QVERIFY2(o.err.contains("--engine warp"), qPrintable(o.err));
   o = runDasp({"run", DASP_SOURCE_DIR "/experiments/hetero-4.json", "--engine", "sim", "--set", "suite=",
-               "--set", "cluster.link.bandwidth_mbps=-1"});
+               "--set", "cluster.link.mbit=-1"});
   QCOMPARE(o.exitCode, 2);
-  QVERIFY2(o.err.contains("cluster.link.bandwidth_mbps"), qPrintable(o.err));
+  QVERIFY2(o.err.contains("cluster.link.mbit"), qPrintable(o.err));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -158,7 +158,7 @@ class TestSimEngine : public QObject {
   void timeModelMatchesHandComputation() {
     auto spec = baseSpec("asp", 1, 10);
     spec.mutable_cluster()->mutable_link()->set_latency_ms(0.5);
-    spec.mutable_cluster()->mutable_link()->set_bandwidth_mbps(100);
+    spec.mutable_cluster()->mutable_link()->set_mbit(800);  // 100 MB/s
     spec.mutable_sim()->set_push_overhead_ms(0.2);
     spec.mutable_sim()->set_apply_ns_per_param(2);
     spec.mutable_stop()->set_max_seconds(0);
@@ -403,10 +403,10 @@ class TestSimEngine : public QObject {
     spec.set_engine("warp");
     QVERIFY(!validateSpec(spec));
     spec.set_engine("sim");
-    spec.mutable_cluster()->mutable_link()->set_bandwidth_mbps(0);
+    spec.mutable_cluster()->mutable_link()->set_mbit(0);
     const auto st = validateSpec(spec);
     QVERIFY(!st);
-    QVERIFY(st.message().find("cluster.link.bandwidth_mbps") != std::string::npos);
+    QVERIFY(st.message().find("cluster.link.mbit") != std::string::npos);
   }
 
   // Many workers in policy-only mode: the engine stays cheap per event.

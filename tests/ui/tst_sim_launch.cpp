@@ -130,7 +130,7 @@ void TestSimLaunch::designerEngineRoundTrip() {
   text("sim.apply_ns_per_param", QStringLiteral("3"));
   text("sim.failover_ms", QStringLiteral("300"));
   text("cluster.link.latency_ms", QStringLiteral("0.5"));
-  text("cluster.link.bandwidth_mbps", QStringLiteral("125"));
+  text("cluster.link.mbit", QStringLiteral("125"));
   QVERIFY2(designer.validate(), qPrintable(designer.message()));
 
   auto built = designer.buildSpec();
@@ -143,7 +143,7 @@ void TestSimLaunch::designerEngineRoundTrip() {
   QCOMPARE(built->sim().failover_ms(), 300.0);
   QVERIFY(!built->sim().has_restart_ms());  // left at its default
   QCOMPARE(built->cluster().link().latency_ms(), 0.5);
-  QCOMPARE(built->cluster().link().bandwidth_mbps(), 125.0);
+  QCOMPARE(built->cluster().link().mbit(), 125.0);
   QCOMPARE(built->cluster().count(), 4);  // the cluster table's part is kept
 
   // Saved as JSON and read back: the same spec, and the same form.
@@ -155,7 +155,7 @@ void TestSimLaunch::designerEngineRoundTrip() {
   const QByteArray json = saved.readAll();
   QVERIFY2(json.contains("\"engine\": \"sim\""), json.constData());
   QVERIFY(json.contains("\"POLICY_ONLY\""));
-  QVERIFY(json.contains("\"bandwidth_mbps\""));
+  QVERIFY(json.contains("\"mbit\""));
   auto reread = loadSpecFile(path.toStdString());
   QVERIFY2(reread.isOk(), reread.message().c_str());
   QVERIFY(google::protobuf::util::MessageDifferencer::Equals(reread.value(), built.value()));
@@ -170,7 +170,7 @@ void TestSimLaunch::designerEngineRoundTrip() {
 
   // Back to real: the knobs are hidden; cleared knobs leave no empty `sim` / `link` behind.
   for (const char* field : {"sim.compute_ms", "sim.push_overhead_ms", "sim.apply_ns_per_param", "sim.failover_ms",
-                            "cluster.link.latency_ms", "cluster.link.bandwidth_mbps"}) {
+                            "cluster.link.latency_ms", "cluster.link.mbit"}) {
     text(field, QString());
   }
   gradients->setCurrentIndex(0);
