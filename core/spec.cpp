@@ -353,6 +353,89 @@ Status validateEngine(const ExperimentSpec& spec) {
   return Status::ok();
 }
 
+// Hosts, placement and launcher (spec.launch): host names unique and known to the
+// placement, ssh/Slurm with hosts, values an ssh or srun command line can take.
+Status validateLaunch(const ExperimentSpec& spec) {
+  const auto& launch = spec.launch();
+  const bool local = launch.launcher() == v1::LaunchSpec::LOCAL;
+  const char* launcherName = launch.launcher() == v1::LaunchSpec::SSH ? "SSH" : "SLURM";
+  auto word = [](const std::string& text) {  // one argument: no blanks, not an option
+    return !text.empty() && text.front() != '-' &&
+           std::none_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) || c < 32; });
+  };
+  std::vector<std::string> names;
+  for (int i = 0; i < launch.hosts_size(); ++i) {
+    const auto& h = launch.hosts(i);
+    const std::string field = "launch.hosts[" + std::to_string(i) + "]";
+    if (h.name().empty()) return Status::error(field + ".name: required");
+    if (!word(h.name())) {
+      return Status::error(field + ".name: '" + h.name() + "' must be one word not starting with '-'");
+    }
+    for (std::size_t j = 0; j < names.size(); ++j) {
+      if (names[j] == h.name()) {
+        return Status::error(field + ".name: duplicate host name '" + h.name() + "' (also launch.hosts[" +
+                             std::to_string(j) + "])");
+      }
+    }
+    names.push_back(h.name());
+    if (!h.address().empty() && !word(h.address())) {
+      return Status::error(field + ".address: '" + h.address() + "' must be a host name or an IP address");
+    }
+    if (h.has_ssh_port() && (h.ssh_port() < 1 || h.ssh_port() > 65535)) {
+      return Status::error(field + ".ssh_port: must be in [1, 65535] (got " + std::to_string(h.ssh_port()) + ")");
+    }
+    if (!h.ssh_user().empty() && !word(h.ssh_user())) {
+      return Status::error(field + ".ssh_user: '" + h.ssh_user() + "' is not a user name");
+    }
+    if (!h.work_dir().empty() && h.work_dir().front() != '/') {
+      return Status::error(field + ".work_dir: must be an absolute path (got '" + h.work_dir() + "')");
+    }
+    if (h.gpus() < 0) return Status::error(field + ".gpus: must be >= 0 (got " + std::to_string(h.gpus()) + ")");
+    if (!h.netns().empty()) {
+      if (!local) {
+        return Status::error(field + ".netns: network namespaces are for the LOCAL launcher (launch.launcher is " +
+                             launcherName + ")");
+      }
+      if (!word(h.netns()) || h.netns().find('/') != std::string::npos) {
+        return Status::error(field + ".netns: '" + h.netns() + "' is not a namespace name");
+      }
+    }
+  }
+  if (!local && names.empty()) {
+    return Status::error(std::string("launch.hosts: the ") + launcherName +
+                         " launcher needs at least one host (name, address) to place nodes on");
+  }
+  const auto& placement = launch.placement();
+  auto known = [&](const std::string& field, const std::string& host) -> Status {
+    if (names.empty()) return Status::error(field + ": names host '" + host + "', but launch.hosts is empty");
+    if (!contains(names, host)) {
+      return Status::error(field + ": unknown host '" + host + "' (hosts: " + joined(names) + ")");
+    }
+    return Status::ok();
+  };
+  for (int i = 0; i < placement.servers_size(); ++i) {
+    if (auto st = known("launch.placement.servers[" + std::to_string(i) + "]", placement.servers(i)); !st) return st;
+  }
+  if (!placement.evaluator().empty()) {
+    if (auto st = known("launch.placement.evaluator", placement.evaluator()); !st) return st;
+  }
+  for (int i = 0; i < placement.workers_size(); ++i) {
+    if (auto st = known("launch.placement.workers[" + std::to_string(i) + "]", placement.workers(i)); !st) return st;
+  }
+  const double timeout = launch.connect_timeout_s();
+  if (launch.has_connect_timeout_s() && !(timeout > 0 && std::isfinite(timeout))) {
+    return Status::error("launch.connect_timeout_s: must be > 0 (got " + num(timeout) + ")");
+  }
+  const int replicas = spec.recovery().mode() == v1::RecoverySpec::CHAIN
+                           ? (spec.recovery().has_replicas() ? spec.recovery().replicas() : 3)
+                           : 1;
+  if (launch.server_port() < 0 || launch.server_port() + replicas - 1 > 65535) {
+    return Status::error("launch.server_port: must be in [0, 65535] for every replica (got " +
+                         std::to_string(launch.server_port()) + ")");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status validateSpec(const ExperimentSpec& spec) {
@@ -557,7 +640,30 @@ Status validateSpec(const ExperimentSpec& spec) {
     }
   }
 
+  // Node traffic security: TLS needs both PEM files (whether they can be read is checked
+  // where the server and the nodes start: the files may live on other hosts); the bind
+  // address is a host or IP literal without a port.
+  const auto& security = spec.security();
+  if (security.tls() && security.tls_cert().empty()) {
+    return bad("security.tls_cert", "required when security.tls is true (PEM certificate; tools/make-lab-cert.sh "
+                                    "makes one)");
+  }
+  if (security.tls() && security.tls_key().empty()) {
+    return bad("security.tls_key", "required when security.tls is true (PEM private key of security.tls_cert)");
+  }
+  if (!security.bind().empty()) {
+    const auto& bind = security.bind();
+    static const std::regex hostPattern(R"(^[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?$)");
+    // IPv6 literals have two colons at least, so "10.0.0.1:5000" (a port) is refused.
+    static const std::regex ipv6Pattern(R"(^[0-9A-Fa-f.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*$)");
+    if (!std::regex_match(bind, hostPattern) && !std::regex_match(bind, ipv6Pattern)) {
+      return bad("security.bind", "must be a host name or an IP address without a port (got '" + bind +
+                                      "'; 0.0.0.0 or :: for all interfaces)");
+    }
+  }
+
   if (auto st = validateEngine(spec); !st) return st;
+  if (auto st = validateLaunch(spec); !st) return st;
 
   const auto& device = spec.device();
   static const std::regex devicePattern(R"(^(auto|cpu|cuda(:\d+)?)$)");

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "net/nodes.h"
 
+#include "net/link_emulation.h"
+
 #include "net/ps_client.h"
 
 #include <chrono>
@@ -100,7 +102,7 @@ Result<JoinInfo> joinServer(const WorkerOptions& options, const std::string& rol
   auto started = Clock::now();
   do {
     for (const auto& address : servers) {
-      PsClient client(address, options.parameters);
+      PsClient client(address, options.parameters, options.security);
       WorkerOptions single = options;
       single.server = address;
       const double left = std::max(0.2, options.connectTimeoutS - secondsSince(started));
@@ -178,13 +180,17 @@ void recoveryLine(const WorkerOptions& o, const std::string& text) { say(o, "das
 Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, GradientSource& source) {
   const auto servers = serverList(options);
   std::size_t current = 0;
-  auto client = std::make_unique<PsClient>(servers[current], options.parameters);
+  auto client = std::make_unique<PsClient>(servers[current], options.parameters, options.security);
   NodeStats stats;
   const auto joinedAt = Clock::now();
   const auto workers = expandWorkers(join.spec);
   const v1::NodeSpec node = join.rank < static_cast<int>(workers.size()) ? workers[static_cast<std::size_t>(join.rank)]
                                                                          : v1::NodeSpec();
   SpeedProfile profile(node, join.spec.seed() * 7919 + static_cast<std::uint64_t>(join.rank));
+  // The spec's link of this worker (if any), emulated here in the sender: every push waits
+  // before it leaves and every pull after it arrives, so both show as transfer time.
+  const LinkEmulation link = LinkEmulation::forWorker(join.spec, join.rank);
+  const std::size_t modelBytes = static_cast<std::size_t>(source.parameterCount()) * sizeof(float);
   // Pull waits can be long under synchronous rules; a pull that times out is retried.
   const double pullTimeout = std::max(30.0, 3 * join.spec.strategy().barrier_timeout_s());
   const double pushTimeout = 60.0;
@@ -285,7 +291,7 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
       }
       for (std::size_t k = 0; k < servers.size(); ++k) {
         const std::size_t i = (current + k) % servers.size();
-        auto candidate = std::make_unique<PsClient>(servers[i], options.parameters);
+        auto candidate = std::make_unique<PsClient>(servers[i], options.parameters, options.security);
         pb::JoinReply reply;
         // A restarted stateless server answers once it has adopted parameters (seconds).
         auto status = candidate->join(request, reply, stateless ? 15.0 : 5.0);
@@ -337,6 +343,7 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
         pullReply.Clear();
         r = client->pullParameters(pullRequest, pullReply, params, pullTimeout);
       } while (r.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(options));
+      if (r.ok()) link.hold(modelBytes);
       pullS = std::max(0.0, secondsSince(pullStart) - pullReply.wait_s());
       if (!isOutage(r) || cancelled(options)) return r;
       if (auto st = recover(r, false); !st) return grpc::Status(grpc::StatusCode::UNAVAILABLE, st.message());
@@ -367,6 +374,7 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
     pushRequest.set_batch_size(source.batchSize());
     pushRequest.set_pull_s(pullS);
     pushRequest.set_prev_push_s(prevPushS);
+    link.hold(modelBytes);  // the push on the wire; the server sees it arrive this much later
     const auto pushStart = Clock::now();
     if (!client->chunked()) {
       // One call pushes and brings the next parameters; its transfer time (both ways) is
@@ -386,6 +394,7 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
       }
       if (!status.ok()) return Status::error(options.name + ": push failed: " + describe(status));
       ++stats.iterations;
+      link.hold(modelBytes);  // the parameters coming back
       pullS = std::max(0.0, secondsSince(pushStart) - pullReply.wait_s());
       prevPushS = 0;
       continue;
@@ -412,7 +421,7 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
                                ParameterEvaluator& finalEvaluator) {
   const auto servers = serverList(options);
   std::size_t current = 0;
-  auto client = std::make_unique<PsClient>(servers[current], options.parameters);
+  auto client = std::make_unique<PsClient>(servers[current], options.parameters, options.security);
   NodeStats stats;
   const auto& eval = join.spec.evaluation();
   const std::int64_t everyVersions = eval.every_steps() > 0 ? eval.every_steps() : 0;
@@ -435,7 +444,7 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       for (std::size_t k = 0; k < servers.size(); ++k) {
         const std::size_t i = (current + k) % servers.size();
-        auto candidate = std::make_unique<PsClient>(servers[i], options.parameters);
+        auto candidate = std::make_unique<PsClient>(servers[i], options.parameters, options.security);
         reply.Clear();
         status = candidate->pullParameters(request, reply, params, 5.0);
         if (!isOutage(status)) {

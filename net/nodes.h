@@ -16,6 +16,7 @@
 #include "core/gradient_source.h"
 #include "core/result.h"
 #include "core/spec.h"
+#include "net/node_security.h"
 
 #include <atomic>
 #include <functional>
@@ -52,6 +53,7 @@ struct WorkerOptions {
   double connectTimeoutS = 30;   // give up joining / reconnecting after this long
   const std::atomic<bool>* cancel = nullptr;
   std::function<void(const std::string&)> log;  // progress and retry messages
+  NodeSecurity security;    // the run's token and TLS, for every connection to a server
 };
 
 // Joins the server (retrying with backoff while it is unreachable). Role "probe" only

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,20 +26,50 @@ std::string ExitInfo::describe() const {
 
 Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::string& name,
                                                           const std::vector<std::string>& argv) {
+  return spawn(name, argv, SpawnOptions{});
+}
+
+Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::string& name, const std::vector<std::string>& argv,
+                                                          const SpawnOptions& options) {
   if (argv.empty()) return Status::error("spawn " + name + ": empty command");
   int out[2], err[2];
+  int in[2] = {-1, -1};
   if (pipe2(out, O_CLOEXEC) != 0) return Status::error("spawn " + name + ": pipe: " + std::strerror(errno));
   if (pipe2(err, O_CLOEXEC) != 0) {
     close(out[0]);
     close(out[1]);
     return Status::error("spawn " + name + ": pipe: " + std::strerror(errno));
   }
+  if (options.stdinSocket && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) {
+    const std::string why = std::strerror(errno);
+    for (int fd : {out[0], out[1], err[0], err[1]}) close(fd);
+    return Status::error("spawn " + name + ": socketpair: " + why);
+  }
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The child's environment is built here: between fork and exec only async-signal-safe
+  // calls are allowed.
+  std::vector<std::string> envStrings;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos && options.env.count(entry.substr(0, eq)) > 0) continue;
+    envStrings.push_back(entry);
+  }
+  for (const auto& [key, value] : options.env) envStrings.push_back(key + "=" + value);
+  std::vector<char*> envp;
+  for (auto& e : envStrings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) return Status::error("spawn " + name + ": fork: " + std::strerror(errno));
+  if (pid < 0) {
+    const std::string why = std::strerror(errno);
+    for (int fd : {out[0], out[1], err[0], err[1], in[0], in[1]}) {
+      if (fd >= 0) close(fd);
+    }
+    return Status::error("spawn " + name + ": fork: " + why);
+  }
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
     setpgid(0, 0);
@@ -46,18 +77,21 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::string& nam
     if (getppid() != parent) _exit(127);  // the runner died before prctl took effect
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);
-    execv(args[0], args.data());
+    if (in[1] >= 0) dup2(in[1], STDIN_FILENO);
+    execve(args[0], args.data(), envp.data());
     const char msg[] = "exec failed\n";
     (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
     _exit(127);
   }
   close(out[1]);
   close(err[1]);
+  if (in[1] >= 0) close(in[1]);
   std::unique_ptr<ChildProcess> child(new ChildProcess());
   child->m_name = name;
   child->m_pid = pid;
   child->m_out = out[0];
   child->m_err = err[0];
+  child->m_in = in[0];
   return child;
 }
 
@@ -66,6 +100,7 @@ ChildProcess::~ChildProcess() {
     ::kill(m_pid, SIGKILL);
     waitFor(5.0);
   }
+  if (m_in >= 0) close(m_in);
   // The pump owns reading; the fds are closed by it at end of file.
 }
 

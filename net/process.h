@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,15 +31,34 @@ struct ExitInfo {
   std::string describe() const;
 };
 
+// How spawn() sets up a child beyond argv (net/launcher.cpp's launchers use it).
+struct SpawnOptions {
+  // Variables added to (or replacing in) the child's copy of the runner's environment.
+  // They never appear on a command line.
+  std::map<std::string, std::string> env;
+  // The child's stdin is one end of a socket pair whose other end the caller takes with
+  // takeStdin() (the ssh/srun wrappers' control channel); otherwise stdin is inherited.
+  bool stdinSocket = false;
+};
+
 class ChildProcess {
  public:
   // Starts `argv[0]` with `argv`. `name` labels the node in logs.
   static Result<std::unique_ptr<ChildProcess>> spawn(const std::string& name, const std::vector<std::string>& argv);
+  static Result<std::unique_ptr<ChildProcess>> spawn(const std::string& name, const std::vector<std::string>& argv,
+                                                     const SpawnOptions& options);
   ~ChildProcess();
   const std::string& name() const { return m_name; }
   pid_t pid() const { return m_pid; }
   int stdoutFd() const { return m_out; }
   int stderrFd() const { return m_err; }
+  // The runner's end of the child's stdin socket (SpawnOptions::stdinSocket), handed over
+  // to the caller, who closes it; -1 if there is none or it was taken.
+  int takeStdin() {
+    const int fd = m_in;
+    m_in = -1;
+    return fd;
+  }
   // Non-blocking: the exit, if the process has ended (reaped once).
   std::optional<ExitInfo> poll();
   // Blocks up to `seconds` for the exit.
@@ -51,7 +71,7 @@ class ChildProcess {
   ChildProcess() = default;
   std::string m_name;
   pid_t m_pid = -1;
-  int m_out = -1, m_err = -1;
+  int m_out = -1, m_err = -1, m_in = -1;
   std::optional<ExitInfo> m_exit;
 };
 

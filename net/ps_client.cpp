@@ -28,8 +28,9 @@ constexpr std::size_t kChunkThreshold = 4u << 20;
 constexpr std::size_t kChunkBytes = 2u << 20;
 }  // namespace
 
-PsClient::PsClient(const std::string& address, std::int64_t parameters)
+PsClient::PsClient(const std::string& address, std::int64_t parameters, NodeSecurity security)
     : m_address(address),
+      m_security(std::move(security)),
       m_parameters(parameters),
       m_chunked(static_cast<std::size_t>(parameters) * sizeof(float) > kChunkThreshold) {
   grpc::ChannelArguments args;
@@ -44,19 +45,19 @@ PsClient::PsClient(const std::string& address, std::int64_t parameters)
   // Reconnect quickly after a server restart instead of gRPC's default growing backoff.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  m_channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  m_channel = openChannel(address, m_security, args);
   m_stub = pb::ParameterServer::NewStub(m_channel);
 }
 
 grpc::Status PsClient::join(const pb::JoinRequest& request, pb::JoinReply& reply, double timeoutS) {
   grpc::ClientContext context;
-  setDeadline(context, timeoutS);
+  prepare(context, timeoutS);
   return m_stub->Join(&context, request, &reply);
 }
 
 grpc::Status PsClient::pull(const pb::PullRequest& request, pb::PullReply& reply, double timeoutS) {
   grpc::ClientContext context;
-  setDeadline(context, timeoutS);
+  prepare(context, timeoutS);
   auto status = m_stub->Pull(&context, request, &reply);
   if (status.ok()) m_bytesReceived += static_cast<std::int64_t>(reply.parameters().size());
   return status;
@@ -64,7 +65,7 @@ grpc::Status PsClient::pull(const pb::PullRequest& request, pb::PullReply& reply
 
 grpc::Status PsClient::push(const pb::PushRequest& request, pb::PushReply& reply, double timeoutS) {
   grpc::ClientContext context;
-  setDeadline(context, timeoutS);
+  prepare(context, timeoutS);
   auto status = m_stub->Push(&context, request, &reply);
   if (status.ok()) m_bytesSent += static_cast<std::int64_t>(request.gradient().size());
   return status;
@@ -72,13 +73,13 @@ grpc::Status PsClient::push(const pb::PushRequest& request, pb::PushReply& reply
 
 grpc::Status PsClient::report(const pb::EvaluationReport& request, pb::ReportReply& reply, double timeoutS) {
   grpc::ClientContext context;
-  setDeadline(context, timeoutS);
+  prepare(context, timeoutS);
   return m_stub->Report(&context, request, &reply);
 }
 
 grpc::Status PsClient::control(const pb::ControlRequest& request, pb::ControlReply& reply, double timeoutS) {
   grpc::ClientContext context;
-  setDeadline(context, timeoutS);
+  prepare(context, timeoutS);
   return m_stub->Control(&context, request, &reply);
 }
 
@@ -94,7 +95,7 @@ grpc::Status PsClient::pullParameters(const pb::PullRequest& request, pb::PullRe
     return status;
   }
   grpc::ClientContext context;
-  setDeadline(context, timeoutS);
+  prepare(context, timeoutS);
   auto reader = m_stub->PullChunks(&context, request);
   m_pullBuffer.resize(bytes);
   std::size_t received = 0;
@@ -128,7 +129,7 @@ grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradi
     return push(request, reply, timeoutS);
   }
   grpc::ClientContext context;
-  setDeadline(context, timeoutS);
+  prepare(context, timeoutS);
   auto writer = m_stub->PushChunks(&context, &reply);
   request.clear_gradient();
   *m_pushChunk.mutable_header() = request;
@@ -151,7 +152,7 @@ grpc::Status PsClient::pushPull(pb::PushRequest& request, const float* gradient,
   const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
   request.mutable_gradient()->assign(reinterpret_cast<const char*>(gradient), bytes);
   grpc::ClientContext context;
-  setDeadline(context, timeoutS);
+  prepare(context, timeoutS);
   auto status = m_stub->PushPull(&context, request, &reply);
   if (!status.ok()) return status;
   m_bytesSent += static_cast<std::int64_t>(bytes);
@@ -160,7 +161,13 @@ grpc::Status PsClient::pushPull(pb::PushRequest& request, const float* gradient,
   return status;
 }
 
+void PsClient::prepare(grpc::ClientContext& context, double timeoutS) const {
+  setDeadline(context, timeoutS);
+  attachToken(context, m_security);
+}
+
 std::unique_ptr<grpc::ClientReader<pb::EventBatch>> PsClient::watch(grpc::ClientContext& context) {
+  attachToken(context, m_security);
   return m_stub->Watch(&context, pb::WatchRequest());
 }
 

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// PsClient: a node's connection to the parameter server. Every call carries a deadline;
-// messages are sized for the model. Counts the payload bytes it sends and receives.
+// PsClient: a node's connection to the parameter server. Every call carries a deadline
+// and the run's token; the channel is plaintext or TLS as the NodeSecurity says; messages
+// are sized for the model. Counts the payload bytes it sends and receives.
 // Threading: one PsClient per thread (each call blocks its caller).
 
 #include "core/result.h"
 #include "dasp/ps/v1/parameter_server.grpc.pb.h"
+#include "net/node_security.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -20,8 +22,9 @@ namespace pb = dasp::ps::v1;
 
 class PsClient {
  public:
-  // `address` is host:port. `parameters` sizes the message limits.
-  PsClient(const std::string& address, std::int64_t parameters);
+  // `address` is host:port. `parameters` sizes the message limits. `security`: the run's
+  // token and TLS (default: this process's token, plaintext).
+  PsClient(const std::string& address, std::int64_t parameters, NodeSecurity security = NodeSecurity());
 
   const std::string& address() const { return m_address; }
   grpc::Status join(const pb::JoinRequest& request, pb::JoinReply& reply, double timeoutS);
@@ -41,14 +44,19 @@ class PsClient {
                         double timeoutS);
   bool chunked() const { return m_chunked; }
 
-  // A Watch stream; the caller reads batches until it ends. `context` must outlive it.
+  // A Watch stream; the caller reads batches until it ends. `context` must outlive it
+  // (the run token is added to it here).
   std::unique_ptr<grpc::ClientReader<pb::EventBatch>> watch(grpc::ClientContext& context);
 
   std::int64_t bytesSent() const { return m_bytesSent; }
   std::int64_t bytesReceived() const { return m_bytesReceived; }
 
  private:
+  // A fresh context's deadline and token.
+  void prepare(grpc::ClientContext& context, double timeoutS) const;
+
   std::string m_address;
+  NodeSecurity m_security;
   std::shared_ptr<grpc::Channel> m_channel;
   std::unique_ptr<pb::ParameterServer::Stub> m_stub;
   std::int64_t m_parameters = 0;

@@ -39,6 +39,26 @@ int messageLimit(std::int64_t parameters) {
                                                  std::numeric_limits<int>::max()));
 }
 
+// Streaming calls refused before they start (a missing or wrong run token): the reactor
+// only finishes with the status and deletes itself when gRPC is done with it.
+template <typename Message>
+class RefusedWriter final : public grpc::ServerWriteReactor<Message> {
+ public:
+  explicit RefusedWriter(grpc::Status status) { this->Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+template <typename Message>
+class RefusedReader final : public grpc::ServerReadReactor<Message> {
+ public:
+  explicit RefusedReader(grpc::Status status) { this->Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+// REJECT events for refused calls: a burst of this many, then at most one per second
+// (each says how many were refused meanwhile without an event).
+constexpr double kRefusalBurst = 5;
+constexpr double kRefusalsPerSecond = 1;
+
 }  // namespace
 
 struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
@@ -317,6 +337,50 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     return (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
            static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
   }
+  // --- authentication --------------------------------------------------------------------
+  // The run token of a call: OK, or PERMISSION_DENIED (counted, reported as an event).
+  // Called first by every RPC handler, on gRPC's threads; the lock is taken only to count
+  // a refusal, so authorized calls pay one constant-time comparison.
+  grpc::Status authorize(const grpc::CallbackServerContext* ctx, const char* rpc) {
+    const auto& metadata = ctx->client_metadata();
+    const auto it = metadata.find(kTokenMetadataKey);
+    if (it != metadata.end() &&
+        tokensEqual(std::string_view(it->second.data(), it->second.size()), options.security.token)) {
+      return grpc::Status::OK;
+    }
+    const std::string why = it == metadata.end() ? "missing run token" : "wrong run token";
+    const std::string detail = std::string(rpc) + " from " + ctx->peer() + " refused: " + why;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++counters.unauthorized;
+      const double t = sinceStart();
+      refusalBudget = std::min(kRefusalBurst, refusalBudget + (t - refusalBudgetT) * kRefusalsPerSecond);
+      refusalBudgetT = t;
+      if (refusalBudget >= 1) {
+        refusalBudget -= 1;
+        if (auto* e = newEventLocked()) {
+          e->set_kind(pb::ClusterEvent::REJECT);
+          e->set_t_s(now());
+          e->set_rank(-1);
+          e->set_count(refusalsUnreported + 1);
+          e->set_detail(refusalsUnreported == 0
+                            ? detail
+                            : detail + " (and " + std::to_string(refusalsUnreported) +
+                                  " more refused calls since the last such event)");
+          publishLocked(e);
+        }
+        refusalsUnreported = 0;
+      } else {
+        ++refusalsUnreported;
+      }
+    }
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        options.name + ": " + why + " (metadata " + kTokenMetadataKey + "); " + rpc + " refused");
+  }
+  double refusalBudget = kRefusalBurst;  // guarded by mu
+  double refusalBudgetT = 0;
+  std::int64_t refusalsUnreported = 0;
+
   grpc::Status notHead() const {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         options.name + " is a chain replica, not the head");
@@ -615,6 +679,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const pb::JoinRequest* req,
                                  pb::JoinReply* reply) override {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = authorize(ctx, "Join"); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     if (!isHead) {
       reactor->Finish(notHead());
       return reactor;
@@ -724,6 +792,11 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
 
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const pb::PullRequest* req,
                                  pb::PullReply* reply) override {
+    if (auto st = authorize(ctx, "Pull"); !st.ok()) {
+      auto* reactor = ctx->DefaultReactor();
+      reactor->Finish(st);
+      return reactor;
+    }
     const int rank = req->rank();
     if (!isHead) {
       auto* reactor = ctx->DefaultReactor();
@@ -743,6 +816,11 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
 
   grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
                                      pb::PullReply* reply) override {
+    if (auto st = authorize(ctx, "PushPull"); !st.ok()) {
+      auto* reactor = ctx->DefaultReactor();
+      reactor->Finish(st);
+      return reactor;
+    }
     if (!isHead) {
       auto* reactor = ctx->DefaultReactor();
       reactor->Finish(notHead());
@@ -761,7 +839,9 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     return reactor;
   }
 
-  grpc::ServerWriteReactor<pb::PullChunk>* PullChunks(grpc::CallbackServerContext*, const pb::PullRequest* req) override {
+  grpc::ServerWriteReactor<pb::PullChunk>* PullChunks(grpc::CallbackServerContext* ctx,
+                                                      const pb::PullRequest* req) override {
+    if (auto st = authorize(ctx, "PullChunks"); !st.ok()) return new RefusedWriter<pb::PullChunk>(st);
     const int rank = std::max(-1, std::min(req->rank(), options.workers - 1));
     auto* reactor = new PullStreamReactor(this, rank, now(), req->min_version());
     if (!isHead) {
@@ -780,6 +860,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
                                  pb::PushReply* reply) override {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = authorize(ctx, "Push"); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     if (!isHead) {
       reactor->Finish(notHead());
       return reactor;
@@ -789,7 +873,8 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     return reactor;
   }
 
-  grpc::ServerReadReactor<pb::PushChunk>* PushChunks(grpc::CallbackServerContext*, pb::PushReply* reply) override {
+  grpc::ServerReadReactor<pb::PushChunk>* PushChunks(grpc::CallbackServerContext* ctx, pb::PushReply* reply) override {
+    if (auto st = authorize(ctx, "PushChunks"); !st.ok()) return new RefusedReader<pb::PushChunk>(st);
     return new PushStreamReactor(this, reply);
   }
 
@@ -935,7 +1020,8 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     return grpc::Status::OK;
   }
 
-  grpc::ServerWriteReactor<pb::EventBatch>* Watch(grpc::CallbackServerContext*, const pb::WatchRequest*) override {
+  grpc::ServerWriteReactor<pb::EventBatch>* Watch(grpc::CallbackServerContext* ctx, const pb::WatchRequest*) override {
+    if (auto st = authorize(ctx, "Watch"); !st.ok()) return new RefusedWriter<pb::EventBatch>(st);
     auto* w = new WatchReactor(this);
     std::lock_guard<std::mutex> lock(mu);
     watchers.insert(w);
@@ -950,6 +1036,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* ctx, const pb::EvaluationReport* req,
                                    pb::ReportReply* reply) override {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = authorize(ctx, "Report"); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     std::lock_guard<std::mutex> lock(mu);
     if (auto* e = newEventLocked()) {
       e->set_kind(pb::ClusterEvent::EVALUATION);
@@ -970,6 +1060,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* Control(grpc::CallbackServerContext* ctx, const pb::ControlRequest* req,
                                     pb::ControlReply* reply) override {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = authorize(ctx, "Control"); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     std::unique_lock<std::mutex> lock(mu);
     const double t = now();
     const int rank = req->rank();
@@ -1068,6 +1162,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* Replicate(grpc::CallbackServerContext* ctx, const pb::ReplicaUpdate* req,
                                       pb::ReplicaAck* reply) override {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = authorize(ctx, "Replicate"); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     std::lock_guard<std::mutex> lock(mu);
     auto fail = [&](grpc::StatusCode code, const std::string& why) {
       reactor->Finish(grpc::Status(code, options.name + ": " + why));
@@ -1201,6 +1299,10 @@ ParameterServer::~ParameterServer() { shutdown(0.5); }
 Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions options) {
   auto impl = std::make_unique<Impl>();
   if (options.workers <= 0) return Status::error("server: needs at least one worker");
+  if (auto st = checkToken(options.security.token, options.name); !st) return st;
+  if (options.security.tls && options.security.tls->keyPem.empty()) {
+    return Status::error(options.name + ": TLS needs the server's key (security.tls_key)");
+  }
   auto policy = makePolicy(options.spec.strategy());
   if (!policy) return policy.status();
   impl->policy = std::move(policy).value();
@@ -1272,7 +1374,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
     impl->isHead = !o.replica;
     impl->combined.assign(static_cast<std::size_t>(n), 0.0f);
     impl->replicator = std::make_unique<Replicator>(
-        n, [raw = impl.get()](pb::ReplicaUpdate& u) { raw->snapshotState(u); },
+        n, o.security, [raw = impl.get()](pb::ReplicaUpdate& u) { raw->snapshotState(u); },
         [raw = impl.get()](std::int64_t version) {
           std::lock_guard<std::mutex> lock(raw->mu);
           raw->replicatedVersion = std::max(raw->replicatedVersion, version);
@@ -1290,8 +1392,8 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   }
 
   grpc::ServerBuilder builder;
-  const std::string address = impl->options.bindAddress + ":" + std::to_string(impl->options.port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl->port);
+  const std::string address = hostPort(impl->options.bindAddress, impl->options.port);
+  builder.AddListeningPort(address, serverCredentials(impl->options.security), &impl->port);
   // gRPC sets SO_REUSEPORT by default, which would let a second server share a busy port
   // silently; we want the clear "address in use" error instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -16,12 +16,19 @@
 // acknowledgement of its push — is answered only once the tail holds the update. Replicas
 // refuse worker traffic until the runner promotes one to head.
 //
+// Security: every RPC must carry the run's token (options.security); a call without it or
+// with another one is refused with PERMISSION_DENIED before anything else happens, counted
+// (ServerStats::unauthorized) and reported as a REJECT event (rate-limited: a flood of
+// refused calls cannot fill the event queue). With TLS material the server listens with
+// TLS only.
+//
 // Threading: start() and shutdown() from one owning thread; the RPC handlers run on gRPC's
 // threads and share one mutex; a ticker thread drives the policy's time-based decisions;
 // the checkpoint writer and the replicator have a thread each.
 
 #include "core/result.h"
 #include "core/spec.h"
+#include "net/node_security.h"
 
 #include <cstdint>
 #include <functional>
@@ -48,6 +55,9 @@ struct ServerOptions {
   bool replica = false;                   // chain: start as a replica, not the head
   std::string chainNext;                  // chain: the successor's address (empty: tail)
   std::function<void(const std::string&)> log;  // recovery messages (any thread)
+  // The run's token every call must carry (never empty), and TLS (null: plaintext). The
+  // chain replicator uses the same to reach the successor.
+  NodeSecurity security;
 };
 
 struct ServerStats {
@@ -61,6 +71,7 @@ struct ServerStats {
   std::int64_t checkpoints = 0;         // checkpoints written
   std::int64_t checkpointFailures = 0;  // checkpoints that could not be written
   std::int64_t backlogApplied = 0;      // stateless: backlog gradients applied
+  std::int64_t unauthorized = 0;        // calls refused: missing or wrong run token
 };
 
 class ParameterServer {

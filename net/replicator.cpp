@@ -16,8 +16,10 @@ constexpr auto kRetryPause = std::chrono::milliseconds(200);
 
 }  // namespace
 
-Replicator::Replicator(std::int64_t parameters, Snapshot snapshot, Done onAck, OnError onError)
+Replicator::Replicator(std::int64_t parameters, NodeSecurity security, Snapshot snapshot, Done onAck,
+                       OnError onError)
     : m_parameters(parameters),
+      m_security(std::move(security)),
       m_snapshot(std::move(snapshot)),
       m_onAck(std::move(onAck)),
       m_onError(std::move(onError)) {
@@ -131,14 +133,14 @@ void Replicator::loop() {
       args.SetMaxSendMessageSize(limit);
       args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-      stub = dasp::ps::v1::ParameterServer::NewStub(
-          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+      stub = dasp::ps::v1::ParameterServer::NewStub(openChannel(address, m_security, args));
       stubGeneration = generation;
       reported = false;
     }
     if (catchUp) m_snapshot(state);  // takes the server's lock, not ours
     grpc::ClientContext context;
     setDeadline(context, kCallTimeoutS);
+    attachToken(context, m_security);
     dasp::ps::v1::ReplicaAck reply;
     const grpc::Status status = stub->Replicate(&context, *message, &reply);
 

@@ -7,12 +7,15 @@
 // `snapshot`, which also covers every update queued before it. An unreachable successor is
 // retried (the message is kept) and reported through `onError` once per outage; the
 // configuration master (the runner) then points this server at another successor.
+// Every call carries the run's token (and goes over TLS when the run uses it): a replica
+// checks it like any server.
 //
 // Threading: enqueue(), setSuccessor() and ackedVersion() from any thread (the server calls
 // them under its own lock: they never block on the network); the callbacks run on the
 // replicator's own thread, without the replicator's lock held.
 
 #include "dasp/ps/v1/parameter_server.grpc.pb.h"
+#include "net/node_security.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -34,7 +37,7 @@ class Replicator {
   using Done = std::function<void(std::int64_t version)>;
   using OnError = std::function<void(const std::string& message)>;
 
-  Replicator(std::int64_t parameters, Snapshot snapshot, Done onAck, OnError onError);
+  Replicator(std::int64_t parameters, NodeSecurity security, Snapshot snapshot, Done onAck, OnError onError);
   ~Replicator();
   Replicator(const Replicator&) = delete;
   Replicator& operator=(const Replicator&) = delete;
@@ -62,6 +65,7 @@ class Replicator {
   void loop();
 
   std::int64_t m_parameters;
+  NodeSecurity m_security;
   Snapshot m_snapshot;
   Done m_onAck;
   OnError m_onError;

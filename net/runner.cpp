@@ -3,8 +3,11 @@
 
 #include "core/build_info.h"
 #include "core/run_store.h"
+#include "net/bind_address.h"
 #include "net/event_recording.h"
 #include "net/fault_tracker.h"
+#include "net/launcher.h"
+#include "net/node_security.h"
 #include "net/process.h"
 #include "net/ps_client.h"
 
@@ -122,6 +125,10 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     }
   }
 
+  // Where each node runs (spec.launch; without hosts, everything on this machine).
+  auto placement = placeNodes(spec, serverNames, names, options.daspBinary);
+  if (!placement) return placement.status();
+
   // The store first: a run we cannot record is not started.
   auto store = RunStore::open(options.dbPath);
   if (!store) return store.status();
@@ -155,6 +162,77 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     }
   }
 
+  // Node security: a fresh random token per run, handed to every node in its environment
+  // (nodeSpawn.env: DASP_RUN_TOKEN; never on a command line, which ps shows), and TLS when
+  // the spec asks for it (the runner's own watch/control clients trust tls_cert too).
+  NodeSecurity security;
+  SpawnOptions nodeSpawn;  // how every node process of this run is started
+  {
+    std::string problem;
+    if (auto token = newRunToken()) {
+      security.token = token.value();
+      nodeSpawn.env[kTokenEnvironment] = security.token;
+    } else {
+      problem = token.message();
+    }
+    if (problem.empty() && spec.security().tls()) {
+      if (auto tls = loadTls(spec.security().tls_cert())) {
+        security.tls = std::move(tls).value();
+      } else {
+        problem = tls.message();
+      }
+    }
+    if (!problem.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      (void)recorder.finish(RunStatus::Failed, problem);
+      return Status::error("run " + std::to_string(runId) + ": " + problem);
+    }
+  }
+  // TLS flags for the nodes (the files are read where each node runs).
+  std::vector<std::string> tlsClientArgs, tlsServerArgs;
+  if (security.tls) {
+    tlsClientArgs = {"--tls-cert", spec.security().tls_cert()};
+    tlsServerArgs = {"--tls-cert", spec.security().tls_cert(), "--tls-key", spec.security().tls_key()};
+  }
+
+  // How nodes start (spec.launch.launcher). Before any node starts, every placed host is
+  // checked (reachable, dasp there: the run fails early, naming the host) and gets the
+  // run's directory; the servers' hosts get the spec file. Declared before the node
+  // processes, so it outlives them: its destructor removes the run's remote directories.
+  std::unique_ptr<NodeLauncher> launcher;
+  std::map<std::string, std::string> specPathOn;  // host name -> the spec file there
+  {
+    std::string problem;
+    if (auto made = makeLauncher(spec.launch(), dir)) {
+      launcher = std::move(made).value();
+      if (auto st = launcher->prepare(placement->hosts); !st) problem = st.message();
+    } else {
+      problem = made.message();
+    }
+    for (const auto& s : serverNames) {
+      const auto& host = placement->hostOf(s);
+      if (!problem.empty() || specPathOn.count(host.name()) > 0) continue;
+      auto path = launcher->putFile(host, "spec.json", specToJson(spec));
+      if (path) {
+        specPathOn[host.name()] = path.value();
+      } else {
+        problem = path.message();
+      }
+    }
+    if (!problem.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      (void)recorder.finish(RunStatus::Failed, problem);
+      return Status::error("run " + std::to_string(runId) + ": " + problem);
+    }
+    if (placement->placed) {
+      std::string where;
+      for (const auto& h : placement->hosts) where += (where.empty() ? "" : ", ") + h.name() + " (" + h.address() + ")";
+      say("run " + std::to_string(runId) + ": " + launcher->kind() + " launcher, hosts " + where);
+    }
+  }
+
   RunClock clock;
   FaultTracker tracker(std::vector<v1::FaultSpec>(spec.faults().begin(), spec.faults().end()));
   NodeOutput output;
@@ -184,14 +262,17 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     recorder.record(row);
   });
 
-  std::map<std::string, std::unique_ptr<ChildProcess>> children;
+  std::map<std::string, std::unique_ptr<NodeProcess>> children;
   auto roleOf = [&](const std::string& name) {
     return isServer(name) ? "server" : name == "evaluator" ? "evaluator" : "worker";
   };
   auto launch = [&](const std::string& name, const std::vector<std::string>& args) -> Status {
-    std::vector<std::string> argv{options.daspBinary};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto child = ChildProcess::spawn(name, argv);
+    NodeStart start;
+    start.name = name;
+    start.host = placement->hostOf(name);
+    start.args = args;
+    start.env = nodeSpawn.env;
+    auto child = launcher->start(start);
     if (!child) return child.status();
     pump.add(name, child.value()->stdoutFd(), false);
     pump.add(name, child.value()->stderrFd(), true);
@@ -199,7 +280,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     row.runId = runId;
     row.node = name;
     row.role = roleOf(name);
-    row.host = hostName();
+    row.host = start.host.name();
     row.pid = child.value()->pid();
     recorder.record(row);
     children[name] = std::move(child).value();
@@ -237,8 +318,11 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   // Checkpoints go to a folder of this run (never restore another run's checkpoints).
   std::string checkpointDir;
   if (recovery.mode() == v1::RecoverySpec::CHECKPOINT) {
-    checkpointDir = (recovery.checkpoint_dir().empty() ? dir + "/checkpoints" : recovery.checkpoint_dir()) + "/run-" +
-                    std::to_string(runId);
+    // (on the server's host: the run's directory there unless the spec names one).
+    const std::string base = recovery.checkpoint_dir().empty()
+                                 ? launcher->runDir(placement->hostOf(serverNames.front())) + "/checkpoints"
+                                 : recovery.checkpoint_dir();
+    checkpointDir = base + "/run-" + std::to_string(runId);
   }
   std::map<std::string, std::string> serverAddress;  // node -> host:port (kept across restarts)
   auto startServer = [&](const std::string& name, const std::string& port,
@@ -247,8 +331,13 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
       std::lock_guard<std::mutex> lock(output.mu);
       output.listen.erase(name);
     }
-    std::vector<std::string> args{"server", "--spec", specFile, "--workers", std::to_string(n), "--bind",
-                                  "127.0.0.1", "--port", port, "--name", name};
+    // The server binds to its host's address (127.0.0.1 without placement) unless the
+    // spec says otherwise; nodes dial that host.
+    const auto& host = placement->hostOf(name);
+    const std::string bind = serverBindAddress(spec, placement->placed ? host.address() : std::string());
+    std::vector<std::string> args{"server", "--spec", specPathOn[host.name()], "--workers", std::to_string(n), "--bind",
+                                  bind, "--port", port, "--name", name};
+    args.insert(args.end(), tlsServerArgs.begin(), tlsServerArgs.end());
     if (!checkpointDir.empty()) args.insert(args.end(), {"--checkpoint-dir", checkpointDir});
     args.insert(args.end(), extra.begin(), extra.end());
     if (auto st = launch(name, args); !st) return st;
@@ -266,8 +355,9 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
                            (child->exitInfo() ? child->exitInfo()->describe() : std::string("timed out")) +
                            (output.serverStderrTail.empty() ? "" : " (" + output.serverStderrTail + ")"));
     }
-    serverAddress[name] = output.listen[name];
-    return output.listen[name];
+    const auto& listening = output.listen[name];
+    serverAddress[name] = serverDialAddress(bind, host, listening.substr(listening.rfind(':') + 1));
+    return serverAddress[name];
   };
   auto portOf = [&](const std::string& name) {
     const auto& a = serverAddress[name];
@@ -280,7 +370,10 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     if (chain && i + 1 < static_cast<int>(serverNames.size())) {
       extra.insert(extra.end(), {"--chain-next", serverAddress[serverNames[static_cast<std::size_t>(i) + 1]]});
     }
-    auto started = startServer(serverNames[static_cast<std::size_t>(i)], "0", extra);
+    // launch.server_port: replica i listens on server_port + i (0: any free port).
+    const int fixedPort = spec.launch().server_port();
+    auto started = startServer(serverNames[static_cast<std::size_t>(i)],
+                               fixedPort > 0 ? std::to_string(fixedPort + i) : std::string("0"), extra);
     if (!started) failure = started.message();
   }
   chainOrder = serverNames;
@@ -310,7 +403,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   };
   auto controlAt = [&](const std::string& address, dasp::ps::v1::ControlRequest req,
                        dasp::ps::v1::ControlReply& rep) {
-    PsClient client(address, output.parameters);
+    PsClient client(address, output.parameters, security);
     return client.control(req, rep, 5.0);
   };
   auto controlHead = [&](const dasp::ps::v1::ControlRequest& req, dasp::ps::v1::ControlReply& rep) {
@@ -328,7 +421,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     dasp::ps::v1::EventBatch batch;
     while (true) {
       const std::string address = currentHead();
-      PsClient client(address, output.parameters);
+      PsClient client(address, output.parameters, security);
       grpc::ClientContext context;
       // The stream lives as long as the run; its deadline only guards against a hung server.
       setDeadline(context, 7 * 24 * 3600.0);
@@ -367,12 +460,15 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
 
   // 3. Workers and the evaluator.
   auto workerArgs = [&](int r) {
-    return std::vector<std::string>{"worker", "--server", serverList, "--rank", std::to_string(r), "--name",
-                                    names[static_cast<std::size_t>(r)], "--connect-timeout",
-                                    std::to_string(recovery.reconnect_timeout_s())};
+    std::vector<std::string> args{"worker", "--server", serverList, "--rank", std::to_string(r), "--name",
+                                  names[static_cast<std::size_t>(r)], "--connect-timeout",
+                                  std::to_string(recovery.reconnect_timeout_s())};
+    args.insert(args.end(), tlsClientArgs.begin(), tlsClientArgs.end());
+    return args;
   };
-  const std::vector<std::string> evaluatorArgs{"evaluator", "--server", serverList, "--connect-timeout",
-                                               std::to_string(recovery.reconnect_timeout_s())};
+  std::vector<std::string> evaluatorArgs{"evaluator", "--server", serverList, "--connect-timeout",
+                                         std::to_string(recovery.reconnect_timeout_s())};
+  evaluatorArgs.insert(evaluatorArgs.end(), tlsClientArgs.begin(), tlsClientArgs.end());
   for (int r = 0; r < n && failure.empty(); ++r) {
     if (auto st = launch(names[static_cast<std::size_t>(r)], workerArgs(r)); !st) failure = st.message();
   }
@@ -463,7 +559,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   auto cpuSnapshot = [&] {
     std::map<pid_t, double> out;
     for (auto& [name, child] : children) {
-      if (child->running()) out[child->pid()] = processCpuSeconds(child->pid());
+      if (child->running() && !child->remote()) out[child->pid()] = processCpuSeconds(child->pid());
     }
     return out;
   };
@@ -583,7 +679,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
       double cpu = 0;
       const auto& before = cpuAtFault[index];
       for (auto& [name, child] : children) {
-        if (!child->running()) continue;
+        if (!child->running() || child->remote()) continue;  // a remote node's CPU is not visible here
         const auto was = before.find(child->pid());
         cpu += processCpuSeconds(child->pid()) - (was == before.end() ? 0.0 : was->second);
       }
@@ -655,7 +751,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     row.runId = runId;
     row.node = name;
     row.role = roleOf(name);
-    row.host = hostName();
+    row.host = placement->hostOf(name).name();
     row.pid = child->pid();
     if (const auto& e = child->exitInfo()) {
       row.exitCode = e->exitCode;

@@ -11,10 +11,13 @@ packages=(
   build-essential cmake pkg-config ccache git binutils
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
   libtorch-dev libopenblas0-pthread
-  libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
+  libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libssl-dev openssl
   libsqlite3-dev zlib1g-dev
   dataset-fashion-mnist
   poppler-utils xvfb xauth imagemagick
+  # The ssh launcher (ssh), its test's own sshd (openssh-server: Debian's package may also
+  # enable and start a system sshd, see README) and network namespaces (ip netns).
+  openssh-client openssh-server iproute2
 )
 
 missing=()

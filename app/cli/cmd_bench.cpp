@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `dasp bench train [--models mlp,lenet] [--batch 64] [--rounds 7] [--seconds 1]
-//                   [--dataset-path DIR] [--json]`
+//                   [--device cpu|cuda:N|auto] [--dataset-path DIR] [--json]`
 // Benchmarks report ratios against a baseline measured in the same run.
 #include "app/cli/cli.h"
 
@@ -55,30 +55,37 @@ int benchTrain(const Args& args) {
   if (!data) return fail(data.message());
 
   const bool json = args.has("--json");
+  const std::string device = args.value("--device").value_or("cpu");
   std::vector<ml::TrainBenchCase> cases;
   for (const auto& model : models) {
-    if (!json) std::fprintf(stderr, "bench train: %s, batch %d, %d rounds ...\n", model.c_str(), batch, rounds);
-    auto c = ml::benchTrain(model, batch, data.value(), seconds, rounds, 1);
+    if (!json) {
+      std::fprintf(stderr, "bench train: %s on %s, batch %d, %d rounds ...\n", model.c_str(), device.c_str(), batch,
+                   rounds);
+    }
+    auto c = ml::benchTrain(model, batch, data.value(), seconds, rounds, 1, device);
     if (!c) return fail(c.message(), 1);
     cases.push_back(c.value());
   }
   double minRatio = cases.empty() ? 0 : cases.front().ratio;
   for (const auto& c : cases) minRatio = std::min(minRatio, c.ratio);
   if (json) {
-    std::cout << "{\"bench\":\"train\",\"batch\":" << batch << ",\"threads\":1,\"cases\":[";
+    std::cout << "{\"bench\":\"train\",\"device\":" << jsonString(cases.empty() ? device : cases.front().device)
+              << ",\"batch\":" << batch << ",\"threads\":1,\"cases\":[";
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const auto& c = cases[i];
-      std::cout << (i ? "," : "") << "{\"model\":" << jsonString(c.model) << ",\"parameters\":" << c.parameters
+      std::cout << (i ? "," : "") << "{\"model\":" << jsonString(c.model) << ",\"device\":" << jsonString(c.device)
+                << ",\"parameters\":" << c.parameters
                 << ",\"trainer_samples_per_s\":" << jsonNumber(c.trainerSamplesPerS)
                 << ",\"baseline_samples_per_s\":" << jsonNumber(c.baselineSamplesPerS)
                 << ",\"ratio\":" << jsonNumber(c.ratio) << ",\"rounds\":" << c.rounds << "}";
     }
     std::cout << "],\"min_ratio\":" << jsonNumber(minRatio) << "}" << std::endl;
   } else {
-    std::printf("%-10s %12s %14s %14s %7s\n", "model", "parameters", "trainer s/s", "plain s/s", "ratio");
+    std::printf("%-10s %-8s %12s %14s %14s %7s\n", "model", "device", "parameters", "trainer s/s", "plain s/s",
+                "ratio");
     for (const auto& c : cases) {
-      std::printf("%-10s %12lld %14.0f %14.0f %7.3f\n", c.model.c_str(), static_cast<long long>(c.parameters),
-                  c.trainerSamplesPerS, c.baselineSamplesPerS, c.ratio);
+      std::printf("%-10s %-8s %12lld %14.0f %14.0f %7.3f\n", c.model.c_str(), c.device.c_str(),
+                  static_cast<long long>(c.parameters), c.trainerSamplesPerS, c.baselineSamplesPerS, c.ratio);
     }
   }
   return 0;
@@ -196,7 +203,7 @@ int cmdBench(int argc, char** argv) {
   Args args(argc, argv, 3, {"--json"});
   const std::string which = argc > 2 ? argv[2] : "";
   if (which == "train") {
-    if (auto u = args.unknown({"--models", "--batch", "--rounds", "--seconds", "--dataset-path", "--json"});
+    if (auto u = args.unknown({"--models", "--batch", "--rounds", "--seconds", "--device", "--dataset-path", "--json"});
         !u.empty()) {
       return fail("unknown option " + u.front());
     }
@@ -212,7 +219,8 @@ int cmdBench(int argc, char** argv) {
     }
     return benchSim(args);
   }
-  return fail("usage: dasp bench train [--models mlp,lenet] [--batch 64] [--rounds 7] [--seconds 1] [--json]\n"
+  return fail("usage: dasp bench train [--models mlp,lenet] [--batch 64] [--rounds 7] [--seconds 1] [--device cpu]\n"
+              "                        [--dataset-path DIR] [--json]\n"
               "       dasp bench ps [--json]\n"
               "       dasp bench sim [--workers 4096] [--seconds 5] [--strategy dasp] [--json]");
 }

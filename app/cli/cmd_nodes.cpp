@@ -6,14 +6,17 @@
 #include "core/dataset_loader.h"
 #include "core/ml/node_compute.h"
 #include "core/ml/trainer.h"
+#include "net/node_security.h"
 #include "net/nodes.h"
 #include "net/ps_server.h"
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 namespace dasp::cli {
@@ -22,6 +25,41 @@ namespace {
 void logLine(const std::string& text) {
   std::fprintf(stderr, "%s\n", text.c_str());
   std::fflush(stderr);
+}
+
+// The run token of a node process: the first line of --token-file PATH, else the
+// environment (DASP_RUN_TOKEN, how the runner hands it over: never on a command line).
+// nullopt when neither is given.
+Result<std::optional<std::string>> givenToken(const Args& args) {
+  if (auto path = args.value("--token-file")) {
+    auto token = net::readTokenFile(*path);
+    if (!token) return token.status();
+    return std::optional<std::string>(std::move(token).value());
+  }
+  if (const char* env = std::getenv(net::kTokenEnvironment); env != nullptr && *env != '\0') {
+    if (auto st = net::checkToken(env, net::kTokenEnvironment); !st) return st;
+    return std::optional<std::string>(env);
+  }
+  return std::optional<std::string>();
+}
+
+// A worker's or the evaluator's security: the run token (required) and, with
+// --tls-cert PATH, TLS trusting that certificate.
+Result<net::NodeSecurity> clientSecurity(const Args& args, const std::string& role) {
+  net::NodeSecurity security;
+  auto token = givenToken(args);
+  if (!token) return Status::error(role + ": " + token.message());
+  if (!token.value()) {
+    return Status::error(role + ": no run token: set DASP_RUN_TOKEN or pass --token-file PATH (a `dasp server` "
+                                "started without one writes its token to a file and names it)");
+  }
+  security.token = **token;
+  if (auto cert = args.value("--tls-cert")) {
+    auto tls = net::loadTls(*cert);
+    if (!tls) return Status::error(role + ": " + tls.message());
+    security.tls = std::move(tls).value();
+  }
+  return security;
 }
 
 // Probes the server for the spec, loads the data and builds the compute, then joins.
@@ -51,6 +89,9 @@ Result<NodeSetup> prepareNode(const Args& args, const std::string& role, const s
   }
   s.options.log = logLine;
   s.options.cancel = stopRequested();
+  auto security = clientSecurity(args, role);
+  if (!security) return security.status();
+  s.options.security = std::move(security).value();
   auto probe = net::joinServer(s.options, "probe");
   if (!probe) return probe.status();
   s.join = probe.value();
@@ -67,7 +108,8 @@ int cmdServer(int argc, char** argv) {
   const auto processStart = std::chrono::steady_clock::now();
   Args args(argc, argv, 2, {"--restore", "--adopt", "--replica"});
   if (auto u = args.unknown({"--spec", "--workers", "--bind", "--port", "--name", "--resume-at", "--checkpoint-dir",
-                             "--restore", "--adopt", "--replica", "--chain-next"});
+                             "--restore", "--adopt", "--replica", "--chain-next", "--token-file", "--tls-cert",
+                             "--tls-key"});
       !u.empty()) {
     return fail("server: unknown option " + u.front());
   }
@@ -76,7 +118,11 @@ int cmdServer(int argc, char** argv) {
     return fail(
         "usage: dasp server --spec FILE --workers N [--bind ADDR] [--port P] [--name NAME]\n"
         "                   [--checkpoint-dir DIR [--restore]] [--resume-at SECONDS] [--adopt]\n"
-        "                   [--replica] [--chain-next HOST:PORT]");
+        "                   [--replica] [--chain-next HOST:PORT]\n"
+        "                   [--token-file FILE] [--tls-cert PEM --tls-key PEM]\n"
+        "The run token comes from --token-file or DASP_RUN_TOKEN; without either the server\n"
+        "makes one and writes it to a file (mode 0600) that it names on stdout. TLS: the flags,\n"
+        "else the spec's security.tls_cert/tls_key when security.tls is true.");
   }
   auto spec = loadSpecFile(*specPath);
   if (!spec) return fail(spec.message());
@@ -99,6 +145,24 @@ int cmdServer(int argc, char** argv) {
   options.log = logLine;
   if (options.workers <= 0) options.workers = static_cast<int>(expandWorkers(options.spec).size());
   options.bindAddress = args.value("--bind").value_or("127.0.0.1");
+  // TLS: the flags (the runner's way), else the spec's security section; the files are
+  // read and checked here, so a missing or wrong file is named before anything starts.
+  std::string certPath = args.value("--tls-cert").value_or("");
+  std::string keyPath = args.value("--tls-key").value_or("");
+  if (certPath.empty() && keyPath.empty() && options.spec.security().tls()) {
+    certPath = options.spec.security().tls_cert();
+    keyPath = options.spec.security().tls_key();
+  }
+  if (!certPath.empty() || !keyPath.empty()) {
+    if (certPath.empty()) return fail("server: --tls-key needs --tls-cert (security.tls_cert)");
+    if (keyPath.empty()) return fail("server: --tls-cert needs --tls-key (security.tls_key)");
+    auto tls = net::loadTls(certPath, keyPath);
+    if (!tls) return fail("server: " + tls.message());
+    options.security.tls = std::move(tls).value();
+  }
+  auto token = givenToken(args);
+  if (!token) return fail("server: " + token.message());
+  const bool tls = options.security.tls != nullptr;
   auto data = loadDataset(options.spec.dataset(), options.spec.seed());
   if (!data) return fail(data.message());
   auto initial = ml::initialParameters(options.spec, data->train);
@@ -118,20 +182,47 @@ int cmdServer(int argc, char** argv) {
   if (options.resumeAtS >= 0) {
     options.resumeAtS += std::chrono::duration<double>(std::chrono::steady_clock::now() - processStart).count();
   }
+  // The run token: given (file, environment), or made here and written to a file that is
+  // removed when the server stops.
+  std::string tokenFile;
+  if (token.value()) {
+    options.security.token = **token;
+  } else {
+    auto fresh = net::newRunToken();
+    if (!fresh) return fail("server: " + fresh.message(), 1);
+    auto written = net::writeTokenFile(fresh.value());
+    if (!written) return fail("server: " + written.message(), 1);
+    options.security.token = fresh.value();
+    tokenFile = written.value();
+  }
   auto server = net::ParameterServer::start(std::move(options));
-  if (!server) return fail(server.message(), 1);
-  std::printf("dasp-server listening %s:%d parameters=%zu train_count=%lld\n",
-              args.value("--bind").value_or("127.0.0.1").c_str(), server.value()->port(), parameters,
-              static_cast<long long>(trainCount));
+  if (!server) {
+    if (!tokenFile.empty()) ::unlink(tokenFile.c_str());
+    return fail(server.message(), 1);
+  }
+  if (!tokenFile.empty()) {
+    std::printf("dasp-server token-file %s (no DASP_RUN_TOKEN or --token-file was given: clients need this "
+                "token, e.g. --token-file %s)\n",
+                tokenFile.c_str(), tokenFile.c_str());
+  }
+  // The address clients on this machine dial (loopback for a wildcard bind); the bind
+  // address and TLS follow.
+  const std::string bind = args.value("--bind").value_or("127.0.0.1");
+  std::printf("dasp-server listening %s parameters=%zu train_count=%lld bind=%s tls=%s\n",
+              net::hostPort(net::dialableHost(bind), server.value()->port()).c_str(), parameters,
+              static_cast<long long>(trainCount), bind.c_str(), tls ? "on" : "off");
   std::fflush(stdout);
   int sig = 0;
   sigwait(&stopSignals, &sig);
   server.value()->shutdown(2.0);
   const auto stats = server.value()->stats();
-  std::printf("dasp-server stopped: version %lld, %lld pushes, %lld applied, %lld dropped, %lld rejected\n",
-              static_cast<long long>(stats.version), static_cast<long long>(stats.pushes),
-              static_cast<long long>(stats.applied), static_cast<long long>(stats.dropped),
-              static_cast<long long>(stats.rejected));
+  if (!tokenFile.empty()) ::unlink(tokenFile.c_str());
+  std::printf(
+      "dasp-server stopped: version %lld, %lld pushes, %lld applied, %lld dropped, %lld rejected, "
+      "%lld unauthorized\n",
+      static_cast<long long>(stats.version), static_cast<long long>(stats.pushes),
+      static_cast<long long>(stats.applied), static_cast<long long>(stats.dropped),
+      static_cast<long long>(stats.rejected), static_cast<long long>(stats.unauthorized));
   std::printf("dasp-node-stats bytes_sent=%lld bytes_received=%lld\n", static_cast<long long>(stats.bytesSent),
               static_cast<long long>(stats.bytesReceived));
   return 0;
@@ -139,7 +230,8 @@ int cmdServer(int argc, char** argv) {
 
 int cmdWorker(int argc, char** argv) {
   Args args(argc, argv, 2, {});
-  if (auto u = args.unknown({"--server", "--rank", "--name", "--connect-timeout"}); !u.empty()) {
+  if (auto u = args.unknown({"--server", "--rank", "--name", "--connect-timeout", "--token-file", "--tls-cert"});
+      !u.empty()) {
     return fail("worker: unknown option " + u.front());
   }
   installStopSignals();
@@ -163,7 +255,7 @@ int cmdWorker(int argc, char** argv) {
 
 int cmdEvaluator(int argc, char** argv) {
   Args args(argc, argv, 2, {});
-  if (auto u = args.unknown({"--server", "--name", "--connect-timeout"}); !u.empty()) {
+  if (auto u = args.unknown({"--server", "--name", "--connect-timeout", "--token-file", "--tls-cert"}); !u.empty()) {
     return fail("evaluator: unknown option " + u.front());
   }
   installStopSignals();

@@ -192,7 +192,8 @@ int cmdTrain(int argc, char** argv) {
                 cancelled ? " (stopped)" : "");
   } else {
     std::cout << "{\"run_id\":" << runId << ",\"model\":" << jsonString(spec->model().name())
-              << ",\"dataset\":" << jsonString(spec->dataset().name()) << ",\"seed\":" << spec->seed()
+              << ",\"dataset\":" << jsonString(spec->dataset().name())
+              << ",\"device\":" << jsonString(trainer.value()->model().deviceName()) << ",\"seed\":" << spec->seed()
               << ",\"final_accuracy\":" << jsonNumber(r.final.accuracy)
               << ",\"final_loss\":" << jsonNumber(r.final.loss) << ",\"seconds\":" << jsonNumber(r.seconds)
               << ",\"train_seconds\":" << jsonNumber(r.trainSeconds) << ",\"steps\":" << r.steps

@@ -1,12 +1,21 @@
 // SPDX-License-Identifier: MIT
 // The model zoo and the flat parameter/gradient views. One of the few files that include
 // LibTorch (each costs ~25 s and 1.2 GB to compile).
+//
+// Only device-generic LibTorch calls are used here (torch::Device, pinned host tensors,
+// c10::Stream through the device-guard registry), so this file compiles against Debian's
+// CPU-only LibTorch 1.13 and against a CUDA LibTorch 2.x alike; the CUDA paths are taken
+// at run time only for a CUDA device. The one CUDA-only piece, reading device names and
+// memory for `dasp info`, sits behind DASP_WITH_CUDA and asks the driver (libcuda.so.1)
+// directly, so it needs no CUDA toolkit headers and no version-specific c10::cuda API.
 #include "core/ml/model.h"
 #include "core/ml/zoo.h"
 
 #include <torch/torch.h>
 #include <torch/version.h>
 #include <ATen/Parallel.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <dlfcn.h>
 #include <zlib.h>
@@ -16,10 +25,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 
 namespace dasp::ml {
-namespace {
 
 Result<torch::Device> resolveDevice(const std::string& name) {
   if (name.empty() || name == "auto") {
@@ -31,18 +40,40 @@ Result<torch::Device> resolveDevice(const std::string& name) {
   if (std::regex_match(name, m, cudaPattern)) {
     const int index = m[2].matched ? std::stoi(m[2].str()) : 0;
     if (!torch::cuda::is_available()) {
+#ifdef DASP_WITH_CUDA
+      return Status::error("device " + name +
+                           ": no CUDA device visible (this LibTorch has CUDA, but the driver "
+                           "reports no GPU: check nvidia-smi and CUDA_VISIBLE_DEVICES; or use "
+                           "device cpu or auto)");
+#else
       return Status::error("device " + name +
                            ": this LibTorch build has no CUDA or no GPU is visible "
-                           "(Debian's libtorch is CPU-only; use device cpu or auto)");
+                           "(Debian's libtorch is CPU-only; build against a CUDA LibTorch, "
+                           "see README \"GPUs\", or use device cpu or auto)");
+#endif
     }
     if (index >= static_cast<int>(torch::cuda::device_count())) {
       return Status::error("device " + name + ": only " +
-                           std::to_string(torch::cuda::device_count()) + " CUDA device(s)");
+                           std::to_string(torch::cuda::device_count()) +
+                           " CUDA device(s) visible (cuda:0 .. cuda:" +
+                           std::to_string(static_cast<int>(torch::cuda::device_count()) - 1) + ")");
     }
     return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
   }
   return Status::error("device '" + name + "': expected auto, cpu or cuda:N");
 }
+
+Result<std::string> resolveDeviceName(const std::string& device) {
+  try {
+    auto d = resolveDevice(device);
+    if (!d) return d.status();
+    return d.value().str();
+  } catch (const c10::Error& e) {
+    return Status::error("device " + device + ": " + e.what_without_backtrace());
+  }
+}
+
+namespace {
 
 constexpr char kMagic[8] = {'D', 'A', 'S', 'P', 'M', 'D', 'L', '1'};
 
@@ -78,6 +109,37 @@ Result<std::shared_ptr<Net>> makeNet(const ModelOptions& options) {
 }
 }  // namespace zoo
 
+// One batch on its way to the device: features then labels packed into ONE host buffer
+// (pinned on CUDA; the labels start 8-byte aligned) and its device twin, so a step moves
+// its batch with one host-to-device copy. Sized for `capacity` samples; smaller batches use
+// the front of each part.
+struct BatchStage {
+  std::int64_t capacity = 0;
+  torch::Tensor host, device;           // uint8, the packed bytes
+  torch::Tensor hostInput, hostLabels;  // views of host: [capacity, C, H, W] float, [capacity] int64
+  torch::Tensor input, labels;          // the same views of device
+
+  void prepare(const Dataset& data, std::int64_t count, const torch::Device& target) {
+    if (capacity >= count && host.defined()) return;
+    const std::int64_t perSample = static_cast<std::int64_t>(data.channels) * data.height * data.width;
+    const std::int64_t featureBytes = count * perSample * static_cast<std::int64_t>(sizeof(float));
+    const std::int64_t labelOffset = (featureBytes + 7) / 8 * 8;
+    const std::int64_t bytes = labelOffset + count * static_cast<std::int64_t>(sizeof(std::int64_t));
+    const auto bytesOpts = torch::TensorOptions().dtype(torch::kUInt8);
+    host = torch::empty({bytes}, bytesOpts.pinned_memory(target.is_cuda()));
+    device = target.is_cuda() ? torch::empty({bytes}, bytesOpts.device(target)) : torch::empty({bytes}, bytesOpts);
+    auto views = [&](const torch::Tensor& buffer, torch::Tensor& featureView, torch::Tensor& labelView) {
+      featureView = buffer.narrow(0, 0, featureBytes).view(torch::kFloat32)
+                        .view({count, data.channels, data.height, data.width});
+      labelView = buffer.narrow(0, labelOffset, count * static_cast<std::int64_t>(sizeof(std::int64_t)))
+                      .view(torch::kInt64);
+    };
+    views(host, hostInput, hostLabels);
+    views(device, input, labels);
+    capacity = count;
+  }
+};
+
 struct Model::Impl {
   ModelOptions options;
   torch::Device device{torch::kCPU};
@@ -87,6 +149,12 @@ struct Model::Impl {
   torch::Tensor momentum;  // SGD momentum buffer (lazily allocated)
   torch::Tensor batchInput, batchLabels;  // reused batch buffers (no per-step allocation)
   std::int64_t count = 0;
+
+  // The transfer path (CUDA, or options.staged on the CPU for tests).
+  bool staged = false;
+  std::optional<c10::Stream> stream;  // CUDA: this model's stream, from LibTorch's pool
+  BatchStage trainStage, evalStage;
+  torch::Tensor paramHost, gradHost;  // host mirrors of flat / gradFlat (pinned on CUDA)
 
   torch::Tensor wrapFeatures(const Dataset& data) const {
     // No copy: the dataset outlives the call.
@@ -98,7 +166,31 @@ struct Model::Impl {
     return torch::from_blob(const_cast<std::int64_t*>(data.labels.data()), {data.count},
                             torch::TensorOptions().dtype(torch::kInt64));
   }
+  // Waits for this model's queued device work (after an error, so the staging buffers can
+  // be reused). Never throws.
+  void drain() noexcept {
+    try {
+      if (stream) stream->synchronize();
+    } catch (const c10::Error&) {
+    }
+  }
 };
+
+namespace {
+
+// Makes the model's own CUDA stream current for the scope (nothing on the CPU), so every
+// kernel and copy of the model is ordered on it and independent of other models' streams.
+class StreamScope {
+ public:
+  explicit StreamScope(const std::optional<c10::Stream>& stream) {
+    if (stream) m_guard.emplace(*stream);
+  }
+
+ private:
+  std::optional<c10::StreamGuard> m_guard;
+};
+
+}  // namespace
 
 Model::Model(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 Model::~Model() = default;
@@ -110,6 +202,14 @@ Result<std::unique_ptr<Model>> Model::create(const ModelOptions& options) {
     auto impl = std::make_unique<Impl>();
     impl->options = options;
     impl->device = device.value();
+    impl->staged = options.staged || impl->device.is_cuda();
+    if (impl->device.is_cuda()) {
+      // A stream of its own: models sharing a GPU in one process do not serialise on the
+      // default stream. Device-generic call, so it compiles against CPU-only LibTorch.
+      impl->stream = c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA)
+                         .getStreamFromGlobalPool(impl->device, /*isHighPriority=*/false);
+    }
+    StreamScope onStream(impl->stream);
     auto net = zoo::makeNet(options);
     if (!net) return net.status();
     impl->net = net.value();
@@ -133,10 +233,16 @@ Result<std::unique_ptr<Model>> Model::create(const ModelOptions& options) {
       offset += numel;
     }
     impl->count = total;
+    if (impl->staged) {
+      const auto hopts = torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(impl->device.is_cuda());
+      impl->paramHost = torch::empty({total}, hopts);
+      impl->gradHost = torch::empty({total}, hopts);
+    }
     impl->net->train();
+    impl->drain();
     return std::unique_ptr<Model>(new Model(std::move(impl)));
   } catch (const c10::Error& e) {
-    return Status::error("model " + options.name + ": " + e.what_without_backtrace());
+    return Status::error("model " + options.name + " on " + options.device + ": " + e.what_without_backtrace());
   }
 }
 
@@ -144,15 +250,38 @@ const ModelOptions& Model::options() const { return m_impl->options; }
 std::string Model::deviceName() const { return m_impl->device.str(); }
 std::int64_t Model::parameterCount() const { return m_impl->count; }
 
+// Staged copies go through the host mirrors: a device-to-host copy into pinned memory
+// (blocking: it waits for the model's stream) and one memcpy, or the reverse.
 void Model::copyParametersTo(float* out) const {
-  torch::from_blob(out, {m_impl->count}, torch::kFloat32).copy_(m_impl->flat);
+  auto& d = *m_impl;
+  if (!d.staged) {
+    torch::from_blob(out, {d.count}, torch::kFloat32).copy_(d.flat);
+    return;
+  }
+  StreamScope onStream(d.stream);
+  d.paramHost.copy_(d.flat);
+  std::memcpy(out, d.paramHost.data_ptr<float>(), static_cast<std::size_t>(d.count) * sizeof(float));
 }
 void Model::copyParametersFrom(const float* in) {
+  auto& d = *m_impl;
   torch::NoGradGuard noGrad;
-  m_impl->flat.copy_(torch::from_blob(const_cast<float*>(in), {m_impl->count}, torch::kFloat32));
+  if (!d.staged) {
+    d.flat.copy_(torch::from_blob(const_cast<float*>(in), {d.count}, torch::kFloat32));
+    return;
+  }
+  StreamScope onStream(d.stream);
+  std::memcpy(d.paramHost.data_ptr<float>(), in, static_cast<std::size_t>(d.count) * sizeof(float));
+  d.flat.copy_(d.paramHost);  // blocking: paramHost is free again on return
 }
 void Model::copyGradientsTo(float* out) const {
-  torch::from_blob(out, {m_impl->count}, torch::kFloat32).copy_(m_impl->gradFlat);
+  auto& d = *m_impl;
+  if (!d.staged) {
+    torch::from_blob(out, {d.count}, torch::kFloat32).copy_(d.gradFlat);
+    return;
+  }
+  StreamScope onStream(d.stream);
+  d.gradHost.copy_(d.gradFlat);  // the one device-to-host transfer of the gradient
+  std::memcpy(out, d.gradHost.data_ptr<float>(), static_cast<std::size_t>(d.count) * sizeof(float));
 }
 
 Result<double> Model::forwardBackward(const BatchRef& batch) {
@@ -163,10 +292,38 @@ Result<double> Model::forwardBackward(const BatchRef& batch) {
       data.width != d.options.width) {
     return Status::error("batch shape does not match model " + d.options.name);
   }
+  if (batch.indices == nullptr && (batch.first < 0 || batch.first + batch.count > data.count)) {
+    return Status::error("batch range out of the dataset");
+  }
   try {
     auto features = d.wrapFeatures(data);
     auto labels = d.wrapLabels(data);
     torch::Tensor input, target;
+    if (d.staged) {
+      // Gather the batch on the host into the staging buffer, then ONE host-to-device copy
+      // (asynchronous on CUDA; the loss read below waits for the stream, after which the
+      // staging buffer may be overwritten by the next step).
+      StreamScope onStream(d.stream);
+      auto& s = d.trainStage;
+      s.prepare(data, batch.count, d.device);
+      auto hostInput = s.hostInput.narrow(0, 0, batch.count);
+      auto hostLabels = s.hostLabels.narrow(0, 0, batch.count);
+      if (batch.indices != nullptr) {
+        auto idx = torch::from_blob(const_cast<std::int64_t*>(batch.indices), {batch.count}, torch::kInt64);
+        torch::index_select_out(hostInput, features, 0, idx);
+        torch::index_select_out(hostLabels, labels, 0, idx);
+      } else {
+        hostInput.copy_(features.narrow(0, batch.first, batch.count));
+        hostLabels.copy_(labels.narrow(0, batch.first, batch.count));
+      }
+      s.device.copy_(s.host, /*non_blocking=*/true);
+      input = s.input.narrow(0, 0, batch.count);
+      target = s.labels.narrow(0, 0, batch.count);
+      d.gradFlat.zero_();
+      auto loss = torch::nn::functional::cross_entropy(d.net->forward(input), target);
+      loss.backward();
+      return loss.item<double>();
+    }
     if (batch.indices != nullptr) {
       auto idx = torch::from_blob(const_cast<std::int64_t*>(batch.indices), {batch.count},
                                   torch::kInt64);
@@ -179,28 +336,24 @@ Result<double> Model::forwardBackward(const BatchRef& batch) {
       input = d.batchInput;
       target = d.batchLabels;
     } else {
-      if (batch.first < 0 || batch.first + batch.count > data.count) {
-        return Status::error("batch range out of the dataset");
-      }
       input = features.narrow(0, batch.first, batch.count);
       target = labels.narrow(0, batch.first, batch.count);
-    }
-    if (d.device.is_cuda()) {
-      input = input.to(d.device, /*non_blocking=*/true);
-      target = target.to(d.device, /*non_blocking=*/true);
     }
     d.gradFlat.zero_();
     auto loss = torch::nn::functional::cross_entropy(d.net->forward(input), target);
     loss.backward();
     return loss.item<double>();
   } catch (const c10::Error& e) {
-    return Status::error("forward/backward: " + std::string(e.what_without_backtrace()));
+    d.drain();
+    return Status::error("forward/backward on " + d.device.str() + ": " +
+                         std::string(e.what_without_backtrace()));
   }
 }
 
 void Model::sgdStep(double lr, double momentum, double weightDecay) {
   auto& d = *m_impl;
   torch::NoGradGuard noGrad;
+  StreamScope onStream(d.stream);
   if (momentum > 0) {
     if (!d.momentum.defined()) d.momentum = torch::zeros_like(d.flat);
     d.momentum.mul_(momentum).add_(d.gradFlat);
@@ -215,6 +368,7 @@ void Model::sgdStep(double lr, double momentum, double weightDecay) {
 Evaluation Model::evaluate(const Dataset& data, std::int64_t limit, std::int64_t batch) {
   auto& d = *m_impl;
   torch::NoGradGuard noGrad;
+  StreamScope onStream(d.stream);
   d.net->eval();
   const std::int64_t n = (limit > 0 && limit < data.count) ? limit : data.count;
   auto features = d.wrapFeatures(data);
@@ -225,9 +379,16 @@ Evaluation Model::evaluate(const Dataset& data, std::int64_t limit, std::int64_t
     const auto count = std::min(batch, n - first);
     auto input = features.narrow(0, first, count);
     auto target = labels.narrow(0, first, count);
-    if (d.device.is_cuda()) {
-      input = input.to(d.device);
-      target = target.to(d.device);
+    if (d.staged) {
+      // One host-to-device copy per evaluation batch through the staging buffer; the
+      // reads of the sums below wait for it before the buffer is refilled.
+      auto& s = d.evalStage;
+      s.prepare(data, std::min(batch, n), d.device);
+      s.hostInput.narrow(0, 0, count).copy_(input);
+      s.hostLabels.narrow(0, 0, count).copy_(target);
+      s.device.copy_(s.host, /*non_blocking=*/true);
+      input = s.input.narrow(0, 0, count);
+      target = s.labels.narrow(0, 0, count);
     }
     auto logits = d.net->forward(input);
     lossSum += torch::nn::functional::cross_entropy(
@@ -309,11 +470,69 @@ Status Model::load(const std::string& path) {
   return Status::ok();
 }
 
+#ifdef DASP_WITH_CUDA
+namespace {
+
+// Names, memory and compute capability of the visible GPUs, from the CUDA driver API
+// (libcuda.so.1, loaded by LibTorch's CUDA runtime anyway). Its C ABI has been stable since
+// CUDA 4, so this needs no toolkit headers and is the same for LibTorch 1.x and 2.x; the
+// driver honours CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER like the runtime, so index i
+// here is cuda:i in LibTorch.
+void readDriverDevices(TorchInfo& info) {
+  void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (lib == nullptr) return;
+  using Init = int (*)(unsigned int);
+  using GetCount = int (*)(int*);
+  using Get = int (*)(int*, int);
+  using GetName = int (*)(char*, int, int);
+  using TotalMem = int (*)(std::size_t*, int);
+  using GetAttribute = int (*)(int*, int, int);
+  using DriverVersion = int (*)(int*);
+  auto init = reinterpret_cast<Init>(dlsym(lib, "cuInit"));
+  auto getCount = reinterpret_cast<GetCount>(dlsym(lib, "cuDeviceGetCount"));
+  auto get = reinterpret_cast<Get>(dlsym(lib, "cuDeviceGet"));
+  auto getName = reinterpret_cast<GetName>(dlsym(lib, "cuDeviceGetName"));
+  auto totalMem = reinterpret_cast<TotalMem>(dlsym(lib, "cuDeviceTotalMem_v2"));
+  auto getAttribute = reinterpret_cast<GetAttribute>(dlsym(lib, "cuDeviceGetAttribute"));
+  auto driverVersion = reinterpret_cast<DriverVersion>(dlsym(lib, "cuDriverGetVersion"));
+  if (!init || !getCount || !get || !getName || !totalMem || init(0) != 0) return;  // lib stays loaded
+  if (driverVersion) driverVersion(&info.cudaDriverVersion);
+  int count = 0;
+  if (getCount(&count) != 0) return;
+  constexpr int kMajor = 75, kMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR/MINOR
+  for (int i = 0; i < count; ++i) {
+    int dev = 0;
+    char name[256] = {};
+    std::size_t bytes = 0;
+    if (get(&dev, i) != 0 || getName(name, sizeof name - 1, dev) != 0) break;
+    (void)totalMem(&bytes, dev);
+    int major = 0, minor = 0;
+    if (getAttribute) {
+      (void)getAttribute(&major, kMajor, dev);
+      (void)getAttribute(&minor, kMinor, dev);
+    }
+    info.deviceNames.emplace_back(name);
+    info.deviceMemoryBytes.push_back(static_cast<std::int64_t>(bytes));
+    info.deviceCapabilities.push_back(std::to_string(major) + "." + std::to_string(minor));
+  }
+}
+
+}  // namespace
+#endif
+
 TorchInfo torchInfo() {
   TorchInfo info;
   info.version = TORCH_VERSION;
+#ifdef DASP_WITH_CUDA
+  info.builtWithCuda = true;
+#endif
   info.cudaAvailable = torch::cuda::is_available();
   info.cudaDevices = static_cast<int>(torch::cuda::device_count());
+#ifdef DASP_WITH_CUDA
+  readDriverDevices(info);
+#endif
+  auto device = resolveDeviceName("auto");
+  info.defaultDevice = device ? device.value() : "cpu";
   info.parallelInfo = at::get_parallel_info();
   return info;
 }

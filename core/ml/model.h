@@ -5,6 +5,14 @@
 // server, workers and checkpoints move flat buffers with one memcpy and no per-step
 // allocation. Every parameter tensor is a view into the flat buffer.
 //
+// Devices: "cpu", "cuda:N" or "auto" (cuda:0 when this LibTorch has CUDA and a GPU is
+// visible, else the CPU). On a CUDA device the model works on its own CUDA stream (so
+// several models, or several worker processes, can share one GPU), a batch reaches the
+// device in ONE host-to-device copy per step (features and labels gathered into one
+// pinned staging buffer), and parameters and gradients cross in one copy each through
+// pinned host mirrors. Every call returns with the device idle, so the staging buffers are
+// free again and the caller's host buffers hold the results.
+//
 // This header includes no LibTorch: callers outside core/ml never compile its headers.
 // Threading: a Model is used by one thread at a time.
 
@@ -27,6 +35,10 @@ struct ModelOptions {
   std::uint64_t seed = 1;  // parameter initialisation
   std::string device = "auto";  // auto | cpu | cuda:N
   int threads = 1;       // intra-op threads for this process
+  // Route batches, parameters and gradients through the staging buffers of the CUDA path
+  // even on the CPU. Always on for a CUDA device; on the CPU only for tests, which check
+  // the transfer path on machines without a GPU (it is slower than the direct CPU path).
+  bool staged = false;
 };
 
 using Evaluation = ::dasp::Evaluation;
@@ -83,13 +95,23 @@ class Model {
 // LibTorch build facts for `dasp info` and run records.
 struct TorchInfo {
   std::string version;
-  bool cudaAvailable = false;
+  bool builtWithCuda = false;  // compiled against a CUDA LibTorch (DASP_WITH_CUDA)
+  bool cudaAvailable = false;  // torch::cuda::is_available(): CUDA LibTorch and a usable GPU
   int cudaDevices = 0;
+  int cudaDriverVersion = 0;   // e.g. 12040 for 12.4; 0 when unknown
+  // Per device (CUDA builds only; read from the driver, so they do not depend on the
+  // LibTorch version): name, total memory, compute capability "major.minor".
   std::vector<std::string> deviceNames;
   std::vector<std::int64_t> deviceMemoryBytes;
-  std::string parallelInfo;  // at::get_parallel_info()
+  std::vector<std::string> deviceCapabilities;
+  std::string defaultDevice;   // what device "auto" resolves to here
+  std::string parallelInfo;    // at::get_parallel_info()
 };
 TorchInfo torchInfo();
+
+// Checks a device name (auto | cpu | cuda[:N]) against this build and machine and returns
+// the device it means ("cpu", "cuda:0", ...), or an error that says why it cannot be used.
+Result<std::string> resolveDeviceName(const std::string& device);
 
 // Sets process-wide LibTorch threading (call once, early): intra-op threads, one
 // inter-op thread.

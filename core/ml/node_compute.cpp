@@ -7,6 +7,16 @@
 
 namespace dasp::ml {
 
+std::string workerDevice(const ExperimentSpec& spec, int rank) {
+  // As expandWorkers(spec)[rank].device(), without copying every NodeSpec (the engine
+  // builds thousands of sources): only an explicit `cluster.workers` list has devices.
+  const auto& cluster = spec.cluster();
+  if (rank >= 0 && rank < cluster.workers_size() && !cluster.workers(rank).device().empty()) {
+    return cluster.workers(rank).device();
+  }
+  return spec.device().empty() ? std::string("auto") : spec.device();
+}
+
 Result<std::unique_ptr<ShardGradientSource>> ShardGradientSource::create(const ExperimentSpec& spec,
                                                                          const Dataset& train, int rank,
                                                                          int worldSize) {
@@ -15,8 +25,17 @@ Result<std::unique_ptr<ShardGradientSource>> ShardGradientSource::create(const E
                          " workers");
   }
   configureThreads(spec.threads());
-  auto model = Model::create(modelOptionsFor(spec, train));
-  if (!model) return model.status();
+  auto options = modelOptionsFor(spec, train);
+  options.device = workerDevice(spec, rank);
+  auto model = Model::create(options);
+  if (!model) {
+    const bool own = rank < spec.cluster().workers_size() && !spec.cluster().workers(rank).device().empty();
+    const std::string field = own ? "cluster.workers[" + std::to_string(rank) + "].device" : std::string("device");
+    const std::string name = rank < spec.cluster().workers_size() && !spec.cluster().workers(rank).name().empty()
+                                 ? spec.cluster().workers(rank).name()
+                                 : "worker-" + std::to_string(rank);
+    return Status::error(field + " (" + name + "): " + model.message());
+  }
   std::unique_ptr<ShardGradientSource> s(new ShardGradientSource());
   s->m_train = &train;
   s->m_model = std::move(model).value();
@@ -81,7 +100,11 @@ Evaluation TestSetEvaluator::evaluate(const float* params) {
 }
 
 Result<std::vector<float>> initialParameters(const ExperimentSpec& spec, const Dataset& train) {
-  auto model = Model::create(modelOptionsFor(spec, train));
+  // On the CPU whatever the spec's device: the values are the same (the zoo initialises on
+  // the CPU before moving a network), and the server process never needs a GPU.
+  auto options = modelOptionsFor(spec, train);
+  options.device = "cpu";
+  auto model = Model::create(options);
   if (!model) return model.status();
   std::vector<float> params(static_cast<std::size_t>(model.value()->parameterCount()));
   model.value()->copyParametersTo(params.data());

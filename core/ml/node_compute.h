@@ -15,7 +15,10 @@
 namespace dasp::ml {
 
 // Gradients of worker `rank` of `worldSize` on its shard of the training set (the spec's
-// partition), in a seeded per-epoch shuffle of the shard.
+// partition), in a seeded per-epoch shuffle of the shard, on the worker's device
+// (workerDevice). On a GPU each step moves its batch to the device in one copy and the
+// gradient back in one copy (see Model); workers sharing a GPU each have their own stream
+// (and, as `dasp worker` processes, their own CUDA context).
 class ShardGradientSource final : public GradientSource {
  public:
   static Result<std::unique_ptr<ShardGradientSource>> create(const ExperimentSpec& spec,
@@ -56,7 +59,12 @@ class TestSetEvaluator final : public ParameterEvaluator {
   std::int64_t m_limit = 0;
 };
 
-// The initial parameters of the spec's model (what the server starts from).
+// The device of worker `rank`: its `cluster.workers[rank].device` when set, else the
+// spec's `device` (auto | cpu | cuda:N; "auto" = cuda:0 when available).
+std::string workerDevice(const ExperimentSpec& spec, int rank);
+
+// The initial parameters of the spec's model (what the server starts from), computed on
+// the CPU.
 Result<std::vector<float>> initialParameters(const ExperimentSpec& spec, const Dataset& train);
 
 }  // namespace dasp::ml

@@ -4,6 +4,8 @@
 #include "core/ml/trainer.h"
 #include "core/ml/zoo.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -22,10 +24,13 @@ double median(std::vector<double> v) {
 // The reference: how one writes a training loop with LibTorch's own API.
 class PlainLoop {
  public:
-  PlainLoop(std::shared_ptr<zoo::Net> net, const Dataset& train, int batch, std::uint64_t seed)
+  // `net` must already be on `device`.
+  PlainLoop(std::shared_ptr<zoo::Net> net, const Dataset& train, int batch, std::uint64_t seed,
+            torch::Device device)
       : m_net(std::move(net)),
         m_optimizer(m_net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9)),
-        m_batch(batch) {
+        m_batch(batch),
+        m_device(device) {
     m_features = torch::from_blob(const_cast<float*>(train.features.data()),
                                   {train.count, train.channels, train.height, train.width});
     m_labels = torch::from_blob(const_cast<std::int64_t*>(train.labels.data()), {train.count},
@@ -42,6 +47,10 @@ class PlainLoop {
     m_cursor += m_batch;
     auto x = m_features.index_select(0, idx);
     auto y = m_labels.index_select(0, idx);
+    if (m_device.is_cuda()) {
+      x = x.to(m_device);
+      y = y.to(m_device);
+    }
     m_optimizer.zero_grad();
     auto loss = torch::nn::functional::cross_entropy(m_net->forward(x), y);
     loss.backward();
@@ -53,6 +62,7 @@ class PlainLoop {
   std::shared_ptr<zoo::Net> m_net;
   torch::optim::SGD m_optimizer;
   int m_batch;
+  torch::Device m_device;
   torch::Tensor m_features, m_labels, m_perm;
   at::Generator m_generator;
   std::int64_t m_cursor = 0;
@@ -61,13 +71,21 @@ class PlainLoop {
 }  // namespace
 
 Result<TrainBenchCase> benchTrain(const std::string& model, int batch, const TrainTest& data,
-                                  double secondsPerRound, int rounds, std::uint64_t seed) {
+                                  double secondsPerRound, int rounds, std::uint64_t seed,
+                                  const std::string& device) {
   if (data.train.count < batch) return Status::error("bench: training set smaller than a batch");
+  Result<torch::Device> target = torch::Device(torch::kCPU);
+  try {
+    target = resolveDevice(device);
+  } catch (const c10::Error& e) {
+    return Status::error("bench: device " + device + ": " + e.what_without_backtrace());
+  }
+  if (!target) return Status::error("bench: " + target.message());
   ExperimentSpec spec;
   spec.mutable_model()->set_name(model);
   spec.set_batch_size(batch);
   spec.set_seed(seed);
-  spec.set_device("cpu");
+  spec.set_device(target.value().str());
   spec = withDefaults(spec);
   auto trainer = SingleNodeTrainer::create(spec, data);
   if (!trainer) return trainer.status();
@@ -75,7 +93,8 @@ Result<TrainBenchCase> benchTrain(const std::string& model, int batch, const Tra
   auto net = zoo::makeNet(options);
   if (!net) return net.status();
   net.value()->train();
-  PlainLoop plain(net.value(), data.train, batch, seed);
+  if (target.value().is_cuda()) net.value()->to(target.value());
+  PlainLoop plain(net.value(), data.train, batch, seed, target.value());
 
   // Calibrate steps per round from a short warm-up of each (also warms caches/allocator).
   auto timeSteps = [](auto&& fn, int n) {
@@ -101,6 +120,7 @@ Result<TrainBenchCase> benchTrain(const std::string& model, int batch, const Tra
   }
   TrainBenchCase c;
   c.model = model;
+  c.device = target.value().str();
   c.batch = batch;
   c.rounds = rounds;
   c.trainerSamplesPerS = median(ours);

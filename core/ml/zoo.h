@@ -135,3 +135,8 @@ struct ResNet8 : Net {
 Result<std::shared_ptr<Net>> makeNet(const ModelOptions& options);
 
 }  // namespace dasp::ml::zoo
+
+namespace dasp::ml {
+// The device a name means on this build and machine (see resolveDeviceName in model.h).
+Result<torch::Device> resolveDevice(const std::string& name);
+}  // namespace dasp::ml

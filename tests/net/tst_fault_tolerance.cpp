@@ -261,6 +261,8 @@ class TestFaultTolerance : public QObject {
   Q_OBJECT
 
  private slots:
+  // The servers this test starts and the clients it makes share one run token.
+  void initTestCase() { qputenv("DASP_RUN_TOKEN", "fault-tolerance-test-token"); }
   void checkpointRestoresBitwise();
   void corruptLatestCheckpointFallsBack();
   void fullDiskDuringCheckpoint();
