@@ -192,6 +192,17 @@ class TestNetns : public QObject {
     })").object();
   }
 
+  // Sets cluster.workers[index].link of a spec.
+  static void setLink(QJsonObject& spec, int index, const QJsonObject& link) {
+    QJsonObject cluster = spec["cluster"].toObject();
+    QJsonArray workers = cluster["workers"].toArray();
+    QJsonObject w = workers[index].toObject();
+    w["link"] = link;
+    workers[index] = w;
+    cluster["workers"] = workers;
+    spec["cluster"] = cluster;
+  }
+
  private slots:
   // The spec's link model on one machine (no namespaces, no root): worker-1's link of
   // 15 ms and 8 Mbit/s is emulated in the worker, both ways.
@@ -199,13 +210,7 @@ class TestNetns : public QObject {
     QTemporaryDir dir;
     const QString db = dir.filePath("runs.sqlite");
     QJsonObject spec = twoWorkerSpec();
-    QJsonObject cluster = spec["cluster"].toObject();
-    QJsonArray workers = cluster["workers"].toArray();
-    QJsonObject w1 = workers[1].toObject();
-    w1["link"] = QJsonObject{{"latency_ms", 15}, {"mbit", 8}};
-    workers[1] = w1;
-    cluster["workers"] = workers;
-    spec["cluster"] = cluster;
+    setLink(spec, 1, QJsonObject{{"latency_ms", 15}, {"mbit", 8}});
     const auto runId = runSpec(spec, dir.path(), db);
     QVERIFY(runId > 0);
     std::map<std::string, double> iterations;
@@ -240,13 +245,7 @@ class TestNetns : public QObject {
     spec["launch"] = launch;
     if (!m_netem) {
       // Latency of the slow host's link from our own model, in the sender.
-      QJsonObject cluster = spec["cluster"].toObject();
-      QJsonArray workers = cluster["workers"].toArray();
-      QJsonObject w1 = workers[1].toObject();
-      w1["link"] = QJsonObject{{"latency_ms", 5}};
-      workers[1] = w1;
-      cluster["workers"] = workers;
-      spec["cluster"] = cluster;
+      setLink(spec, 1, QJsonObject{{"latency_ms", 5}});
     }
     const auto runId = runSpec(spec, dir.path(), db);
     QVERIFY(runId > 0);
