@@ -583,8 +583,12 @@ void normalize(Dataset& data, const std::vector<float>& mean, const std::vector<
   }
 }
 
-std::vector<std::vector<std::int64_t>> allShards(const Dataset& data, int worldSize, ShardMode mode, double alpha,
-                                                std::uint64_t seed) {
+namespace {
+
+// The shards of every rank (onlyRank < 0) or of one rank (the others stay empty): the draws
+// are the same either way, so shardIndices() and allShards() agree.
+std::vector<std::vector<std::int64_t>> shardsOf(const Dataset& data, int worldSize, ShardMode mode, double alpha,
+                                               std::uint64_t seed, int onlyRank) {
   std::vector<std::vector<std::int64_t>> shards(static_cast<std::size_t>(std::max(worldSize, 0)));
   const std::int64_t count =
       std::min<std::int64_t>(data.count, static_cast<std::int64_t>(data.labels.size()));
@@ -597,6 +601,7 @@ std::vector<std::vector<std::int64_t>> allShards(const Dataset& data, int worldS
     fisherYates(perm, rng);
     const std::int64_t per = count / worldSize;
     for (int r = 0; r < worldSize; ++r) {
+      if (onlyRank >= 0 && r != onlyRank) continue;
       auto& mine = shards[static_cast<std::size_t>(r)];
       mine.assign(perm.begin() + r * per, perm.begin() + (r + 1) * per);
       std::sort(mine.begin(), mine.end());
@@ -643,8 +648,10 @@ std::vector<std::vector<std::int64_t>> allShards(const Dataset& data, int worldS
                              : static_cast<std::int64_t>(std::floor(cumulative / total *
                                                                     static_cast<double>(n)));
       end = std::clamp<std::int64_t>(end, begin, n);
-      auto& mine = shards[static_cast<std::size_t>(w)];
-      mine.insert(mine.end(), members.begin() + begin, members.begin() + end);
+      if (onlyRank < 0 || w == onlyRank) {
+        auto& mine = shards[static_cast<std::size_t>(w)];
+        mine.insert(mine.end(), members.begin() + begin, members.begin() + end);
+      }
       begin = end;
     }
   }
@@ -652,10 +659,41 @@ std::vector<std::vector<std::int64_t>> allShards(const Dataset& data, int worldS
   return shards;
 }
 
+}  // namespace
+
+std::vector<std::vector<std::int64_t>> allShards(const Dataset& data, int worldSize, ShardMode mode, double alpha,
+                                                std::uint64_t seed) {
+  return shardsOf(data, worldSize, mode, alpha, seed, -1);
+}
+
 std::vector<std::int64_t> shardIndices(const Dataset& data, int rank, int worldSize,
                                        ShardMode mode, double alpha, std::uint64_t seed) {
   if (worldSize <= 0 || rank < 0 || rank >= worldSize) return {};
-  return std::move(allShards(data, worldSize, mode, alpha, seed)[static_cast<std::size_t>(rank)]);
+  return std::move(shardsOf(data, worldSize, mode, alpha, seed, rank)[static_cast<std::size_t>(rank)]);
+}
+
+ShardBatchOrder::ShardBatchOrder(std::vector<std::int64_t> shard, std::uint64_t seed)
+    : m_order(std::move(shard)), m_seed(seed) {
+  reshuffle();
+}
+
+void ShardBatchOrder::reshuffle() {
+  std::mt19937_64 rng(m_seed * 0x9E3779B97F4A7C15ULL + m_epoch);
+  for (std::size_t i = m_order.size(); i > 1; --i) {
+    const auto j = static_cast<std::size_t>(rng() % i);
+    std::swap(m_order[i - 1], m_order[j]);
+  }
+  m_cursor = 0;
+}
+
+const std::int64_t* ShardBatchOrder::next(std::size_t batch) {
+  if (m_cursor + batch > m_order.size()) {
+    ++m_epoch;
+    reshuffle();
+  }
+  const std::int64_t* indices = m_order.data() + m_cursor;
+  m_cursor += batch;
+  return indices;
 }
 
 }  // namespace dasp

@@ -73,6 +73,29 @@ enum class ShardMode { Iid, Dirichlet };
 // shards of all ranks are disjoint and cover the dataset (IID may drop < worldSize samples).
 std::vector<std::int64_t> shardIndices(const Dataset& data, int rank, int worldSize,
                                        ShardMode mode, double alpha, std::uint64_t seed);
+// The batches one worker draws from its shard: a seeded Fisher–Yates shuffle of the shard
+// per epoch, batches taken in order and never wrapping (a new epoch starts when fewer than
+// a batch remain). Real workers (ml::ShardGradientSource) and the simulator's policy-only
+// workers (SoftmaxGradientSource) both draw through it, so a simulated worker sees the
+// batches a real one with the same spec would.
+// Threading: owned by one source, used by one thread.
+class ShardBatchOrder {
+ public:
+  ShardBatchOrder() = default;
+  // `seed` is the worker's own (workerBatchSeed in core/dataset_loader.h).
+  ShardBatchOrder(std::vector<std::int64_t> shard, std::uint64_t seed);
+  std::size_t size() const { return m_order.size(); }
+  // The next `batch` sample indices (batch <= size()).
+  const std::int64_t* next(std::size_t batch);
+
+ private:
+  void reshuffle();
+  std::vector<std::int64_t> m_order;  // the current epoch's order over the shard
+  std::size_t m_cursor = 0;
+  std::uint64_t m_seed = 0;
+  std::uint64_t m_epoch = 0;
+};
+
 // Every rank's shard at once (shards[rank] == shardIndices(..., rank, ...)), in one pass:
 // for the simulator's thousands of workers.
 std::vector<std::vector<std::int64_t>> allShards(const Dataset& data, int worldSize, ShardMode mode, double alpha,

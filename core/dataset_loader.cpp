@@ -55,4 +55,23 @@ Result<TrainTest> loadDataset(const v1::DatasetSpec& spec, std::uint64_t seed) {
   return loaded;
 }
 
+ShardMode shardModeOf(const v1::DatasetSpec& dataset) {
+  return dataset.partition() == v1::DatasetSpec::DIRICHLET ? ShardMode::Dirichlet : ShardMode::Iid;
+}
+
+Result<ShardBatchOrder> workerBatchOrder(const ExperimentSpec& spec, const Dataset& train, int rank, int worldSize,
+                                         const std::vector<std::int64_t>* shard) {
+  std::vector<std::int64_t> mine =
+      shard != nullptr ? *shard
+                       : shardIndices(train, rank, worldSize, shardModeOf(spec.dataset()), spec.dataset().dirichlet_alpha(),
+                                      spec.seed());
+  if (mine.empty()) {
+    return Status::error("worker " + std::to_string(rank) + " of " + std::to_string(worldSize) +
+                         " has an empty shard (too many workers for " + std::to_string(train.count) +
+                         " samples, or a very skewed dataset.dirichlet_alpha)");
+  }
+  return ShardBatchOrder(std::move(mine), spec.seed() * 1000003ULL + static_cast<std::uint64_t>(rank));
+}
+
 }  // namespace dasp
+

@@ -68,10 +68,12 @@ struct Link {
   double transfer(double bytes) const { return latencyS + bytes / bytesPerS; }
 };
 
-Link linkOf(const v1::LinkSpec& own, const v1::LinkSpec& cluster) {
+// A link as the spec resolves it (withDefaults fills the cluster's link for engine sim; an
+// unset bandwidth is not limited, as in the real worker's emulation).
+Link linkOf(const v1::LinkSpec& link) {
   Link l;
-  l.latencyS = (own.has_latency_ms() ? own.latency_ms() : cluster.has_latency_ms() ? cluster.latency_ms() : 0.1) / 1000.0;
-  l.bytesPerS = (own.has_mbit() ? own.mbit() : cluster.has_mbit() ? cluster.mbit() : 8000.0) * 1e6 / 8.0;
+  l.latencyS = link.latency_ms() / 1000.0;
+  l.bytesPerS = link.has_mbit() && link.mbit() > 0 ? link.mbit() * 1e6 / 8.0 : std::numeric_limits<double>::infinity();
   return l;
 }
 
@@ -85,6 +87,7 @@ struct Worker {
   std::mt19937_64 rng;
   std::normal_distribution<double> normal{0.0, 1.0};
   std::uint32_t gen = 0;  // bumped when the worker's iteration in flight is void (killed, server lost)
+  std::uint32_t silenceGen = 0;  // bumped when a pending silence check no longer applies
   enum class Phase { Parked, InFlight, Offline, Dead } phase = Phase::Parked;
   bool paused = false;
   double pausedAt = 0;
@@ -193,6 +196,10 @@ class SimRun {
   Link m_serverLink;
 
   bool m_serverUp = true, m_serverPaused = false, m_busy = false;
+  // As the server: parked pulls are re-checked after an update or when the policy says so;
+  // otherwise only the pusher's own pull is.
+  bool m_recheck = false;
+  int m_lastPusher = -1;
   std::uint32_t m_serverGen = 0;
   double m_pendingCost = 0;
   double m_tickAt = kInf;
@@ -275,7 +282,7 @@ Status SimRun::prepare() {
   }
 
   m_workers.resize(static_cast<std::size_t>(n));
-  m_serverLink = linkOf(v1::LinkSpec(), m_spec.cluster().link());
+  m_serverLink = linkOf(m_spec.cluster().link());
   for (int r = 0; r < n; ++r) {
     auto& w = m_workers[static_cast<std::size_t>(r)];
     const auto& node = nodes[static_cast<std::size_t>(r)];
@@ -284,7 +291,7 @@ Status SimRun::prepare() {
     if (!(w.speed.base_iteration_ms() > 0) && m_spec.cluster().base_iteration_ms() > 0) {
       w.speed.set_base_iteration_ms(m_spec.cluster().base_iteration_ms());
     }
-    w.link = linkOf(node.link(), m_spec.cluster().link());
+    w.link = linkOf(effectiveLink(node, m_spec));
     w.rng.seed(m_spec.seed() * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(r) * 7919ULL + 17);
     auto source = m_compute.makeSource(r, n);
     if (!source) return source.status().withContext(w.name);
@@ -345,14 +352,10 @@ Result<RunSummary> SimRun::run() {
   const double trainCount = static_cast<double>(std::max<std::int64_t>(1, m_compute.trainCount));
   while (m_failure.empty() && m_stopReason.empty()) {
     if (m_queue.empty()) {
-      // Nothing can happen any more (every worker gone, or a dead server never restarted).
-      if (stop.max_seconds() > 0) {
-        m_now = stop.max_seconds();
-        m_stopReason = "max_seconds";
-      } else {
-        m_failure = "nothing left to simulate at t = " + secondsText(m_now) +
-                    " s: no live worker and no server that answers, and no restart is scheduled";
-      }
+      // Nothing can happen any more (every worker gone, or a dead server never restarted);
+      // with max_seconds its event would still be queued.
+      m_failure = "nothing left to simulate at t = " + secondsText(m_now) +
+                  " s: no live worker and no server that answers, and no restart is scheduled";
       break;
     }
     const Event e = m_queue.top();
@@ -418,7 +421,7 @@ void SimRun::handle(const Event& e) {
       onWorkerUp(e.a, e.t);
       break;
     case Ev::SilenceCheck:
-      if (e.gen == m_workers[static_cast<std::size_t>(e.a)].gen) onSilenceCheck(e.a, e.t);
+      if (e.gen == m_workers[static_cast<std::size_t>(e.a)].silenceGen) onSilenceCheck(e.a, e.t);
       break;
     case Ev::SpeedChange:
       onSpeedChange(e.a, e.t);
@@ -433,10 +436,7 @@ void SimRun::handle(const Event& e) {
 // --- workers ------------------------------------------------------------------------------
 
 double SimRun::iterationSeconds(Worker& w, double t) {
-  double slowdown = w.speed.has_slowdown() ? w.speed.slowdown() : 1.0;
-  for (const auto& change : w.speed.changes()) {
-    if (t >= change.at_s()) slowdown = change.slowdown();
-  }
+  const double slowdown = slowdownAt(w.speed, t);
   const double baseS = w.speed.base_iteration_ms() > 0 ? w.speed.base_iteration_ms() / 1000.0
                                                        : m_spec.sim().compute_ms() / 1000.0;
   double factor = 1.0;
@@ -491,6 +491,7 @@ void SimRun::releaseParked(double t) {
     schedule(m_chainStallUntil, Ev::Tick);
     return;
   }
+  m_recheck = false;
   std::size_t keep = 0;
   for (std::size_t i = 0; i < m_parked.size(); ++i) {
     const int r = m_parked[i];
@@ -545,8 +546,16 @@ void SimRun::serveNext(double t) {
     if (w.held.size() != w.gradient.size()) w.held.assign(w.gradient.size(), 0.0f);
     std::copy(w.gradient.begin(), w.gradient.end(), w.held.begin());
     m_gradientOf[r] = w.held.data();
+  } else if (!w.held.empty()) {
+    // As the server does: the rank's slot points at its held gradient again (a round may
+    // still hold an earlier gradient of a rank whose newer push was dropped).
+    m_gradientOf[r] = w.held.data();
   }
-  if (gen == w.gen && w.phase != Worker::Phase::Dead) m_parked.push_back(rank);
+  m_lastPusher = -1;
+  if (gen == w.gen && w.phase != Worker::Phase::Dead) {
+    m_parked.push_back(rank);
+    m_lastPusher = rank;
+  }
   m_busy = true;
   const double cost = m_spec.sim().push_overhead_ms() / 1000.0 +
                       static_cast<double>(applied) * static_cast<double>(m_store->size()) *
@@ -557,7 +566,17 @@ void SimRun::serveNext(double t) {
 void SimRun::onServerDone(double t) {
   m_busy = false;
   if (!serverAnswers()) return;
-  releaseParked(t);
+  if (m_recheck || t < m_chainStallUntil) {
+    releaseParked(t);
+  } else if (m_lastPusher >= 0 && m_policy->mayProceed(m_lastPusher, t)) {
+    // The pusher's pull was parked last: it is found from the back.
+    const auto it = std::find(m_parked.rbegin(), m_parked.rend(), m_lastPusher);
+    if (it != m_parked.rend()) {
+      m_parked.erase(std::next(it).base());
+      release(m_lastPusher, t);
+    }
+  }
+  m_lastPusher = -1;
   serveNext(t);
 }
 
@@ -605,6 +624,7 @@ std::int64_t SimRun::applyOutput(double t) {
     }
   }
   m_dropped += static_cast<std::int64_t>(m_out.dropped.size());
+  if (m_out.recheckPulls || updates > 0) m_recheck = true;
   emitDecisions();
   return applied;
 }
@@ -721,11 +741,7 @@ void SimRun::recordIteration(int rank, double t) {
 
 void SimRun::onSpeedChange(int rank, double t) {
   auto& w = m_workers[static_cast<std::size_t>(rank)];
-  double slowdown = w.speed.has_slowdown() ? w.speed.slowdown() : 1.0;
-  for (const auto& change : w.speed.changes()) {
-    if (t >= change.at_s()) slowdown = change.slowdown();
-  }
-  recordEvent(t, "speed", w.name, "slowdown " + std::to_string(slowdown) + " (scheduled)");
+  recordEvent(t, "speed", w.name, "slowdown " + std::to_string(slowdownAt(w.speed, t)) + " (scheduled)");
 }
 
 // --- faults -------------------------------------------------------------------------------
@@ -806,7 +822,7 @@ void SimRun::onFaultFire(int index, double t) {
       w.paused = true;
       w.pausedAt = t;
       const double silence = m_spec.strategy().barrier_timeout_s();
-      schedule(std::max(t, w.lastContact) + silence, Ev::SilenceCheck, rank, w.gen);
+      schedule(std::max(t, w.lastContact) + silence, Ev::SilenceCheck, rank, w.silenceGen);
     }
     return;
   }
@@ -887,13 +903,16 @@ void SimRun::onFaultEnd(int index, double t) {
     }
     auto& w = *it;
     w.paused = false;
-    ++w.gen;  // cancels its silence check; a deferred push is rescheduled below
+    ++w.silenceGen;
     recordEvent(t, "fault", f.node(), "resume " + f.node());
     if (w.deferred) {
       w.deferred = false;
       schedule(t + w.deferredRemaining, Ev::PushArrive, rank, w.gen);
     } else if (w.phase == Worker::Phase::InFlight) {
-      // Its push had not fallen due yet: it arrives later by the pause.
+      // Its push had not fallen due yet: it arrives later by the pause (the event on the
+      // old schedule is voided). A push already queued at the server, or a parked pull,
+      // keeps its place.
+      ++w.gen;
       const double arrival = w.releaseT + w.pullS + w.computeS + w.pushS;
       schedule(t + std::max(0.0, arrival - std::max(w.pausedAt, w.releaseT)), Ev::PushArrive, rank, w.gen);
     }
@@ -911,6 +930,7 @@ void SimRun::onFaultEnd(int index, double t) {
   if (m_chain) {
     const std::string node = slot.record.node;
     const int replica = std::stoi(node.substr(7));
+    if (m_replicaAlive[static_cast<std::size_t>(replica)]) return;  // this drill found it alive
     recordEvent(t, "fault", node, "restarted " + node + " (joins the chain at the tail)");
     m_replicaAlive[static_cast<std::size_t>(replica)] = true;
     m_chainOrder.push_back(replica);
@@ -974,7 +994,7 @@ void SimRun::onServerUp(double t) {
       how = "promoted server-" + std::to_string(m_chainOrder.front()) + " with the state of v" +
             std::to_string(m_snapVersion);
     } else if (rec.forward_every() > 1) {
-      m_store->restore(m_compute.initialParameters.data(), std::vector<float>(m_compute.initialParameters.size()).data(), 0);
+      m_store->restore(m_compute.initialParameters.data(), nullptr, 0);
       how = "promoted server-" + std::to_string(m_chainOrder.front()) + " before any state was forwarded (v0)";
     }
     restartServerState(t, how);
@@ -985,8 +1005,7 @@ void SimRun::onServerUp(double t) {
     restartServerState(t, "restored checkpoint v" + std::to_string(m_snapVersion));
     return;
   }
-  const std::vector<float> zeros(m_compute.initialParameters.size(), 0.0f);
-  m_store->restore(m_compute.initialParameters.data(), zeros.data(), 0);
+  m_store->restore(m_compute.initialParameters.data(), nullptr, 0);
   restartServerState(t, rec.mode() == v1::RecoverySpec::CHECKPOINT ? "no checkpoint yet: started from the initial parameters"
                                                                     : "started from the initial parameters (recovery none)");
 }
@@ -1010,8 +1029,10 @@ void SimRun::onWorkerUp(int rank, double t) {
 // barrier_timeout_s while others wait is declared down.
 void SimRun::onSilenceCheck(int rank, double t) {
   auto& w = m_workers[static_cast<std::size_t>(rank)];
-  if (!w.paused || m_parked.empty()) {
-    if (w.paused) schedule(t + m_spec.strategy().barrier_timeout_s(), Ev::SilenceCheck, rank, w.gen);
+  if (!w.paused) return;
+  if (m_parked.empty() || !serverAnswers()) {
+    // Nobody waits for it, or no server watches: look again later.
+    schedule(t + m_spec.strategy().barrier_timeout_s(), Ev::SilenceCheck, rank, w.silenceGen);
     return;
   }
   for (auto& f : m_faults) {

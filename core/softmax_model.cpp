@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/softmax_model.h"
 
+#include "core/dataset_loader.h"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -178,56 +180,35 @@ Result<std::unique_ptr<SoftmaxGradientSource>> SoftmaxGradientSource::create(con
   std::unique_ptr<SoftmaxGradientSource> s(new SoftmaxGradientSource());
   s->m_train = &train;
   s->m_batch = spec.batch_size();
-  // The seed formula of ml::ShardGradientSource, so both see the same batch order.
-  s->m_seed = spec.seed() * 1000003ULL + static_cast<std::uint64_t>(rank);
-  const auto mode = spec.dataset().partition() == v1::DatasetSpec::DIRICHLET ? ShardMode::Dirichlet
-                                                                              : ShardMode::Iid;
-  s->m_shard = shard != nullptr ? *shard
-                                : shardIndices(train, rank, worldSize, mode, spec.dataset().dirichlet_alpha(), spec.seed());
-  if (s->m_shard.empty()) {
-    return Status::error("worker " + std::to_string(rank) + " of " + std::to_string(worldSize) +
-                         " has an empty shard (too many workers for " + std::to_string(train.count) +
-                         " samples, or a very skewed dataset.dirichlet_alpha)");
-  }
-  for (const std::int64_t index : s->m_shard) {
+  // The batch order of ml::ShardGradientSource (core/dataset.h: ShardBatchOrder).
+  const std::vector<std::int64_t> mine =
+      shard != nullptr ? *shard
+                       : shardIndices(train, rank, worldSize, shardModeOf(spec.dataset()), spec.dataset().dirichlet_alpha(),
+                                      spec.seed());
+  for (const std::int64_t index : mine) {
     if (auto label = checkLabel(train, index, "training set"); !label) return label;
   }
+  auto order = workerBatchOrder(spec, train, rank, worldSize, &mine);
+  if (!order) return order.status();
+  s->m_order = std::move(order).value();
   s->m_features = static_cast<std::size_t>(train.sampleSize());
   s->m_classes = static_cast<std::size_t>(train.classes);
   s->m_parameterCount = softmaxParameterCount(train);
-  s->m_rows = std::min(static_cast<std::size_t>(s->m_batch), s->m_shard.size());
+  s->m_rows = std::min(static_cast<std::size_t>(s->m_batch), s->m_order.size());
   s->m_xT.assign(s->m_features * s->m_rows, 0.0f);
   s->m_z.assign(s->m_classes * s->m_rows, 0.0f);
   s->m_max.assign(s->m_rows, 0.0f);
   s->m_sum.assign(s->m_rows, 0.0f);
   s->m_target.assign(s->m_rows, 0.0f);
   s->m_labels.assign(s->m_rows, 0);
-  s->m_order = s->m_shard;
-  s->reshuffle();
   return s;
-}
-
-void SoftmaxGradientSource::reshuffle() {
-  // Exactly ml::ShardGradientSource::reshuffle().
-  std::mt19937_64 rng(m_seed * 0x9E3779B97F4A7C15ULL + m_epoch);
-  for (std::size_t i = m_order.size(); i > 1; --i) {
-    const auto j = static_cast<std::size_t>(rng() % i);
-    std::swap(m_order[i - 1], m_order[j]);
-  }
-  m_cursor = 0;
 }
 
 Result<double> SoftmaxGradientSource::computeGradient(const float* params, float* gradient) {
   const std::size_t n = m_rows;
   const std::size_t features = m_features;
   const std::size_t classes = m_classes;
-  // A batch never wraps into the next epoch: when fewer than a batch remain, reshuffle.
-  if (m_cursor + n > m_order.size()) {
-    ++m_epoch;
-    reshuffle();
-  }
-  const std::int64_t* indices = m_order.data() + m_cursor;
-  m_cursor += n;
+  const std::int64_t* indices = m_order.next(n);
 
   float* __restrict xT = m_xT.data();
   float* __restrict z = m_z.data();

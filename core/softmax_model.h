@@ -55,18 +55,13 @@ class SoftmaxGradientSource final : public GradientSource {
   // Gradient of the mean cross-entropy of the next batch into `gradient`; returns that loss.
   Result<double> computeGradient(const float* params, float* gradient) override;
 
-  std::int64_t shardSize() const { return static_cast<std::int64_t>(m_shard.size()); }
+  std::int64_t shardSize() const { return static_cast<std::int64_t>(m_order.size()); }
 
  private:
   SoftmaxGradientSource() = default;
-  void reshuffle();
 
   const Dataset* m_train = nullptr;
-  std::vector<std::int64_t> m_shard;  // this rank's sample indices
-  std::vector<std::int64_t> m_order;  // the current epoch's order over the shard
-  std::size_t m_cursor = 0;
-  std::uint64_t m_seed = 0;
-  std::uint64_t m_epoch = 0;
+  ShardBatchOrder m_order;
   int m_batch = 0;                     // as the spec says
   std::size_t m_rows = 0;              // samples per computed batch: min(batch, shard)
   std::size_t m_features = 0;

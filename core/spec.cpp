@@ -387,6 +387,20 @@ Status validateLaunch(const ExperimentSpec& spec) {
     if (!h.ssh_user().empty() && !word(h.ssh_user())) {
       return Status::error(field + ".ssh_user: '" + h.ssh_user() + "' is not a user name");
     }
+    // ssh_options go before the host on ssh's command line: a bare word there would become
+    // the destination (and the rest its remote command). Only an option's own argument may
+    // be a bare word (-i KEY, -o Key=Value, -p PORT, ...).
+    static const std::string withArgument = "BbcDEeFIiJLlmOoPpQRSWw";
+    for (int k = 0; k < h.ssh_options_size(); ++k) {
+      const std::string& o = h.ssh_options(k);
+      const bool option = o.size() >= 2 && o[0] == '-' && o[1] != '-';
+      const std::string& before = k > 0 ? h.ssh_options(k - 1) : std::string();
+      const bool argument = before.size() == 2 && before[0] == '-' && withArgument.find(before[1]) != std::string::npos;
+      if (!option && !argument) {
+        return Status::error(field + ".ssh_options[" + std::to_string(k) + "]: '" + o +
+                             "' is neither an ssh option (-x) nor the argument of one (-i KEY, -o Key=Value)");
+      }
+    }
     if (!h.work_dir().empty() && h.work_dir().front() != '/') {
       return Status::error(field + ".work_dir: must be an absolute path (got '" + h.work_dir() + "')");
     }
@@ -922,6 +936,21 @@ std::vector<v1::NodeSpec> expandWorkers(const ExperimentSpec& spec) {
     if (!out[i].speed().has_slowdown()) out[i].mutable_speed()->set_slowdown(1.0);
   }
   return out;
+}
+
+double slowdownAt(const v1::SpeedProfile& speed, double t) {
+  double slowdown = speed.has_slowdown() ? speed.slowdown() : 1.0;
+  for (const auto& change : speed.changes()) {
+    if (t >= change.at_s()) slowdown = change.slowdown();
+  }
+  return slowdown;
+}
+
+v1::LinkSpec effectiveLink(const v1::NodeSpec& node, const ExperimentSpec& spec) {
+  v1::LinkSpec link = spec.cluster().link();
+  if (node.link().has_latency_ms()) link.set_latency_ms(node.link().latency_ms());
+  if (node.link().has_mbit()) link.set_mbit(node.link().mbit());
+  return link;
 }
 
 }  // namespace dasp

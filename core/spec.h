@@ -57,6 +57,14 @@ Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& spec, const std::
 // The worker speed profiles the cluster describes (workers, or count + slowdowns).
 std::vector<v1::NodeSpec> expandWorkers(const ExperimentSpec& spec);
 
+// The slowdown of a speed profile at run time `t`, its scheduled changes applied (the
+// worker and the simulator both read it).
+double slowdownAt(const v1::SpeedProfile& speed, double t);
+
+// A worker's link: its own LinkSpec fields over the cluster's, field by field. Unset fields
+// stay unset (not emulated / not limited).
+v1::LinkSpec effectiveLink(const v1::NodeSpec& node, const ExperimentSpec& spec);
+
 // "none", "checkpoint", "chain", "stateless".
 std::string recoveryName(v1::RecoverySpec::Mode mode);
 

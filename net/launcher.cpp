@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "net/launcher.h"
 
+#include "net/node_security.h"
+
 #include "core/build_info.h"
 
 #include <fcntl.h>
@@ -469,11 +471,9 @@ Result<Placement> placeNodes(const ExperimentSpec& spec, const std::vector<std::
 }
 
 std::string serverDialAddress(const std::string& bind, const v1::HostSpec& host, const std::string& port) {
-  const bool wildcard = bind.empty() || bind == "0.0.0.0" || bind == "::" || bind == "[::]";
-  std::string h = wildcard ? host.address() : bind;
-  if (h.empty()) h = "127.0.0.1";
-  if (h.find(':') != std::string::npos && h.front() != '[') h = "[" + h + "]";
-  return h + ":" + port;
+  const std::string h = dialableHost(bind, host.address());
+  const bool bareV6 = h.find(':') != std::string::npos && h.front() != '[';
+  return (bareV6 ? "[" + h + "]" : h) + ":" + port;
 }
 
 // --- the control channel and the node process ---
@@ -607,14 +607,15 @@ void NodeProcess::signal(int sig) {
 const std::string& nodeWrapperScript() {
   // $p: dasp. $r: the control reader. $w: the heartbeat watchdog, which looks every
   // DASP_WATCHDOG_S seconds (default 10; tests make it short) whether a PING came, and
-  // gives up after three empty looks. $h: the heartbeat file.
+  // gives up after three empty looks. $h: the heartbeat file, in the run's own directory
+  // (made mode 0700 by prepare()), not at a guessable path in a shared /tmp.
   // z: SIGCONT + SIGTERM to dasp, SIGKILL 10 s later.
   // Background jobs get their stdin explicitly (sh would give them /dev/null), and their
   // output goes to /dev/null so that only dasp holds the client's stdout/stderr (sshd
   // waits for those to close). One line: the remote login shell, whichever, hands it on.
   static const std::string script =
       "while IFS= read -r l && [ -n \"$l\" ]; do export \"$l\"; done; "
-      "h=${TMPDIR:-/tmp}/dasp-alive.$$; "
+      "h=${DASP_RUN_DIR:-${TMPDIR:-/tmp}}/alive.$$; "
       "z() { kill -s CONT $p 2>/dev/null; kill -s TERM $p 2>/dev/null; n=0; "
       "while kill -0 $p 2>/dev/null && [ $n -lt 10 ]; do sleep 1; n=$((n+1)); done; "
       "kill -s KILL $p 2>/dev/null; }; "

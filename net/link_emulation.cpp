@@ -6,18 +6,10 @@
 
 namespace dasp::net {
 
-LinkEmulation LinkEmulation::forWorker(const ExperimentSpec& spec, int rank) {
+LinkEmulation LinkEmulation::of(const v1::LinkSpec& link) {
   LinkEmulation l;
-  const auto workers = expandWorkers(spec);
-  const v1::LinkSpec none;
-  const v1::LinkSpec& own = rank >= 0 && rank < static_cast<int>(workers.size())
-                                ? workers[static_cast<std::size_t>(rank)].link()
-                                : none;
-  const v1::LinkSpec& cluster = spec.cluster().link();
-  if (own.has_latency_ms()) l.m_latencyS = own.latency_ms() / 1000.0;
-  else if (cluster.has_latency_ms()) l.m_latencyS = cluster.latency_ms() / 1000.0;
-  if (own.has_mbit()) l.m_bitsPerS = own.mbit() * 1e6;
-  else if (cluster.has_mbit()) l.m_bitsPerS = cluster.mbit() * 1e6;
+  if (link.has_latency_ms()) l.m_latencyS = link.latency_ms() / 1000.0;
+  if (link.has_mbit()) l.m_bitsPerS = link.mbit() * 1e6;
   return l;
 }
 

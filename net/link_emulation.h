@@ -16,8 +16,8 @@ namespace dasp::net {
 class LinkEmulation {
  public:
   LinkEmulation() = default;
-  // The link of worker `rank` (its NodeSpec.link fields, else the cluster's).
-  static LinkEmulation forWorker(const ExperimentSpec& spec, int rank);
+  // The emulation of a worker's effective link (core/spec.h: effectiveLink).
+  static LinkEmulation of(const v1::LinkSpec& link);
 
   bool active() const { return m_latencyS > 0 || m_bitsPerS > 0; }
   double latencyS() const { return m_latencyS; }

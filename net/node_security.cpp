@@ -254,10 +254,12 @@ std::string hostPort(const std::string& host, int port) {
   return (bareV6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-std::string dialableHost(const std::string& bindHost) {
-  if (bindHost == "0.0.0.0" || bindHost.empty()) return "127.0.0.1";
-  if (bindHost == "::" || bindHost == "[::]") return "::1";
-  return bindHost;
+std::string dialableHost(const std::string& bindHost, const std::string& wildcardHost) {
+  const bool v4 = bindHost == "0.0.0.0" || bindHost.empty();
+  const bool v6 = bindHost == "::" || bindHost == "[::]";
+  if (!v4 && !v6) return bindHost;
+  if (!wildcardHost.empty()) return wildcardHost;
+  return v4 ? "127.0.0.1" : "::1";
 }
 
 }  // namespace dasp::net

@@ -87,8 +87,9 @@ std::shared_ptr<grpc::ServerCredentials> serverCredentials(const NodeSecurity& s
 
 // "host:port" for gRPC from a bind host and a port ("::" becomes "[::]:port").
 std::string hostPort(const std::string& host, int port);
-// An address clients on the server's machine can dial for a server bound to `bindHost`:
-// the host itself, or the loopback address for a wildcard bind (0.0.0.0, ::).
-std::string dialableHost(const std::string& bindHost);
+// An address clients can dial for a server bound to `bindHost`: the host itself, or for a
+// wildcard bind (0.0.0.0, ::) `wildcardHost` when given (the server host's address, for
+// clients elsewhere), else the loopback address of the bind's family.
+std::string dialableHost(const std::string& bindHost, const std::string& wildcardHost = {});
 
 }  // namespace dasp::net

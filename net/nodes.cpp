@@ -50,10 +50,7 @@ class SpeedProfile {
  public:
   SpeedProfile(const v1::NodeSpec& node, std::uint64_t seed) : m_node(node), m_rng(seed) {}
   double targetSeconds(double computeS, double serverT, double overrideSlowdown) {
-    double slowdown = m_node.speed().has_slowdown() ? m_node.speed().slowdown() : 1.0;
-    for (const auto& change : m_node.speed().changes()) {
-      if (serverT >= change.at_s()) slowdown = change.slowdown();
-    }
+    double slowdown = slowdownAt(m_node.speed(), serverT);
     if (overrideSlowdown > 0) slowdown = overrideSlowdown;
     const double base = m_node.speed().base_iteration_ms() > 0 ? m_node.speed().base_iteration_ms() / 1000.0 : computeS;
     double factor = 1.0;
@@ -189,7 +186,7 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
   SpeedProfile profile(node, join.spec.seed() * 7919 + static_cast<std::uint64_t>(join.rank));
   // The spec's link of this worker (if any), emulated here in the sender: every push waits
   // before it leaves and every pull after it arrives, so both show as transfer time.
-  const LinkEmulation link = LinkEmulation::forWorker(join.spec, join.rank);
+  const LinkEmulation link = LinkEmulation::of(effectiveLink(node, join.spec));
   const std::size_t modelBytes = static_cast<std::size_t>(source.parameterCount()) * sizeof(float);
   // Pull waits can be long under synchronous rules; a pull that times out is retried.
   const double pullTimeout = std::max(30.0, 3 * join.spec.strategy().barrier_timeout_s());

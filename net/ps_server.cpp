@@ -376,7 +376,15 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     }
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         options.name + ": " + why + " (metadata " + kTokenMetadataKey + "); " + rpc + " refused");
+  }  // A unary call refused for its token, already finished; nullptr when it may go on.
+  grpc::ServerUnaryReactor* refusedUnary(grpc::CallbackServerContext* ctx, const char* rpc) {
+    const grpc::Status st = authorize(ctx, rpc);
+    if (st.ok()) return nullptr;
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(st);
+    return reactor;
   }
+
   double refusalBudget = kRefusalBurst;  // guarded by mu
   double refusalBudgetT = 0;
   std::int64_t refusalsUnreported = 0;
@@ -678,11 +686,8 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   // --- RPCs -----------------------------------------------------------------------------
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const pb::JoinRequest* req,
                                  pb::JoinReply* reply) override {
+    if (auto* refused = refusedUnary(ctx, "Join")) return refused;
     auto* reactor = ctx->DefaultReactor();
-    if (auto st = authorize(ctx, "Join"); !st.ok()) {
-      reactor->Finish(st);
-      return reactor;
-    }
     if (!isHead) {
       reactor->Finish(notHead());
       return reactor;
@@ -792,11 +797,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
 
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const pb::PullRequest* req,
                                  pb::PullReply* reply) override {
-    if (auto st = authorize(ctx, "Pull"); !st.ok()) {
-      auto* reactor = ctx->DefaultReactor();
-      reactor->Finish(st);
-      return reactor;
-    }
+    if (auto* refused = refusedUnary(ctx, "Pull")) return refused;
     const int rank = req->rank();
     if (!isHead) {
       auto* reactor = ctx->DefaultReactor();
@@ -816,11 +817,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
 
   grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
                                      pb::PullReply* reply) override {
-    if (auto st = authorize(ctx, "PushPull"); !st.ok()) {
-      auto* reactor = ctx->DefaultReactor();
-      reactor->Finish(st);
-      return reactor;
-    }
+    if (auto* refused = refusedUnary(ctx, "PushPull")) return refused;
     if (!isHead) {
       auto* reactor = ctx->DefaultReactor();
       reactor->Finish(notHead());
@@ -859,11 +856,8 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
 
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
                                  pb::PushReply* reply) override {
+    if (auto* refused = refusedUnary(ctx, "Push")) return refused;
     auto* reactor = ctx->DefaultReactor();
-    if (auto st = authorize(ctx, "Push"); !st.ok()) {
-      reactor->Finish(st);
-      return reactor;
-    }
     if (!isHead) {
       reactor->Finish(notHead());
       return reactor;
@@ -1035,11 +1029,8 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
 
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* ctx, const pb::EvaluationReport* req,
                                    pb::ReportReply* reply) override {
+    if (auto* refused = refusedUnary(ctx, "Report")) return refused;
     auto* reactor = ctx->DefaultReactor();
-    if (auto st = authorize(ctx, "Report"); !st.ok()) {
-      reactor->Finish(st);
-      return reactor;
-    }
     std::lock_guard<std::mutex> lock(mu);
     if (auto* e = newEventLocked()) {
       e->set_kind(pb::ClusterEvent::EVALUATION);
@@ -1059,11 +1050,8 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
 
   grpc::ServerUnaryReactor* Control(grpc::CallbackServerContext* ctx, const pb::ControlRequest* req,
                                     pb::ControlReply* reply) override {
+    if (auto* refused = refusedUnary(ctx, "Control")) return refused;
     auto* reactor = ctx->DefaultReactor();
-    if (auto st = authorize(ctx, "Control"); !st.ok()) {
-      reactor->Finish(st);
-      return reactor;
-    }
     std::unique_lock<std::mutex> lock(mu);
     const double t = now();
     const int rank = req->rank();
@@ -1161,11 +1149,8 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   // applied again), then forwarded; answered once the rest of the chain has it.
   grpc::ServerUnaryReactor* Replicate(grpc::CallbackServerContext* ctx, const pb::ReplicaUpdate* req,
                                       pb::ReplicaAck* reply) override {
+    if (auto* refused = refusedUnary(ctx, "Replicate")) return refused;
     auto* reactor = ctx->DefaultReactor();
-    if (auto st = authorize(ctx, "Replicate"); !st.ok()) {
-      reactor->Finish(st);
-      return reactor;
-    }
     std::lock_guard<std::mutex> lock(mu);
     auto fail = [&](grpc::StatusCode code, const std::string& why) {
       reactor->Finish(grpc::Status(code, options.name + ": " + why));

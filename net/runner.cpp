@@ -151,15 +151,12 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   auto& recorder = *opened.value();
   if (options.onRunCreated) options.onRunCreated(runId);
 
+  // The run's local directory (the launcher writes the spec file into it, or onto the
+  // server's host).
   const std::string dir = tempRunDir();
-  const std::string specFile = dir + "/spec.json";
-  {
-    std::ofstream out(specFile);
-    out << specToJson(spec);
-    if (dir.empty() || !out) {
-      (void)recorder.finish(RunStatus::Failed, "cannot write the run's spec file");
-      return Status::error("runner: cannot create a temporary run directory");
-    }
+  if (dir.empty()) {
+    (void)recorder.finish(RunStatus::Failed, "cannot create a temporary run directory");
+    return Status::error("runner: cannot create a temporary run directory");
   }
 
   // Node security: a fresh random token per run, handed to every node in its environment

@@ -10,9 +10,8 @@
 // Ratios are events/s of each case over the baseline's.
 #include "app/cli/cli.h"
 
-#include "core/dataset_loader.h"
+#include "core/ml/sim_compute.h"
 #include "core/sim_engine.h"
-#include "core/softmax_model.h"
 
 #include <unistd.h>
 
@@ -81,27 +80,20 @@ int benchSim(const Args& args) {
   if (auto st = validateSpec(spec); !st) return fail("bench sim: " + st.message());
   spec = withDefaults(spec);
 
-  auto data = loadDataset(spec.dataset(), spec.seed());
-  if (!data) return fail(data.message(), 1);
-  auto evaluator = SoftmaxEvaluator::create(data->test, 0);
-  if (!evaluator) return fail(evaluator.message(), 1);
-  const auto mode = ShardMode::Iid;
-  const auto shards = allShards(data->train, workers, mode, 0, spec.seed());
-  const auto initial = softmaxInitialParameters(data->train, spec.seed());
+  // The same computation `dasp run` wires in for a policy-only spec.
+  auto bundle = ml::makeSimCompute(spec);
+  if (!bundle) return fail(bundle.message(), 1);
+  const auto parameters = static_cast<std::int64_t>(bundle.value()->compute.initialParameters.size());
 
   auto run = [&](const char* name, bool zero, bool record) -> Result<Case> {
     if (!json) std::fprintf(stderr, "bench sim: %s, %d workers, %.1f virtual s ...\n", name, workers, seconds);
-    SimCompute compute;
-    compute.initialParameters = initial;
-    compute.evaluator = evaluator.value().get();
-    compute.trainCount = data->train.count;
-    const auto p = static_cast<std::int64_t>(initial.size());
-    compute.makeSource = [&, zero, p](int rank, int n) -> Result<std::unique_ptr<GradientSource>> {
-      if (zero) return std::unique_ptr<GradientSource>(std::make_unique<ZeroGradients>(p, spec.batch_size()));
-      auto s = SoftmaxGradientSource::create(spec, data->train, rank, n, &shards[static_cast<std::size_t>(rank)]);
-      if (!s) return s.status();
-      return std::unique_ptr<GradientSource>(std::move(s).value());
-    };
+    SimCompute compute = bundle.value()->compute;
+    if (zero) {
+      const int batch = spec.batch_size();
+      compute.makeSource = [parameters, batch](int, int) -> Result<std::unique_ptr<GradientSource>> {
+        return std::unique_ptr<GradientSource>(std::make_unique<ZeroGradients>(parameters, batch));
+      };
+    }
     SimOptions options;
     std::string db;
     if (record) {

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/ml/node_compute.h"
 
+#include "core/dataset_loader.h"
 #include "core/ml/trainer.h"
-
-#include <random>
 
 namespace dasp::ml {
 
@@ -19,7 +18,8 @@ std::string workerDevice(const ExperimentSpec& spec, int rank) {
 
 Result<std::unique_ptr<ShardGradientSource>> ShardGradientSource::create(const ExperimentSpec& spec,
                                                                          const Dataset& train, int rank,
-                                                                         int worldSize) {
+                                                                         int worldSize,
+                                                                         const std::vector<std::int64_t>* shard) {
   if (rank < 0 || rank >= worldSize) {
     return Status::error("rank " + std::to_string(rank) + " out of range for " + std::to_string(worldSize) +
                          " workers");
@@ -40,43 +40,21 @@ Result<std::unique_ptr<ShardGradientSource>> ShardGradientSource::create(const E
   s->m_train = &train;
   s->m_model = std::move(model).value();
   s->m_batch = spec.batch_size();
-  s->m_seed = spec.seed() * 1000003ULL + static_cast<std::uint64_t>(rank);
-  const auto mode = spec.dataset().partition() == v1::DatasetSpec::DIRICHLET ? ShardMode::Dirichlet
-                                                                              : ShardMode::Iid;
-  s->m_shard = shardIndices(train, rank, worldSize, mode, spec.dataset().dirichlet_alpha(), spec.seed());
-  if (s->m_shard.empty()) {
-    return Status::error("worker " + std::to_string(rank) + " of " + std::to_string(worldSize) +
-                         " has an empty shard (too many workers for " + std::to_string(train.count) +
-                         " samples, or a very skewed dataset.dirichlet_alpha)");
-  }
-  s->m_order = s->m_shard;
-  s->reshuffle();
+  auto order = workerBatchOrder(spec, train, rank, worldSize, shard);
+  if (!order) return order.status();
+  s->m_order = std::move(order).value();
   return s;
-}
-
-void ShardGradientSource::reshuffle() {
-  std::mt19937_64 rng(m_seed * 0x9E3779B97F4A7C15ULL + m_epoch);
-  for (std::size_t i = m_order.size(); i > 1; --i) {
-    const auto j = static_cast<std::size_t>(rng() % i);
-    std::swap(m_order[i - 1], m_order[j]);
-  }
-  m_cursor = 0;
 }
 
 Result<double> ShardGradientSource::computeGradient(const float* params, float* gradient) {
   const auto batch = std::min<std::size_t>(static_cast<std::size_t>(m_batch), m_order.size());
-  if (m_cursor + batch > m_order.size()) {
-    ++m_epoch;
-    reshuffle();
-  }
   m_model->copyParametersFrom(params);
   BatchRef ref;
   ref.data = m_train;
-  ref.indices = m_order.data() + m_cursor;
+  ref.indices = m_order.next(batch);
   ref.count = static_cast<std::int64_t>(batch);
   auto loss = m_model->forwardBackward(ref);
   if (!loss) return loss;
-  m_cursor += batch;
   m_model->copyGradientsTo(gradient);
   return loss;
 }

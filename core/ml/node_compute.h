@@ -21,25 +21,23 @@ namespace dasp::ml {
 // (and, as `dasp worker` processes, their own CUDA context).
 class ShardGradientSource final : public GradientSource {
  public:
+  // `shard`, when given, is this rank's allShards() entry (the simulator makes every shard
+  // in one pass).
   static Result<std::unique_ptr<ShardGradientSource>> create(const ExperimentSpec& spec,
                                                              const Dataset& train, int rank,
-                                                             int worldSize);
+                                                             int worldSize,
+                                                             const std::vector<std::int64_t>* shard = nullptr);
   std::int64_t parameterCount() const override { return m_model->parameterCount(); }
   int batchSize() const override { return m_batch; }
   Result<double> computeGradient(const float* params, float* gradient) override;
-  std::int64_t shardSize() const { return static_cast<std::int64_t>(m_shard.size()); }
+  std::int64_t shardSize() const { return static_cast<std::int64_t>(m_order.size()); }
   Model& model() { return *m_model; }
 
  private:
   ShardGradientSource() = default;
-  void reshuffle();
   const Dataset* m_train = nullptr;
   std::unique_ptr<Model> m_model;
-  std::vector<std::int64_t> m_shard;  // this rank's sample indices
-  std::vector<std::int64_t> m_order;  // the current epoch's order over the shard
-  std::size_t m_cursor = 0;
-  std::uint64_t m_seed = 0;
-  std::uint64_t m_epoch = 0;
+  ShardBatchOrder m_order;
   int m_batch = 64;
 };
 

@@ -18,7 +18,8 @@ Result<std::unique_ptr<SimComputeBundle>> makeSimCompute(const ExperimentSpec& s
   const std::int64_t subset = spec.evaluation().test_subset();
   SimCompute& c = bundle->compute;
   c.trainCount = train.count;
-  if (spec.sim().gradients() == v1::SimSpec::POLICY_ONLY) {
+  const bool policyOnly = spec.sim().gradients() == v1::SimSpec::POLICY_ONLY;
+  if (policyOnly) {
     c.initialParameters = softmaxInitialParameters(train, spec.seed());
     auto periodic = SoftmaxEvaluator::create(test, subset);
     if (!periodic) return periodic.status();
@@ -26,16 +27,6 @@ Result<std::unique_ptr<SimComputeBundle>> makeSimCompute(const ExperimentSpec& s
     if (!final) return final.status();
     bundle->periodic = std::move(periodic).value();
     bundle->final = std::move(final).value();
-    const auto mode = spec.dataset().partition() == v1::DatasetSpec::DIRICHLET ? ShardMode::Dirichlet : ShardMode::Iid;
-    SimComputeBundle* b = bundle.get();
-    c.makeSource = [b, &train, spec, mode](int rank, int workers) -> Result<std::unique_ptr<GradientSource>> {
-      if (b->shards.size() != static_cast<std::size_t>(workers)) {
-        b->shards = allShards(train, workers, mode, spec.dataset().dirichlet_alpha(), spec.seed());
-      }
-      auto s = SoftmaxGradientSource::create(spec, train, rank, workers, &b->shards[static_cast<std::size_t>(rank)]);
-      if (!s) return s.status();
-      return std::unique_ptr<GradientSource>(std::move(s).value());
-    };
   } else {
     configureThreads(spec.threads());
     auto initial = initialParameters(spec, train);
@@ -47,12 +38,23 @@ Result<std::unique_ptr<SimComputeBundle>> makeSimCompute(const ExperimentSpec& s
     if (!final) return final.status();
     bundle->periodic = std::move(periodic).value();
     bundle->final = std::move(final).value();
-    c.makeSource = [&train, spec](int rank, int workers) -> Result<std::unique_ptr<GradientSource>> {
-      auto s = ShardGradientSource::create(spec, train, rank, workers);
+  }
+  // Every rank's shard is made once, on the first source of a cluster size.
+  SimComputeBundle* b = bundle.get();
+  c.makeSource = [b, &train, spec, policyOnly](int rank, int workers) -> Result<std::unique_ptr<GradientSource>> {
+    if (b->shards.size() != static_cast<std::size_t>(workers)) {
+      b->shards = allShards(train, workers, shardModeOf(spec.dataset()), spec.dataset().dirichlet_alpha(), spec.seed());
+    }
+    const auto* shard = &b->shards[static_cast<std::size_t>(rank)];
+    if (policyOnly) {
+      auto s = SoftmaxGradientSource::create(spec, train, rank, workers, shard);
       if (!s) return s.status();
       return std::unique_ptr<GradientSource>(std::move(s).value());
-    };
-  }
+    }
+    auto s = ShardGradientSource::create(spec, train, rank, workers, shard);
+    if (!s) return s.status();
+    return std::unique_ptr<GradientSource>(std::move(s).value());
+  };
   c.evaluator = bundle->periodic.get();
   c.finalEvaluator = bundle->final.get();
   return bundle;

@@ -18,7 +18,7 @@ struct SimComputeBundle {
   TrainTest data;
   std::unique_ptr<ParameterEvaluator> periodic;  // evaluation.test_subset
   std::unique_ptr<ParameterEvaluator> final;     // the whole test set
-  std::vector<std::vector<std::int64_t>> shards;  // policy-only: every rank's shard, made once
+  std::vector<std::vector<std::int64_t>> shards;  // every rank's shard, made once
   SimCompute compute;                            // points into the members above
 };
 

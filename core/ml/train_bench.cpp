@@ -74,18 +74,14 @@ Result<TrainBenchCase> benchTrain(const std::string& model, int batch, const Tra
                                   double secondsPerRound, int rounds, std::uint64_t seed,
                                   const std::string& device) {
   if (data.train.count < batch) return Status::error("bench: training set smaller than a batch");
-  Result<torch::Device> target = torch::Device(torch::kCPU);
-  try {
-    target = resolveDevice(device);
-  } catch (const c10::Error& e) {
-    return Status::error("bench: device " + device + ": " + e.what_without_backtrace());
-  }
-  if (!target) return Status::error("bench: " + target.message());
+  const auto targetName = resolveDeviceName(device);
+  if (!targetName) return Status::error("bench: " + targetName.message());
+  const torch::Device target(targetName.value());
   ExperimentSpec spec;
   spec.mutable_model()->set_name(model);
   spec.set_batch_size(batch);
   spec.set_seed(seed);
-  spec.set_device(target.value().str());
+  spec.set_device(targetName.value());
   spec = withDefaults(spec);
   auto trainer = SingleNodeTrainer::create(spec, data);
   if (!trainer) return trainer.status();
@@ -93,8 +89,8 @@ Result<TrainBenchCase> benchTrain(const std::string& model, int batch, const Tra
   auto net = zoo::makeNet(options);
   if (!net) return net.status();
   net.value()->train();
-  if (target.value().is_cuda()) net.value()->to(target.value());
-  PlainLoop plain(net.value(), data.train, batch, seed, target.value());
+  if (target.is_cuda()) net.value()->to(target);
+  PlainLoop plain(net.value(), data.train, batch, seed, target);
 
   // Calibrate steps per round from a short warm-up of each (also warms caches/allocator).
   auto timeSteps = [](auto&& fn, int n) {
@@ -120,7 +116,7 @@ Result<TrainBenchCase> benchTrain(const std::string& model, int batch, const Tra
   }
   TrainBenchCase c;
   c.model = model;
-  c.device = target.value().str();
+  c.device = target.str();
   c.batch = batch;
   c.rounds = rounds;
   c.trainerSamplesPerS = median(ours);

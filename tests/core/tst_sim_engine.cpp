@@ -386,6 +386,32 @@ class TestSimEngine : public QObject {
     QVERIFY(o.summary.updates > 100);
   }
 
+  // A worker paused while its push waits in a paused server's queue keeps its place: when
+  // both resume it is served and goes on iterating (it used to be forgotten).
+  void overlappingServerAndWorkerPauses() {
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("runs.sqlite").toStdString();
+    auto spec = baseSpec("asp", 3);
+    spec.mutable_stop()->set_max_seconds(3.0);
+    auto* server = spec.add_faults();
+    server->set_node("server");
+    server->set_action(v1::FaultSpec::PAUSE);
+    server->set_at_s(0.5);
+    server->set_restart_after_s(1.0);
+    auto* worker = spec.add_faults();
+    worker->set_node("worker-1");
+    worker->set_action(v1::FaultSpec::PAUSE);
+    worker->set_at_s(0.6);
+    worker->set_restart_after_s(0.4);
+    const auto o = simulate(spec, db);
+    auto store = RunStore::open(db);
+    auto samples = store.value()->samples(o.summary.runId, "compute_s");
+    QVERIFY(samples);
+    int late = 0;
+    for (const auto& x : samples.value()) late += x.node == "worker-1" && x.tS > 2.0 ? 1 : 0;
+    QVERIFY2(late > 50, qPrintable(QString::number(late)));  // ~10.5 ms iterations for 1 s
+  }
+
   void errorsNameWhatIsNotModelled() {
     auto spec = baseSpec("asp", 2);
     auto* f = spec.add_faults();
