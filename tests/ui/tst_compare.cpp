@@ -9,6 +9,7 @@
 // a crash. Run headless: QT_QPA_PLATFORM=offscreen. The nodes are `dasp` processes from
 // the build tree (DASP_BIN).
 
+#include "workbench_env.h"
 #include "core/spec.h"
 #include "ui/charts/convergence_chart.h"
 #include "ui/charts/node_bars.h"
@@ -55,8 +56,6 @@ using dasp::ui::ReportFormat;
 
 namespace {
 
-const char* kExperiments = DASP_SOURCE_DIR "/experiments";
-const char* kDasp = DASP_BINARY_DIR "/bin/dasp";
 
 // A short synthetic run: logistic regression, 3 workers (one ×3 slower), 10 ms iterations.
 ExperimentSpec shortSpec(const QString& strategy, double seconds) {
@@ -124,10 +123,7 @@ class TestCompare : public QObject {
 };
 
 void TestCompare::initTestCase() {
-  QStandardPaths::setTestModeEnabled(true);  // QSettings go to a test location
-  qputenv("DASP_BIN", kDasp);
-  qputenv("DASP_EXPERIMENTS_DIR", kExperiments);
-  QVERIFY2(QFileInfo(QString::fromLatin1(kDasp)).isExecutable(), kDasp);
+  QVERIFY2(setUpWorkbenchEnvironment(), kDasp);
   QVERIFY(m_dir.isValid());
   m_window = std::make_unique<MainWindow>(m_dir.filePath(QStringLiteral("runs.sqlite")));
   m_window->setUseNativeDialogs(false);

@@ -9,6 +9,7 @@
 // Run headless: QT_QPA_PLATFORM=offscreen. The simulator is the build tree's `dasp`
 // (DASP_BIN).
 
+#include "workbench_env.h"
 #include "core/run_store.h"
 #include "core/spec.h"
 #include "ui/live_panel.h"
@@ -44,8 +45,6 @@ using dasp::ui::SpecDesigner;
 
 namespace {
 
-const char* kExperiments = DASP_SOURCE_DIR "/experiments";
-const char* kDasp = DASP_BINARY_DIR "/bin/dasp";
 
 // A tiny simulated run: logistic regression on synthetic data, policy-only gradients,
 // 4 workers (two slower), 10 ms iterations, `seconds` of virtual time.
@@ -73,7 +72,6 @@ std::vector<PlannedRun> planOf(const ExperimentSpec& spec) {
   return std::move(plan).value();
 }
 
-bool alive(std::int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
 
 QString joined(const QSignalSpy& spy, int argument) {
   QStringList lines;
@@ -95,10 +93,7 @@ class TestSimLaunch : public QObject {
 };
 
 void TestSimLaunch::initTestCase() {
-  QStandardPaths::setTestModeEnabled(true);  // QSettings go to a test location
-  qputenv("DASP_BIN", kDasp);
-  qputenv("DASP_EXPERIMENTS_DIR", kExperiments);
-  QVERIFY2(QFileInfo(QString::fromLatin1(kDasp)).isExecutable(), kDasp);
+  QVERIFY2(setUpWorkbenchEnvironment(), kDasp);
 }
 
 void TestSimLaunch::designerEngineRoundTrip() {
@@ -242,7 +237,7 @@ void TestSimLaunch::simRunFromTheController() {
   QCOMPARE(run->engine, std::string("sim"));
   QCOMPARE(run->kind, std::string("sim"));
   QCOMPARE(QString::fromLatin1(toString(run->status)), QStringLiteral("completed"));
-  QVERIFY(!alive(run->pid));
+  QVERIFY(!processAlive(run->pid));
   auto evaluations = store.value()->evaluations(runId);
   QVERIFY2(evaluations.isOk(), evaluations.message().c_str());
   QVERIFY(!evaluations->empty());
@@ -334,7 +329,7 @@ void TestSimLaunch::windowFollowsAndStopsASimRun() {
   QVERIFY(run.isOk());
   QCOMPARE(QString::fromLatin1(toString(run->status)), QStringLiteral("stopped"));
   QCOMPARE(run->engine, std::string("sim"));
-  QVERIFY2(!alive(run->pid), "the simulator process is still running");
+  QVERIFY2(!processAlive(run->pid), "the simulator process is still running");
 }
 
 QTEST_MAIN(TestSimLaunch)

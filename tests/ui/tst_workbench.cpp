@@ -6,6 +6,7 @@
 // Run headless: QT_QPA_PLATFORM=offscreen. The nodes are `dasp` processes from the build
 // tree (DASP_BIN).
 
+#include "workbench_env.h"
 #include "core/run_store.h"
 #include "core/spec.h"
 #include "ui/cluster_table.h"
@@ -46,8 +47,6 @@ using dasp::ui::SpecDesigner;
 
 namespace {
 
-const char* kExperiments = DASP_SOURCE_DIR "/experiments";
-const char* kDasp = DASP_BINARY_DIR "/bin/dasp";
 
 bool sameSpec(const ExperimentSpec& a, const ExperimentSpec& b) {
   return google::protobuf::util::MessageDifferencer::Equals(a, b);
@@ -117,7 +116,6 @@ QString describeTable(const QTableWidget* table) {
   return text;
 }
 
-bool alive(std::int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
 
 }  // namespace
 
@@ -137,10 +135,7 @@ class TestWorkbench : public QObject {
 };
 
 void TestWorkbench::initTestCase() {
-  QStandardPaths::setTestModeEnabled(true);  // QSettings go to a test location
-  qputenv("DASP_BIN", kDasp);
-  qputenv("DASP_EXPERIMENTS_DIR", kExperiments);
-  QVERIFY2(QFileInfo(QString::fromLatin1(kDasp)).isExecutable(), kDasp);
+  QVERIFY2(setUpWorkbenchEnvironment(), kDasp);
 }
 
 void TestWorkbench::presetRoundTrip() {
@@ -485,7 +480,7 @@ void TestWorkbench::closingMidRunStopsTheRun() {
   QVERIFY(nodes.isOk());
   QVERIFY(nodes->size() >= 5);  // server, 3 workers, evaluator
   for (const auto& n : nodes.value()) {
-    QVERIFY2(!alive(n.pid), qPrintable(QString::fromStdString(n.node) + " still running"));
+    QVERIFY2(!processAlive(n.pid), qPrintable(QString::fromStdString(n.node) + " still running"));
   }
 }
 
