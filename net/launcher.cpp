@@ -504,10 +504,15 @@ Result<std::unique_ptr<NodeProcess>> NodeProcess::startLocal(const std::string& 
   options.env = env;
   auto child = ChildProcess::spawn(name, argv, options);
   if (!child) return child.status();
+  return adopt(name, host, std::move(child).value());
+}
+
+std::unique_ptr<NodeProcess> NodeProcess::adopt(const std::string& name, const std::string& host,
+                                                std::unique_ptr<ChildProcess> child) {
   std::unique_ptr<NodeProcess> node(new NodeProcess());
   node->m_name = name;
   node->m_host = host;
-  node->m_child = std::move(child).value();
+  node->m_child = std::move(child);
   return node;
 }
 
@@ -520,10 +525,7 @@ Result<std::unique_ptr<NodeProcess>> NodeProcess::startWrapped(const std::string
   options.stdinSocket = true;
   auto child = ChildProcess::spawn(name, argv, options);
   if (!child) return child.status();
-  std::unique_ptr<NodeProcess> node(new NodeProcess());
-  node->m_name = name;
-  node->m_host = host;
-  node->m_child = std::move(child).value();
+  auto node = adopt(name, host, std::move(child).value());
   const int fd = node->m_child->takeStdin();
   // The block is small (far below a socket buffer), so this send does not wait for the
   // client to read it.

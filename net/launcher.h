@@ -118,6 +118,9 @@ class NodeProcess {
 
  private:
   NodeProcess() = default;
+  // A node around a started child process (both ways of starting end here).
+  static std::unique_ptr<NodeProcess> adopt(const std::string& name, const std::string& host,
+                                            std::unique_ptr<ChildProcess> child);
   std::string m_name, m_host;
   std::unique_ptr<ChildProcess> m_child;
   std::shared_ptr<ControlChannel> m_control;
