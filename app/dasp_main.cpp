@@ -16,6 +16,7 @@ const char* kUsage =
     "  run SPEC.json       run a distributed experiment or suite (server, workers, evaluator)\n"
     "  train [SPEC.json]   train one model on one process (the single-node baseline)\n"
     "  runs                list the runs in the store\n"
+    "  tables              regenerate the results tables of README.md and docs/ from results/\n"
     "  validate SPEC.json  check a spec (--print shows it with every default)\n"
     "  bench train         trainer throughput vs a plain LibTorch loop\n"
     "  info                build, LibTorch and device facts\n"
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   if (command == "run") return dasp::cli::cmdRun(argc, argv);
+  if (command == "tables") return dasp::cli::cmdTables(argc, argv);
   if (command == "server") return dasp::cli::cmdServer(argc, argv);
   if (command == "worker") return dasp::cli::cmdWorker(argc, argv);
   if (command == "evaluator") return dasp::cli::cmdEvaluator(argc, argv);

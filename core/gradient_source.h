@@ -25,6 +25,10 @@ class GradientSource {
   // Loads `params` (parameterCount() floats), computes the gradient of the mean loss of
   // the next local batch into `gradient`, returns that loss.
   virtual Result<double> computeGradient(const float* params, float* gradient) = 0;
+  // Sets the samples of the next gradients (DASP's ADAPTIVE rule sizes each node's batch;
+  // batch >= 1). Returns false when this source's batch is fixed and differs. A source
+  // allocates only when the batch grows beyond the largest it has had.
+  virtual bool setBatchSize(int batch) { return batch == batchSize(); }
 };
 
 class ParameterEvaluator {

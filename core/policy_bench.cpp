@@ -36,7 +36,7 @@ PolicyBenchResult benchPolicyDecisions(const v1::StrategySpec& strategy, int wor
                                        double seconds, std::uint64_t seed) {
   PolicyBenchResult result;
   result.workers = workers;
-  auto made = makePolicy(strategy);
+  auto made = makePolicy(strategy, 64);  // the bench's decisions do not depend on the batch
   if (!made.isOk()) {
     result.strategy = "error: " + made.message();
     return result;

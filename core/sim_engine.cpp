@@ -309,7 +309,7 @@ Status SimRun::prepare() {
 
   m_store = std::make_unique<ParameterStore>(m_compute.initialParameters, m_spec.optimizer().momentum(),
                                              m_spec.optimizer().weight_decay());
-  auto policy = makePolicy(m_spec.strategy());
+  auto policy = makePolicy(m_spec.strategy(), m_spec.batch_size());
   if (!policy) return policy.status();
   m_policy = std::move(policy).value();
   m_policy->reset(n, 0.0);
@@ -441,7 +441,9 @@ double SimRun::iterationSeconds(Worker& w, double t) {
                                                        : m_spec.sim().compute_ms() / 1000.0;
   double factor = 1.0;
   if (w.speed.jitter() > 0) factor = std::max(0.1, 1.0 + w.speed.jitter() * w.normal(w.rng));
-  return slowdown * baseS * factor;
+  // Compute scales with the batch, as real compute does (equal batches: a factor of 1).
+  const double batchFactor = static_cast<double>(w.source->batchSize()) / static_cast<double>(m_spec.batch_size());
+  return slowdown * baseS * factor * batchFactor;
 }
 
 // With per-update chain forwarding a worker's pull waits until the tail holds the update:
@@ -463,6 +465,11 @@ void SimRun::release(int rank, double t) {
   w.lastContact = t;
   m_policy->onPullReleased(rank, m_store->version(), t);
   w.baseVersion = m_store->version();
+  const int batch = m_policy->batchFor(rank);
+  if (batch > 0 && batch != w.source->batchSize() && !w.source->setBatchSize(batch)) {
+    m_failure = w.name + ": its gradient source cannot compute a batch of " + std::to_string(batch);
+    return;
+  }
   auto loss = w.source->computeGradient(m_store->parameters(), w.gradient.data());
   if (!loss) {
     m_failure = w.name + ": " + loss.message();
@@ -948,7 +955,7 @@ void SimRun::onFaultEnd(int index, double t) {
 // worker waiting for it pulls.
 void SimRun::restartServerState(double t, const std::string& how) {
   const int n = static_cast<int>(m_workers.size());
-  auto policy = makePolicy(m_spec.strategy());
+  auto policy = makePolicy(m_spec.strategy(), m_spec.batch_size());
   if (!policy) {
     m_failure = policy.message();
     return;

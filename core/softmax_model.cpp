@@ -194,14 +194,23 @@ Result<std::unique_ptr<SoftmaxGradientSource>> SoftmaxGradientSource::create(con
   s->m_features = static_cast<std::size_t>(train.sampleSize());
   s->m_classes = static_cast<std::size_t>(train.classes);
   s->m_parameterCount = softmaxParameterCount(train);
-  s->m_rows = std::min(static_cast<std::size_t>(s->m_batch), s->m_order.size());
-  s->m_xT.assign(s->m_features * s->m_rows, 0.0f);
-  s->m_z.assign(s->m_classes * s->m_rows, 0.0f);
-  s->m_max.assign(s->m_rows, 0.0f);
-  s->m_sum.assign(s->m_rows, 0.0f);
-  s->m_target.assign(s->m_rows, 0.0f);
-  s->m_labels.assign(s->m_rows, 0);
+  s->setBatchSize(s->m_batch);
   return s;
+}
+
+bool SoftmaxGradientSource::setBatchSize(int batch) {
+  if (batch < 1) return false;
+  m_batch = batch;
+  m_rows = std::min(static_cast<std::size_t>(batch), m_order.size());
+  if (m_rows > m_max.size()) {
+    m_xT.resize(m_features * m_rows);
+    m_z.resize(m_classes * m_rows);
+    m_max.resize(m_rows);
+    m_sum.resize(m_rows);
+    m_target.resize(m_rows);
+    m_labels.resize(m_rows);
+  }
+  return true;
 }
 
 Result<double> SoftmaxGradientSource::computeGradient(const float* params, float* gradient) {

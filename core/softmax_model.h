@@ -54,6 +54,8 @@ class SoftmaxGradientSource final : public GradientSource {
   int batchSize() const override { return m_batch; }
   // Gradient of the mean cross-entropy of the next batch into `gradient`; returns that loss.
   Result<double> computeGradient(const float* params, float* gradient) override;
+  // Resizes the work buffers only when the batch grows beyond the largest so far.
+  bool setBatchSize(int batch) override;
 
   std::int64_t shardSize() const { return static_cast<std::int64_t>(m_order.size()); }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <cstring>
 #include <sstream>
@@ -258,6 +259,10 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
   if (!dasp->has_staleness_scaling()) dasp->set_staleness_scaling(true);
   if (!dasp->has_lead_cap()) dasp->set_lead_cap(false);
   if (!dasp->has_hysteresis()) dasp->set_hysteresis(2);
+  if (dasp->rule() == v1::DaspParams::RULE_UNSPECIFIED) dasp->set_rule(v1::DaspParams::ADAPTIVE);
+  if (!dasp->has_balance_batches()) dasp->set_balance_batches(true);
+  if (!dasp->has_min_batch()) dasp->set_min_batch(std::max(1, spec.batch_size() / 8));
+  if (!dasp->has_change_band()) dasp->set_change_band(0.5);
   if (!strategy->has_barrier_timeout_s()) strategy->set_barrier_timeout_s(10.0);
 
   auto* stop = spec.mutable_stop();
@@ -472,6 +477,11 @@ Status validateSpec(const ExperimentSpec& spec) {
   if ((data.name() == "mnist" || data.name() == "cifar10") && data.path().empty()) {
     return bad("dataset.path", "required for dataset '" + data.name() + "'");
   }
+  for (int i = 0; i < spec.lr_grid_size(); ++i) {
+    if (!(std::isfinite(spec.lr_grid(i)) && spec.lr_grid(i) > 0)) {
+      return bad("lr_grid[" + std::to_string(i) + "]", "must be a finite learning rate > 0 (got " + num(spec.lr_grid(i)) + ")");
+    }
+  }
   if (data.train_limit() < 0) return bad("dataset.train_limit", "must be >= 0");
   if (data.test_limit() < 0) return bad("dataset.test_limit", "must be >= 0");
   if (data.has_dirichlet_alpha() && !(data.dirichlet_alpha() > 0)) {
@@ -566,6 +576,12 @@ Status validateSpec(const ExperimentSpec& spec) {
     if (d.has_s_high() && d.s_high() < 0) return bad(prefix + "dasp.s_high", "must be >= 0");
     if (d.has_hysteresis() && d.hysteresis() < 1) {
       return bad(prefix + "dasp.hysteresis", "must be >= 1");
+    }
+    if (d.has_min_batch() && d.min_batch() < 1) {
+      return bad(prefix + "dasp.min_batch", "must be >= 1 (got " + std::to_string(d.min_batch()) + ")");
+    }
+    if (d.has_change_band() && !(d.change_band() > 0 && d.change_band() < 1)) {
+      return bad(prefix + "dasp.change_band", "must be in (0, 1) (got " + num(d.change_band()) + ")");
     }
     if (s.has_barrier_timeout_s() && !(s.barrier_timeout_s() > 0)) {
       return bad(prefix + "barrier_timeout_s", "must be > 0");
@@ -869,12 +885,20 @@ Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& base, const std::
     if (entries.empty()) entries.emplace_back();
     std::vector<std::uint64_t> seeds(spec.seeds().begin(), spec.seeds().end());
     if (seeds.empty()) seeds.push_back(spec.has_seed() ? spec.seed() : withDefaults(spec).seed());
+    // Fair tuning: every entry at every learning rate of the grid (the label stays the
+    // strategy's; tables pick each strategy's best rate).
+    std::vector<std::optional<double>> rates;
+    for (double lr : spec.lr_grid()) rates.emplace_back(lr);
+    if (rates.empty()) rates.emplace_back();
     for (const auto& entry : entries) {
+      for (const auto& rate : rates) {
       for (const auto seed : seeds) {
         ExperimentSpec s = spec;
         s.clear_suite();
         s.clear_seeds();
+        s.clear_lr_grid();
         s.set_seed(seed);
+        if (rate) s.mutable_optimizer()->set_lr(*rate);
         if (entry.has_strategy()) {
           // The entry's strategy replaces the name and adds its knobs over the base's.
           auto strategy = spec.strategy();
@@ -898,10 +922,12 @@ Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& base, const std::
           label += "(" + std::to_string(s.strategy().dssp().s_low()) + "," + std::to_string(s.strategy().dssp().s_high()) + ")";
         }
         if (s.strategy().name() == "backup") label += "(" + std::to_string(s.strategy().backup().backup_workers()) + ")";
+        if (s.strategy().name() == "dasp" && s.strategy().dasp().rule() == v1::DaspParams::PAPER) label += "-r";
         if (entry.has_recovery()) label += " " + recoveryName(s.recovery().mode());
         if (entry.workers() > 0) label += " w=" + std::to_string(entry.workers());
         if (!gridLabel.empty()) label += " " + gridLabel;
         out.push_back({s, label});
+      }
       }
     }
   }

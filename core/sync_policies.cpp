@@ -2,6 +2,7 @@
 // The sync policies: BSP, ASP, SSP, DSSP, backup workers, DASP-R, and makePolicy().
 #include "core/sync_policies.h"
 
+#include "core/dasp_adaptive.h"
 #include "core/spec.h"
 
 #include <algorithm>
@@ -779,7 +780,7 @@ std::string num(double v) {
 
 }  // namespace
 
-Result<std::unique_ptr<SyncPolicy>> makePolicy(const v1::StrategySpec& strategy) {
+Result<std::unique_ptr<SyncPolicy>> makePolicy(const v1::StrategySpec& strategy, int batchSize) {
   // Defaults as withDefaults() writes them, so an unresolved spec builds the same policy.
   const std::string name = strategy.name().empty() ? std::string("bsp") : strategy.name();
   const double timeout = strategy.has_barrier_timeout_s() ? strategy.barrier_timeout_s() : 10.0;
@@ -837,7 +838,23 @@ Result<std::unique_ptr<SyncPolicy>> makePolicy(const v1::StrategySpec& strategy)
       return badField("dasp.hysteresis",
                       "must be >= 1 (got " + std::to_string(p.hysteresis) + ")");
     }
-    policy = std::make_unique<DaspPolicy>(p);
+    if (d.has_balance_batches()) p.balanceBatches = d.balance_batches();
+    p.minBatch = d.has_min_batch() ? d.min_batch() : std::max(1, batchSize / 8);
+    if (d.has_change_band()) p.changeBand = d.change_band();
+    if (p.minBatch < 1) {
+      return badField("dasp.min_batch", "must be >= 1 (got " + std::to_string(p.minBatch) + ")");
+    }
+    if (!(p.changeBand > 0 && p.changeBand < 1)) {
+      return badField("dasp.change_band", "must be in (0, 1) (got " + num(p.changeBand) + ")");
+    }
+    if (batchSize < 1) {
+      return Status::error("batch_size: must be >= 1 (got " + std::to_string(batchSize) + ")");
+    }
+    if (d.rule() == v1::DaspParams::PAPER) {
+      policy = std::make_unique<DaspPolicy>(p);
+    } else {
+      policy = std::make_unique<DaspAdaptivePolicy>(p, batchSize);
+    }
   } else {
     std::string known;
     for (const auto& k : knownStrategies()) known += (known.empty() ? "" : ", ") + k;

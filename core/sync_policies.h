@@ -253,6 +253,10 @@ struct DaspParamsResolved {
   bool leadCap = false;  // measured default: see docs/EXPERIMENTS.md
   int hysteresis = 2;
   double barrierTimeoutS = 10.0;
+  // ADAPTIVE only (DaspAdaptivePolicy, core/dasp_adaptive.h).
+  bool balanceBatches = true;
+  int minBatch = 8;
+  double changeBand = 0.5;
 };
 
 // DASP-R (strategies.md §3): a SYNC group with a barrier over its current members (timeout

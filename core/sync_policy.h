@@ -112,14 +112,19 @@ class SyncPolicy {
   // Earliest time at which onTick() has something to do (+inf when nothing is pending).
   virtual double nextDeadline() const { return std::numeric_limits<double>::infinity(); }
 
+  // Samples `rank` computes its next gradient on, fixed when its pull is released
+  // (onPullReleased); 0 = the spec's batch_size. Only DASP's ADAPTIVE rule sizes batches.
+  virtual int batchFor(int /*rank*/) const { return 0; }
+
   virtual std::int64_t version() const = 0;
   virtual ParallelState state(int rank) const = 0;
   virtual std::int64_t clock(int rank) const = 0;  // pushes accepted from `rank`
   virtual int workers() const = 0;
 };
 
-// Builds the policy a StrategySpec names (resolved with withDefaults). Errors name the
-// field ("strategy.name: unknown strategy 'x'").
-Result<std::unique_ptr<SyncPolicy>> makePolicy(const v1::StrategySpec& strategy);
+// Builds the policy a StrategySpec names (resolved with withDefaults); `batchSize` is the
+// spec's batch_size (the nominal batch that DASP's ADAPTIVE rule shares out). Errors name
+// the field ("strategy.name: unknown strategy 'x'").
+Result<std::unique_ptr<SyncPolicy>> makePolicy(const v1::StrategySpec& strategy, int batchSize);
 
 }  // namespace dasp

@@ -49,10 +49,13 @@ grpc::Status withRetry(const WorkerOptions& o, const char* what, NodeStats& stat
 class SpeedProfile {
  public:
   SpeedProfile(const v1::NodeSpec& node, std::uint64_t seed) : m_node(node), m_rng(seed) {}
-  double targetSeconds(double computeS, double serverT, double overrideSlowdown) {
+  // `batchFactor` = this iteration's batch ÷ the spec's: an emulated base time scales with
+  // the batch as real compute does (the real compute time already does).
+  double targetSeconds(double computeS, double serverT, double overrideSlowdown, double batchFactor) {
     double slowdown = slowdownAt(m_node.speed(), serverT);
     if (overrideSlowdown > 0) slowdown = overrideSlowdown;
-    const double base = m_node.speed().base_iteration_ms() > 0 ? m_node.speed().base_iteration_ms() / 1000.0 : computeS;
+    const double base = m_node.speed().base_iteration_ms() > 0 ? batchFactor * m_node.speed().base_iteration_ms() / 1000.0
+                                                               : computeS;
     double factor = 1.0;
     if (m_node.speed().jitter() > 0) factor = std::max(0.1, 1.0 + m_node.speed().jitter() * m_normal(m_rng));
     return slowdown * base * factor;
@@ -225,7 +228,8 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
     step.loss = loss.value();
     step.computeS = secondsSince(computeStart);
     const double serverT = join.serverTimeAtJoin + secondsSince(joinedAt);
-    const double target = profile.targetSeconds(step.computeS, serverT, slowdown);
+    const double batchFactor = static_cast<double>(source.batchSize()) / static_cast<double>(join.spec.batch_size());
+    const double target = profile.targetSeconds(step.computeS, serverT, slowdown, batchFactor);
     if (target > step.computeS) {
       // Emulated slowness: the node really takes this long, as a slower machine would.
       std::this_thread::sleep_for(std::chrono::duration<double>(target - step.computeS));
@@ -361,6 +365,12 @@ Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, 
                            std::to_string(source.parameterCount()) + " floats)");
     }
     keepParameters();
+    // The server may size this node's batch (DASP's ADAPTIVE rule); 0 = the spec's.
+    const int batch = pullReply.batch_size() > 0 ? pullReply.batch_size() : join.spec.batch_size();
+    if (batch != source.batchSize() && !source.setBatchSize(batch)) {
+      return Status::error(options.name + ": cannot compute the batch of " + std::to_string(batch) +
+                           " samples the server asked for (pull reply batch_size)");
+    }
     auto step = compute(params, gradient.data(), pullReply.slowdown());
     if (!step) return step.status();
     pushRequest.set_base_version(pullReply.version());

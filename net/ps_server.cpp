@@ -622,6 +622,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
         lastRelease[static_cast<std::size_t>(rank)] = t;
         lastContact[static_cast<std::size_t>(rank)] = t;
         policy->onPullReleased(rank, store->version(), t);
+        reply->set_batch_size(policy->batchFor(rank));
       }
     }
     r->finished = true;
@@ -1288,7 +1289,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   if (options.security.tls && options.security.tls->keyPem.empty()) {
     return Status::error(options.name + ": TLS needs the server's key (security.tls_key)");
   }
-  auto policy = makePolicy(options.spec.strategy());
+  auto policy = makePolicy(options.spec.strategy(), options.spec.batch_size());
   if (!policy) return policy.status();
   impl->policy = std::move(policy).value();
   const auto count = options.initialParameters.size();

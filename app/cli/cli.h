@@ -48,6 +48,7 @@ int benchSim(const Args& args);
 int cmdInfo(int argc, char** argv);
 int cmdValidate(int argc, char** argv);
 int cmdRun(int argc, char** argv);
+int cmdTables(int argc, char** argv);
 int cmdServer(int argc, char** argv);
 int cmdWorker(int argc, char** argv);
 int cmdEvaluator(int argc, char** argv);

@@ -9,6 +9,8 @@
 #include "app/cli/signals.h"
 
 #include "core/ml/sim_compute.h"
+#include "core/reference_cluster.h"
+#include "core/results_table.h"
 #include "core/run_store.h"
 #include "core/sim_engine.h"
 #include "net/runner.h"
@@ -26,7 +28,11 @@ namespace {
 
 const char* kUsage =
     "usage: dasp run SPEC.json [--set path=value]... [--grid path=v1,v2,...]... [--seeds 1,2,3]\n"
-    "                [--engine real|sim] [--db FILE] [--tags T] [--json] [--quiet]\n";
+    "                [--engine real|sim] [--reference] [--db FILE] [--tags T] [--json] [--quiet]\n"
+    "  --reference  also run the homogeneous-equivalent reference (same N and total gradient rate, BSP,\n"
+    "               same seeds and learning rates), labelled `reference`; every run's\n"
+    "               heterogeneity_cost = its time to target / the reference's mean\n"
+    "  lr_grid in the spec runs every strategy at each learning rate; the table reports each at its best\n";
 
 // One planned run on the virtual-cluster engine, with the spec's computation wired in.
 Result<RunSummary> runOnSimulator(const ExperimentSpec& spec, const net::RunnerOptions& options) {
@@ -58,29 +64,6 @@ std::vector<std::string> splitList(const std::string& text) {
   return out;
 }
 
-struct Stat {
-  double mean = 0, sd = 0;
-  int n = 0;
-};
-Stat stat(const std::vector<double>& v) {
-  Stat s;
-  s.n = static_cast<int>(v.size());
-  if (v.empty()) return s;
-  for (double x : v) s.mean += x;
-  s.mean /= static_cast<double>(v.size());
-  for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
-  s.sd = v.size() > 1 ? std::sqrt(s.sd / static_cast<double>(v.size() - 1)) : 0;
-  return s;
-}
-
-std::string pm(const Stat& s, int decimals) {
-  if (s.n == 0) return "-";
-  char a[32], b[32];
-  std::snprintf(a, sizeof a, "%.*f", decimals, s.mean);
-  std::snprintf(b, sizeof b, "%.*f", decimals, s.sd);
-  return std::string(a) + " ± " + b;
-}
-
 // The recovery metrics of a run's fault drills as a JSON array.
 std::string faultsJson(const std::vector<RecoveryMetrics>& faults) {
   auto opt = [](const auto& v) { return v ? jsonNumber(static_cast<double>(*v)) : std::string("null"); };
@@ -104,76 +87,48 @@ std::string faultsJson(const std::vector<RecoveryMetrics>& faults) {
   return out + "]";
 }
 
-void printTable(const std::vector<PlannedRun>& planned, const std::vector<RunSummary>& results, double target,
-                const std::string& convention) {
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<const RunSummary*>> groups;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const auto& label = planned[i].label;
-    if (!groups.count(label)) order.push_back(label);
-    groups[label].push_back(&results[i]);
-  }
-  auto tttOf = [](const std::vector<const RunSummary*>& runs) {
-    std::vector<double> v;
-    for (const auto* r : runs) {
-      if (r->timeToTargetS) v.push_back(*r->timeToTargetS);
-    }
-    return v;
-  };
-  std::optional<double> bspMean;
-  for (const auto& label : order) {
-    if (label.rfind("bsp", 0) == 0) {
-      const auto t = tttOf(groups[label]);
-      if (!t.empty() && static_cast<int>(t.size()) == static_cast<int>(groups[label].size())) bspMean = stat(t).mean;
-      break;
-    }
-  }
-  std::printf("\n| strategy | runs | time to %.2f (s) | speedup vs BSP | final accuracy | mean wait (s) | wait share | mean staleness | max staleness |\n",
-              target);
-  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  for (const auto& label : order) {
-    const auto& runs = groups[label];
-    const auto ttt = tttOf(runs);
-    std::vector<double> acc, wait, share, stale, maxStale;
-    for (const auto* r : runs) {
-      acc.push_back(r->finalAccuracy);
-      wait.push_back(r->meanWaitS);
-      share.push_back(r->waitFraction);
-      stale.push_back(r->meanStaleness);
-      maxStale.push_back(static_cast<double>(r->maxStaleness));
-    }
-    const auto t = stat(ttt);
-    std::string tttText = target > 0 ? pm(t, 1) : "-";
-    if (target > 0 && t.n < static_cast<int>(runs.size())) {
-      tttText += " (" + std::to_string(t.n) + "/" + std::to_string(runs.size()) + " reached)";
-    }
-    std::string speedup = "-";
-    if (bspMean && t.n == static_cast<int>(runs.size()) && t.n > 0) {
-      char b[32];
-      std::snprintf(b, sizeof b, "%.2f×", *bspMean / t.mean);
-      speedup = b;
-    }
-    double maxOfMax = 0;
-    for (double m : maxStale) maxOfMax = std::max(maxOfMax, m);
-    std::printf("| %s | %zu | %s | %s | %s | %s | %s | %s | %.0f |\n", label.c_str(), runs.size(), tttText.c_str(),
-                speedup.c_str(), pm(stat(acc), 4).c_str(), pm(stat(wait), 3).c_str(),
-                pm(stat(share), 2).c_str(), pm(stat(stale), 2).c_str(), maxOfMax);
-  }
-  std::printf("\nlearning-rate convention: %s; mean ± sample std over seeds; time to target uses the server time "
-              "at which the evaluated version was made.\n",
-              convention.c_str());
+// The summary line of one run, as `--json` prints it and results/ keeps it.
+v1::RunResult toRunResult(const RunSummary& r, const PlannedRun& planned) {
+  v1::RunResult out;
+  out.set_run_id(r.runId);
+  out.set_label(planned.label);
+  out.set_engine(r.engine);
+  out.set_wall_s(r.wallS);
+  out.set_strategy(r.strategy);
+  out.set_recovery(r.recovery);
+  out.set_workers(r.workers);
+  out.set_seed(r.seed);
+  out.set_status(r.status);
+  out.set_stop_reason(r.stopReason);
+  if (r.timeToTargetS) out.set_time_to_target_s(*r.timeToTargetS);
+  out.set_final_accuracy(r.finalAccuracy);
+  out.set_final_loss(r.finalLoss);
+  out.set_seconds(r.seconds);
+  out.set_updates(r.updates);
+  out.set_gradients(r.gradients);
+  out.set_dropped(r.dropped);
+  out.set_mean_wait_s(r.meanWaitS);
+  out.set_wait_fraction(r.waitFraction);
+  out.set_mean_staleness(r.meanStaleness);
+  out.set_max_staleness(r.maxStaleness);
+  out.set_epochs(r.epochs);
+  out.set_lr(planned.spec.optimizer().lr());
+  out.set_target(planned.spec.stop().target_accuracy());
+  out.set_spec_name(planned.spec.name());
+  return out;
 }
 
 }  // namespace
 
 int cmdRun(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--json", "--quiet", "--help"});
+  Args args(argc, argv, 2, {"--json", "--quiet", "--help", "--reference"});
   if (args.has("--help")) {
     std::cout << kUsage;
     return 0;
   }
   auto known = specFlags();
-  known.insert(known.end(), {"--grid", "--seeds", "--engine", "--db", "--tags", "--json", "--quiet", "--help"});
+  known.insert(known.end(),
+               {"--grid", "--seeds", "--engine", "--db", "--tags", "--json", "--quiet", "--help", "--reference"});
   if (auto u = args.unknown(known); !u.empty()) return fail("unknown option " + u.front() + "\n" + kUsage);
   if (!args.missingValue().empty()) return fail(args.missingValue() + " needs a value");
   if (args.positional().size() != 1) return fail(std::string("run needs one spec file\n") + kUsage);
@@ -195,6 +150,10 @@ int cmdRun(int argc, char** argv) {
   }
   auto planned = planRuns(spec.value(), args.values("--grid"));
   if (!planned) return fail(args.positional().front() + ": " + planned.message());
+  if (args.has("--reference")) {
+    planned = withReferenceRuns(planned.value());
+    if (!planned) return fail(args.positional().front() + ": " + planned.message());
+  }
 
   const bool json = args.has("--json");
   const bool quiet = args.has("--quiet");
@@ -237,9 +196,12 @@ int cmdRun(int argc, char** argv) {
     results.push_back(r.value());
     done.push_back(p);
   }
+  std::vector<v1::RunResult> lines;
+  for (std::size_t i = 0; i < results.size(); ++i) lines.push_back(toRunResult(results[i], done[i]));
+  fillHeterogeneityCost(lines);
   if (!results.empty()) {
-    printTable(done, results, spec->stop().target_accuracy(),
-               v1::OptimizerSpec::LrConvention_Name(spec->optimizer().lr_convention()));
+    std::printf("\n%s\nlearning-rate convention: %s\n", suiteTableMarkdown(lines).c_str(),
+                v1::OptimizerSpec::LrConvention_Name(spec->optimizer().lr_convention()).c_str());
     std::vector<RunFaults> withFaults;
     for (std::size_t i = 0; i < results.size(); ++i) {
       if (results[i].faults.empty()) continue;
@@ -259,6 +221,7 @@ int cmdRun(int argc, char** argv) {
   if (json) {
     for (std::size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
+      const auto& line = lines[i];
       std::cout << "{\"run_id\":" << r.runId << ",\"label\":" << jsonString(done[i].label)
                 << ",\"engine\":" << jsonString(r.engine) << ",\"wall_s\":" << jsonNumber(r.wallS)
                 << ",\"strategy\":" << jsonString(r.strategy) << ",\"recovery\":" << jsonString(r.recovery)
@@ -270,7 +233,11 @@ int cmdRun(int argc, char** argv) {
                 << ",\"gradients\":" << r.gradients << ",\"dropped\":" << r.dropped
                 << ",\"mean_wait_s\":" << jsonNumber(r.meanWaitS) << ",\"wait_fraction\":" << jsonNumber(r.waitFraction)
                 << ",\"mean_staleness\":" << jsonNumber(r.meanStaleness) << ",\"max_staleness\":" << r.maxStaleness
-                << ",\"epochs\":" << jsonNumber(r.epochs) << ",\"faults\":" << faultsJson(r.faults) << "}\n";
+                << ",\"epochs\":" << jsonNumber(r.epochs) << ",\"lr\":" << jsonNumber(line.lr())
+                << ",\"target\":" << jsonNumber(line.target()) << ",\"spec_name\":" << jsonString(line.spec_name())
+                << ",\"heterogeneity_cost\":"
+                << (line.has_heterogeneity_cost() ? jsonNumber(line.heterogeneity_cost()) : "null")
+                << ",\"faults\":" << faultsJson(r.faults) << "}\n";
     }
     std::cout.flush();
   }

@@ -30,6 +30,10 @@ class ShardGradientSource final : public GradientSource {
   std::int64_t parameterCount() const override { return m_model->parameterCount(); }
   int batchSize() const override { return m_batch; }
   Result<double> computeGradient(const float* params, float* gradient) override;
+  bool setBatchSize(int batch) override {
+    m_batch = batch;
+    return batch >= 1;
+  }
   std::int64_t shardSize() const { return static_cast<std::int64_t>(m_order.size()); }
   Model& model() { return *m_model; }
 

@@ -5,6 +5,7 @@
 // and records every applied gradient's staleness, every release's lead and every parked
 // time, so each rule's invariants can be checked. Pure logic: no sleeps, no threads.
 #include "core/cluster_state.h"
+#include "core/dasp_adaptive.h"
 #include "core/sync_policies.h"
 #include "core/sync_policy.h"
 
@@ -172,6 +173,9 @@ class Simulator {
     for (const auto& c : m_cfg.changes) {
       if (c.rank == r && m_now >= c.from && m_now < c.to) t *= c.factor;
     }
+    // A batch the policy sized (DASP ADAPTIVE) takes proportionally long, as real compute.
+    const int batch = m_policy.batchFor(r);
+    if (batch > 0) t *= static_cast<double>(batch) / 64.0;
     std::uniform_real_distribution<double> u(-1.0, 1.0);
     return t * (1.0 + m_cfg.jitter * u(m_rng));
   }
@@ -261,8 +265,15 @@ dasp::v1::StrategySpec strategy(const QString& name) {
   return s;
 }
 
+// DASP-R, the paper reconstruction (rule PAPER): the DASP tests below pin its rules.
+dasp::v1::StrategySpec paperDasp() {
+  auto s = strategy("dasp");
+  s.mutable_dasp()->set_rule(dasp::v1::DaspParams::PAPER);
+  return s;
+}
+
 std::unique_ptr<SyncPolicy> make(const dasp::v1::StrategySpec& s) {
-  auto made = dasp::makePolicy(s);
+  auto made = dasp::makePolicy(s, 64);
   if (!made.isOk()) qFatal("makePolicy: %s", made.message().c_str());
   return std::move(made).value();
 }
@@ -332,6 +343,15 @@ class TestSyncPolicies : public QObject {
   void daspAsyncScalingAndDrop();
   void daspLeadCap_data();
   void daspLeadCap();
+  void adaptiveHomogeneousIsBsp_data();
+  void adaptiveHomogeneousIsBsp();
+  void adaptiveBalancesBatches_data();
+  void adaptiveBalancesBatches();
+  void adaptiveFollowsSpeedChange_data();
+  void adaptiveFollowsSpeedChange();
+  void adaptiveTooSlowNodeRunsAsync();
+  void adaptiveLateGradientJoinsNextRound();
+  void adaptiveEqualBatchesChooseFastGroup();
   void vanishedWorkerNeverDeadlocks_data();
   void vanishedWorkerNeverDeadlocks();
   void workerDownClosesRound_data();
@@ -588,7 +608,7 @@ void TestSyncPolicies::daspHomogeneousIsBsp() {
   QFETCH(int, workers);
   QFETCH(double, jitter);
   QFETCH(quint64, seed);
-  auto policy = make(strategy("dasp"));
+  auto policy = make(paperDasp());
   SimConfig cfg;
   cfg.times.assign(static_cast<std::size_t>(workers), 1.0);
   cfg.jitter = jitter;
@@ -616,7 +636,7 @@ void TestSyncPolicies::daspMovesSlowNodeAsync_data() {
 void TestSyncPolicies::daspMovesSlowNodeAsync() {
   QFETCH(QList<double>, times);
   QFETCH(int, hysteresis);
-  auto spec = strategy("dasp");
+  auto spec = paperDasp();
   spec.mutable_dasp()->set_hysteresis(hysteresis);
   auto policy = make(spec);
   SimConfig cfg;
@@ -663,7 +683,7 @@ void TestSyncPolicies::daspFollowsSpeedChange_data() {
 void TestSyncPolicies::daspFollowsSpeedChange() {
   QFETCH(int, hysteresis);
   QFETCH(double, factor);
-  auto spec = strategy("dasp");
+  auto spec = paperDasp();
   spec.mutable_dasp()->set_hysteresis(hysteresis);
   auto policy = make(spec);
   SimConfig cfg;
@@ -701,7 +721,7 @@ void TestSyncPolicies::daspAsyncScalingAndDrop_data() {
 void TestSyncPolicies::daspAsyncScalingAndDrop() {
   QFETCH(bool, scaling);
   QFETCH(int, sMax);
-  auto spec = strategy("dasp");
+  auto spec = paperDasp();
   spec.mutable_dasp()->set_staleness_scaling(scaling);
   spec.mutable_dasp()->set_s_max(sMax);
   auto policy = make(spec);
@@ -745,7 +765,7 @@ void TestSyncPolicies::daspLeadCap_data() {
 void TestSyncPolicies::daspLeadCap() {
   QFETCH(bool, leadCap);
   QFETCH(int, sHigh);
-  auto spec = strategy("dasp");
+  auto spec = paperDasp();
   spec.mutable_dasp()->set_lead_cap(leadCap);
   spec.mutable_dasp()->set_s_high(sHigh);
   spec.mutable_dasp()->set_s_max(100);
@@ -778,6 +798,188 @@ void TestSyncPolicies::daspLeadCap() {
 }
 
 // ---- membership -----------------------------------------------------------------------
+
+// ---- DASP, rule ADAPTIVE (the default) ------------------------------------------------
+
+namespace {
+dasp::v1::StrategySpec adaptiveDasp() { return strategy("dasp"); }  // the default rule
+const dasp::DaspAdaptivePolicy& asAdaptive(const SyncPolicy& p) {
+  return dynamic_cast<const dasp::DaspAdaptivePolicy&>(p);
+}
+// Seconds between the last `count` updates, averaged.
+double meanRoundTime(const SimResult& res, std::size_t count) {
+  if (res.updateTimes.size() <= count) return kInf;
+  const auto n = res.updateTimes.size();
+  return (res.updateTimes[n - 1] - res.updateTimes[n - 1 - count]) / static_cast<double>(count);
+}
+}  // namespace
+
+void TestSyncPolicies::adaptiveHomogeneousIsBsp_data() {
+  QTest::addColumn<int>("workers");
+  QTest::newRow("4") << 4;
+  QTest::newRow("16") << 16;
+}
+
+void TestSyncPolicies::adaptiveHomogeneousIsBsp() {
+  QFETCH(int, workers);
+  auto policy = make(adaptiveDasp());
+  QCOMPARE(std::string(policy->name()), std::string("dasp"));
+  SimConfig cfg;
+  cfg.times.assign(static_cast<std::size_t>(workers), 1.0);
+  cfg.endTime = 200;
+  const auto res = simulate(*policy, cfg);
+  CHECK_SIM_SANE(res);
+  QVERIFY(res.updates > 150);
+  QCOMPARE(maxStaleness(res), std::int64_t{0});
+  for (auto s : res.updateSizes) QCOMPARE(s, static_cast<std::size_t>(workers));
+  for (const auto& a : res.applied) QCOMPARE(a.scale, 1.0);  // every batch the spec's
+  QCOMPARE(countKind(res, DecisionKind::StateChange), 0);
+  QCOMPARE(countKind(res, DecisionKind::BarrierTimeout), 0);
+  for (int r = 0; r < workers; ++r) QCOMPARE(policy->batchFor(r), 64);
+}
+
+void TestSyncPolicies::adaptiveBalancesBatches_data() {
+  QTest::addColumn<QList<double>>("times");
+  QTest::addColumn<double>("jitter");
+  QTest::newRow("1,1,2,4") << QList<double>{1, 1, 2, 4} << 0.0;
+  QTest::newRow("1,1,2,4 jitter 5%") << QList<double>{1, 1, 2, 4} << 0.05;
+  QTest::newRow("1,1,1,1,1.5,2,3,4") << QList<double>{1, 1, 1, 1, 1.5, 2, 3, 4} << 0.02;
+  QTest::newRow("7 at 1, one at 8") << QList<double>{1, 1, 1, 1, 1, 1, 1, 8} << 0.02;
+}
+
+void TestSyncPolicies::adaptiveBalancesBatches() {
+  QFETCH(QList<double>, times);
+  QFETCH(double, jitter);
+  auto policy = make(adaptiveDasp());
+  SimConfig cfg;
+  cfg.times = toStd(times);
+  cfg.jitter = jitter;
+  cfg.endTime = 300;
+  const auto res = simulate(*policy, cfg);
+  CHECK_SIM_SANE(res);
+  const auto& dasp = asAdaptive(*policy);
+  const int n = static_cast<int>(times.size());
+  // Shares in proportion to speed, summing to the spec's total batch.
+  double rate = 0;
+  for (double t : times) rate += 1.0 / t;
+  int total = 0;
+  for (int r = 0; r < n; ++r) {
+    const double ideal = 64.0 * n * (1.0 / times[r]) / rate;
+    total += dasp.share(r);
+    QVERIFY2(std::abs(dasp.share(r) - ideal) <= 0.1 * ideal + 1,
+             qPrintable(QStringLiteral("rank %1: share %2, ideal %3").arg(r).arg(dasp.share(r)).arg(ideal)));
+    QCOMPARE(res.finalStates[static_cast<std::size_t>(r)], ParallelState::Sync);
+  }
+  QCOMPARE(total, 64 * n);
+  // Rounds at the pace of the homogeneous-equivalent cluster (each at N / Σ 1/t), within
+  // 15 % (jitter makes a barrier wait for its slowest member).
+  const double equivalent = n / rate;
+  QVERIFY2(meanRoundTime(res, 50) < 1.15 * equivalent,
+           qPrintable(QStringLiteral("round %1, equivalent %2").arg(meanRoundTime(res, 50)).arg(equivalent)));
+  QVERIFY(maxStaleness(res) <= 1);
+  // Each gradient weighs its batch: a round's weights sum to the number of members.
+  double weights = 0;
+  for (std::size_t i = res.applied.size() - static_cast<std::size_t>(n); i < res.applied.size(); ++i) {
+    weights += res.applied[i].scale;
+  }
+  QVERIFY2(std::abs(weights - n) < 1e-9 || maxStaleness(res) == 1, qPrintable(QString::number(weights)));
+}
+
+void TestSyncPolicies::adaptiveFollowsSpeedChange_data() {
+  QTest::addColumn<double>("factor");
+  QTest::newRow("slows x4") << 4.0;
+  QTest::newRow("slows x3") << 3.0;
+  QTest::newRow("speeds up x4") << 0.25;
+}
+
+void TestSyncPolicies::adaptiveFollowsSpeedChange() {
+  QFETCH(double, factor);
+  auto policy = make(adaptiveDasp());
+  SimConfig cfg;
+  cfg.times = {1, 1, 1, 1, 1, 1, 1, 1};
+  cfg.jitter = 0.02;
+  cfg.endTime = 300;
+  cfg.changes.push_back(SpeedChange{3, 60, kInf, factor});
+  cfg.changes.push_back(SpeedChange{5, 60, kInf, factor});
+  const auto res = simulate(*policy, cfg);
+  CHECK_SIM_SANE(res);
+  const auto& dasp = asAdaptive(*policy);
+  // The change is detected within a few of the changed nodes' iterations...
+  double detected = kInf;
+  for (const auto& d : res.decisions) {
+    if (d.kind == DecisionKind::Repartition && d.rank == 3 && d.t > 60) {
+      detected = std::min(detected, d.t);
+    }
+  }
+  QVERIFY2(detected < 60 + 3 * std::max(1.0, factor), qPrintable(QString::number(detected)));
+  // ...after which the shares follow the new speeds and the rounds the new equivalent pace.
+  const double rate = 6 + 2 / factor;
+  QVERIFY2(std::abs(dasp.share(3) - 512.0 / factor / rate) <= 0.1 * 512.0 / factor / rate + 1,
+           qPrintable(QString::number(dasp.share(3))));
+  QVERIFY2(meanRoundTime(res, 40) < 1.1 * 8 / rate, qPrintable(QString::number(meanRoundTime(res, 40))));
+  QVERIFY(maxStaleness(res) <= 1);
+  for (auto st : res.finalStates) QCOMPARE(st, ParallelState::Sync);
+}
+
+void TestSyncPolicies::adaptiveTooSlowNodeRunsAsync() {
+  // A node 64× slower would get a share of 1.3 samples (below min_batch 8): ASYNC, with the
+  // spec's batch, and the SYNC three share 192 samples without waiting for it. (The
+  // silence limit is raised above its 64-unit iterations.)
+  auto spec = adaptiveDasp();
+  spec.set_barrier_timeout_s(1000);
+  auto policy = make(spec);
+  SimConfig cfg;
+  cfg.times = {1, 1, 1, 64};
+  cfg.endTime = 400;
+  const auto res = simulate(*policy, cfg);
+  CHECK_SIM_SANE(res);
+  const auto changes = stateChanges(res, 3);
+  QCOMPARE(static_cast<int>(changes.size()), 1);
+  QCOMPARE(changes[0].to, ParallelState::Async);
+  QCOMPARE(res.finalStates[3], ParallelState::Async);
+  QCOMPARE(asAdaptive(*policy).share(3), 64);
+  QCOMPARE(asAdaptive(*policy).share(0) + asAdaptive(*policy).share(1) + asAdaptive(*policy).share(2), 192);
+  QVERIFY2(meanRoundTime(res, 20) < 1.05, qPrintable(QString::number(meanRoundTime(res, 20))));
+}
+
+void TestSyncPolicies::adaptiveLateGradientJoinsNextRound() {
+  // Rank 1 is ×2 for one iteration: the round times out at kappa (1.5) × its expected
+  // compute, it stays SYNC, and its late gradient enters the next round with staleness 1:
+  // none dropped.
+  auto policy = make(adaptiveDasp());
+  SimConfig cfg;
+  cfg.times = {1, 1, 1, 1};
+  cfg.endTime = 100;
+  cfg.changes.push_back(SpeedChange{1, 30, 31, 2.0});
+  const auto res = simulate(*policy, cfg);
+  CHECK_SIM_SANE(res);
+  QVERIFY(countKind(res, DecisionKind::BarrierTimeout) >= 1);
+  QCOMPARE(countKind(res, DecisionKind::Drop), 0);
+  QVERIFY(res.drops.empty());
+  QCOMPARE(maxStaleness(res), std::int64_t{1});
+  for (auto st : res.finalStates) QCOMPARE(st, ParallelState::Sync);
+  // Every push was applied once, but those of the round still open at the end.
+  QVERIFY(res.applied.size() <= res.pushes.size());
+  QVERIFY(res.applied.size() + 4 >= res.pushes.size());
+}
+
+void TestSyncPolicies::adaptiveEqualBatchesChooseFastGroup() {
+  // balance_batches off: the SYNC group is the k fastest with the highest k ÷ t_k; for
+  // 1, 1, 2, 4 that is the two fast nodes (2 samples per unit of time against 1.5 and 1).
+  auto spec = adaptiveDasp();
+  spec.mutable_dasp()->set_balance_batches(false);
+  auto policy = make(spec);
+  SimConfig cfg;
+  cfg.times = {1, 1, 2, 4};
+  cfg.endTime = 200;
+  const auto res = simulate(*policy, cfg);
+  CHECK_SIM_SANE(res);
+  QCOMPARE(res.finalStates[0], ParallelState::Sync);
+  QCOMPARE(res.finalStates[1], ParallelState::Sync);
+  QCOMPARE(res.finalStates[2], ParallelState::Async);
+  QCOMPARE(res.finalStates[3], ParallelState::Async);
+  for (int r = 0; r < 4; ++r) QCOMPARE(policy->batchFor(r), 64);
+}
 
 void TestSyncPolicies::vanishedWorkerNeverDeadlocks_data() {
   QTest::addColumn<QString>("name");
@@ -993,7 +1195,7 @@ void TestSyncPolicies::makePolicyNames_data() {
 void TestSyncPolicies::makePolicyNames() {
   QFETCH(QString, name);
   QFETCH(QString, expected);
-  auto made = dasp::makePolicy(strategy(name));
+  auto made = dasp::makePolicy(strategy(name), 64);
   QVERIFY2(made.isOk(), made.message().c_str());
   QCOMPARE(QString::fromLatin1(made.value()->name()), expected);
   made.value()->reset(4, 0);
@@ -1049,7 +1251,7 @@ void TestSyncPolicies::makePolicyErrors() {
     s.set_name("bsp");
     s.set_barrier_timeout_s(0);
   }
-  auto made = dasp::makePolicy(s);
+  auto made = dasp::makePolicy(s, 64);
   QVERIFY(!made.isOk());
   QCOMPARE(QString::fromStdString(made.message()), message);
 }

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// `dasp tables [--check] [--root DIR]`: regenerates every results table in README.md and
+// docs/*.md from the committed results/ files (JSON Lines of `dasp run --json`). A table
+// is a block
+//   <!-- dasp-tables suite results/matrix-sim/hetero-4.jsonl -->
+//   <!-- dasp-tables matrix NAME=FILE NAME=FILE ... -->
+//   <!-- dasp-tables validation REAL.jsonl SIM.jsonl -->
+//   ... generated ...
+//   <!-- /dasp-tables -->
+// with paths relative to the root. --check changes nothing and exits 1 when a table differs
+// from what the results give (the CI test `docs.tables`).
+#include "app/cli/cli.h"
+
+#include "core/results_table.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace dasp::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kUsage =
+    "usage: dasp tables [--check] [--root DIR]\n"
+    "  regenerates the results tables of README.md and docs/*.md from results/ (see docs/RESULTS.md)\n"
+    "  --check  change nothing; exit 1 when a table differs from what results/ gives\n"
+    "  --root   the project's root (default: the current directory)\n";
+
+Result<std::string> readText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path.string() + ": cannot read");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+Result<std::vector<v1::RunResult>> loadResults(const fs::path& root, const std::string& file) {
+  auto text = readText(root / file);
+  if (!text) return text.status();
+  return parseResultLines(text.value(), file);
+}
+
+Result<std::string> generate(const fs::path& root, const std::string& kind, const std::vector<std::string>& args) {
+  if (kind == "suite") {
+    if (args.size() != 1) return Status::error("suite needs one results file");
+    auto runs = loadResults(root, args[0]);
+    if (!runs) return runs.status();
+    return suiteTableMarkdown(runs.value());
+  }
+  if (kind == "matrix") {
+    std::vector<MatrixCase> cases;
+    for (const auto& a : args) {
+      const auto eq = a.find('=');
+      if (eq == std::string::npos) return Status::error("matrix: expected NAME=FILE, got '" + a + "'");
+      auto runs = loadResults(root, a.substr(eq + 1));
+      if (!runs) return runs.status();
+      cases.push_back({a.substr(0, eq), std::move(runs).value()});
+    }
+    return matrixTableMarkdown(cases);
+  }
+  if (kind == "validation") {
+    if (args.size() != 2) return Status::error("validation needs REAL.jsonl SIM.jsonl");
+    auto real = loadResults(root, args[0]);
+    if (!real) return real.status();
+    auto sim = loadResults(root, args[1]);
+    if (!sim) return sim.status();
+    return validationTableMarkdown(real.value(), sim.value());
+  }
+  return Status::error("unknown table kind '" + kind + "' (known: suite, matrix, validation)");
+}
+
+}  // namespace
+
+int cmdTables(int argc, char** argv) {
+  Args args(argc, argv, 2, {"--check", "--help"});
+  if (args.has("--help")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (auto u = args.unknown({"--check", "--help", "--root"}); !u.empty()) {
+    return fail("unknown option " + u.front() + "\n" + kUsage);
+  }
+  if (!args.missingValue().empty()) return fail(args.missingValue() + " needs a value");
+  const fs::path root = args.value("--root").value_or(".");
+  const bool check = args.has("--check");
+  std::vector<fs::path> docs{root / "README.md"};
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root / "docs", ec)) {
+    if (entry.path().extension() == ".md") docs.push_back(entry.path());
+  }
+  std::sort(docs.begin() + 1, docs.end());
+  int stale = 0;
+  for (const auto& doc : docs) {
+    auto text = readText(doc);
+    if (!text) return fail(text.message());
+    auto regenerated = regenerateBlocks(text.value(), [&](const std::string& kind, const std::vector<std::string>& a) {
+      return generate(root, kind, a);
+    });
+    if (!regenerated) return fail(doc.string() + ": " + regenerated.message());
+    if (regenerated.value() == text.value()) continue;
+    ++stale;
+    if (check) {
+      std::cerr << "dasp: " << fs::relative(doc, root).string()
+                << ": its tables differ from what results/ gives (run `dasp tables` to regenerate them)\n";
+      continue;
+    }
+    std::ofstream out(doc, std::ios::binary | std::ios::trunc);
+    out << regenerated.value();
+    if (!out) return fail(doc.string() + ": cannot write", 1);
+    std::cout << "regenerated " << fs::relative(doc, root).string() << "\n";
+  }
+  if (check && stale > 0) return 1;
+  if (check) std::cout << "tables: " << docs.size() << " files match results/\n";
+  return 0;
+}
+
+}  // namespace dasp::cli
