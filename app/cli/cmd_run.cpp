@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// `dasp run SPEC.json [--set path=value]... [--grid path=v1,v2]... [--engine real|sim] [--db FILE] [--json]`
+// `dasp run SPEC.json [--set path=value]... [--grid path=v1,v2]... [--engine real|sim] [--reference]
+//  [--lr-from FILE] [--db FILE] [--json]`
 // Runs an experiment, or a suite (strategies × seeds × grid values) in turn, and prints a
 // comparison table; --json prints one object per run after all other output. Each run
 // goes to the engine its spec names: processes over gRPC (real) or the virtual-cluster
@@ -19,6 +20,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <set>
+#include <tuple>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -28,10 +32,12 @@ namespace {
 
 const char* kUsage =
     "usage: dasp run SPEC.json [--set path=value]... [--grid path=v1,v2,...]... [--seeds 1,2,3]\n"
-    "                [--engine real|sim] [--reference] [--db FILE] [--tags T] [--json] [--quiet]\n"
+    "                [--engine real|sim] [--reference] [--lr-from FILE] [--db FILE] [--tags T] [--json] [--quiet]\n"
     "  --reference  also run the homogeneous-equivalent reference (same N and total gradient rate, BSP,\n"
     "               same seeds and learning rates), labelled `reference`; every run's\n"
     "               heterogeneity_cost = its time to target / the reference's mean\n"
+    "  --lr-from F  each strategy (and the reference) at its best learning rate in the results file F\n"
+    "               (JSON lines of an earlier --json run, e.g. the engine's) instead of the spec's lr_grid\n"
     "  lr_grid in the spec runs every strategy at each learning rate; the table reports each at its best\n";
 
 // One planned run on the virtual-cluster engine, with the spec's computation wired in.
@@ -118,6 +124,34 @@ v1::RunResult toRunResult(const RunSummary& r, const PlannedRun& planned) {
   return out;
 }
 
+// Each strategy's best learning rate in a results file (label -> lr).
+Result<std::map<std::string, double>> tunedRates(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error("--lr-from " + path + ": cannot read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto runs = parseResultLines(text.str(), path);
+  if (!runs) return runs.status();
+  std::map<std::string, double> rates;
+  for (const auto& row : bestByStrategy(runs.value())) rates[row.label] = row.lr;
+  if (rates.empty()) return Status::error("--lr-from " + path + ": no runs in it");
+  return rates;
+}
+
+// The planned runs at the tuned rates; runs that became identical (the reference planned
+// once per rate) are kept once.
+std::vector<PlannedRun> withTunedRates(const std::vector<PlannedRun>& planned, const std::map<std::string, double>& rates) {
+  std::vector<PlannedRun> out;
+  std::set<std::tuple<std::string, std::uint64_t, double>> seen;
+  for (auto p : planned) {
+    const auto it = rates.find(p.label);
+    if (it != rates.end()) p.spec.mutable_optimizer()->set_lr(it->second);
+    if (!seen.insert({p.label, p.spec.seed(), p.spec.optimizer().lr()}).second) continue;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 }  // namespace
 
 int cmdRun(int argc, char** argv) {
@@ -128,7 +162,8 @@ int cmdRun(int argc, char** argv) {
   }
   auto known = specFlags();
   known.insert(known.end(),
-               {"--grid", "--seeds", "--engine", "--db", "--tags", "--json", "--quiet", "--help", "--reference"});
+               {"--grid", "--seeds", "--engine", "--db", "--tags", "--json", "--quiet", "--help", "--reference",
+                "--lr-from"});
   if (auto u = args.unknown(known); !u.empty()) return fail("unknown option " + u.front() + "\n" + kUsage);
   if (!args.missingValue().empty()) return fail(args.missingValue() + " needs a value");
   if (args.positional().size() != 1) return fail(std::string("run needs one spec file\n") + kUsage);
@@ -148,11 +183,18 @@ int cmdRun(int argc, char** argv) {
     if (*engine != "real" && *engine != "sim") return fail("--engine " + *engine + ": must be real or sim");
     spec->set_engine(*engine);
   }
+  const auto lrFrom = args.value("--lr-from");
+  if (lrFrom) spec->clear_lr_grid();  // one rate per strategy, from the file
   auto planned = planRuns(spec.value(), args.values("--grid"));
   if (!planned) return fail(args.positional().front() + ": " + planned.message());
   if (args.has("--reference")) {
     planned = withReferenceRuns(planned.value());
     if (!planned) return fail(args.positional().front() + ": " + planned.message());
+  }
+  if (lrFrom) {
+    auto tuned = tunedRates(*lrFrom);
+    if (!tuned) return fail(tuned.message());
+    planned = withTunedRates(planned.value(), tuned.value());
   }
 
   const bool json = args.has("--json");

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+// The evidence pipeline: best learning rate per strategy, heterogeneity cost, the results
+// tables, the generated blocks of the docs, and the homogeneous-equivalent reference.
+#include "core/reference_cluster.h"
+#include "core/results_table.h"
+#include "core/spec.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <optional>
+
+using namespace dasp;
+
+namespace {
+
+v1::RunResult run(const std::string& label, double lr, std::uint64_t seed, std::optional<double> ttt,
+                  double accuracy = 0.86) {
+  v1::RunResult r;
+  r.set_label(label);
+  r.set_lr(lr);
+  r.set_seed(seed);
+  r.set_target(0.85);
+  if (ttt) r.set_time_to_target_s(*ttt);
+  r.set_final_accuracy(accuracy);
+  return r;
+}
+
+ExperimentSpec hetero4() {
+  ExperimentSpec s;
+  s.mutable_cluster()->set_count(4);
+  for (double x : {1.0, 1.0, 2.0, 4.0}) s.mutable_cluster()->add_slowdowns(x);
+  s.mutable_cluster()->set_base_iteration_ms(20);
+  s.mutable_strategy()->set_name("dasp");
+  return withDefaults(s);
+}
+
+}  // namespace
+
+class TestResults : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void bestRateIsTheFastestThatAlwaysReaches() {
+    std::vector<v1::RunResult> runs;
+    // lr 0.02 is faster but one seed never reaches the target: 0.01 wins.
+    for (std::uint64_t s : {1, 2, 3}) runs.push_back(run("bsp", 0.01, s, 10.0 + static_cast<double>(s)));
+    runs.push_back(run("bsp", 0.02, 1, 5.0));
+    runs.push_back(run("bsp", 0.02, 2, std::nullopt));
+    runs.push_back(run("bsp", 0.02, 3, 6.0));
+    for (std::uint64_t s : {1, 2, 3}) runs.push_back(run("asp", 0.005, s, 20.0));
+    for (std::uint64_t s : {1, 2, 3}) runs.push_back(run("asp", 0.01, s, 20.0, 0.87));  // tie: accuracy
+    const auto rows = bestByStrategy(runs);
+    QCOMPARE(rows.size(), std::size_t{2});
+    QCOMPARE(rows[0].label, std::string("bsp"));
+    QCOMPARE(rows[0].lr, 0.01);
+    QCOMPARE(rows[0].timeToTarget.mean, 12.0);
+    QCOMPARE(rows[0].timeToTarget.sd, 1.0);
+    QCOMPARE(rows[0].lrsTried, (std::vector<double>{0.01, 0.02}));
+    QCOMPARE(rows[1].lr, 0.01);
+  }
+
+  void heterogeneityCostAgainstTheReferenceMean() {
+    std::vector<v1::RunResult> runs;
+    for (std::uint64_t s : {1, 2}) runs.push_back(run("reference", 0.01, s, s == 1 ? 4.0 : 6.0));
+    runs.push_back(run("dasp", 0.01, 1, 6.0));
+    runs.push_back(run("asp", 0.01, 1, std::nullopt));
+    fillHeterogeneityCost(runs);
+    QCOMPARE(runs[2].heterogeneity_cost(), 1.2);
+    QVERIFY(!runs[3].has_heterogeneity_cost());
+    const auto table = suiteTableMarkdown(runs);
+    QVERIFY2(table.find("| dasp | 0.01 | 1 | 6.0 ± 0.0 | 1.20 ± 0.00 |") != std::string::npos, table.c_str());
+    QVERIFY2(table.find("never (0/1)") != std::string::npos, table.c_str());
+  }
+
+  void matrixMarksTheFastestAndJudgesDasp() {
+    std::vector<v1::RunResult> a;
+    for (std::uint64_t s : {1, 2, 3}) {
+      a.push_back(run("bsp", 0.01, s, 20.0 + static_cast<double>(s)));
+      a.push_back(run("backup(1)", 0.01, s, 10.0 + static_cast<double>(s)));
+      a.push_back(run("dasp", 0.02, s, 12.0));
+    }
+    const auto table = matrixTableMarkdown({{"case-a", a}});
+    QVERIFY2(table.find("**12.0 ± 1.0 @0.01**") != std::string::npos, table.c_str());
+    // DASP 12.0 ≤ backup's 12.0 + 1.0: within one std.
+    QVERIFY2(table.find("yes (best other: backup(1))") != std::string::npos, table.c_str());
+  }
+
+  void validationCountsSeparatedPairs() {
+    std::vector<v1::RunResult> real, sim;
+    for (std::uint64_t s : {1, 2, 3}) {
+      real.push_back(run("bsp", 0.01, s, 20.0 + static_cast<double>(s)));
+      real.push_back(run("dasp", 0.01, s, 10.0 + static_cast<double>(s)));
+      sim.push_back(run("bsp", 0.01, s, 19.0));
+      sim.push_back(run("dasp", 0.01, s, 9.0));
+    }
+    const auto table = validationTableMarkdown(real, sim);
+    QVERIFY2(table.find("| bsp | 22.0 ± 1.0 | 19.0 ± 0.0 | 0.86 |") != std::string::npos, table.c_str());
+    QVERIFY2(table.find("separate 1 pairs") != std::string::npos && table.find("orders 1 of them") != std::string::npos,
+             table.c_str());
+  }
+
+  void parseNamesTheBadLine() {
+    auto ok = parseResultLines("{\"label\":\"bsp\",\"time_to_target_s\":null,\"faults\":[],\"seed\":2}\n\n", "f.jsonl");
+    QVERIFY(ok);
+    QCOMPARE(ok->size(), std::size_t{1});
+    QVERIFY(!ok->front().has_time_to_target_s());
+    QCOMPARE(ok->front().seed(), std::uint64_t{2});
+    auto bad = parseResultLines("{\"label\":\"bsp\"}\n{oops\n", "f.jsonl");
+    QVERIFY(!bad);
+    QVERIFY2(bad.message().rfind("f.jsonl:2:", 0) == 0, bad.message().c_str());
+  }
+
+  void blocksAreRegeneratedInPlace() {
+    const std::string text = "intro\n<!-- dasp-tables suite a.jsonl -->\nold\n<!-- /dasp-tables -->\nafter\n";
+    auto out = regenerateBlocks(text, [](const std::string& kind, const std::vector<std::string>& args) -> Result<std::string> {
+      return kind + ":" + args.at(0) + "\n";
+    });
+    QVERIFY(out);
+    QCOMPARE(out.value(), std::string("intro\n<!-- dasp-tables suite a.jsonl -->\n\nsuite:a.jsonl\n\n<!-- /dasp-tables -->\nafter\n"));
+    // Regenerating again changes nothing (the check in CI compares exactly this).
+    auto again = regenerateBlocks(out.value(), [](const std::string& kind, const std::vector<std::string>& args) -> Result<std::string> {
+      return kind + ":" + args.at(0) + "\n";
+    });
+    QCOMPARE(again.value(), out.value());
+    auto unclosed = regenerateBlocks("x\n<!-- dasp-tables suite a -->\n", [](const std::string&, const std::vector<std::string>&) -> Result<std::string> { return std::string(); });
+    QVERIFY(!unclosed);
+    QVERIFY2(unclosed.message().find("line 2") != std::string::npos, unclosed.message().c_str());
+  }
+
+  void referenceHasTheSameTotalRate() {
+    auto ref = homogeneousEquivalent(hetero4());
+    QVERIFY2(ref, ref ? "" : ref.message().c_str());
+    QCOMPARE(ref->strategy().name(), std::string("bsp"));
+    const auto nodes = expandWorkers(ref.value());
+    QCOMPARE(nodes.size(), std::size_t{4});
+    // 4 / (1/20 + 1/20 + 1/40 + 1/80) = 29.09 ms each.
+    for (const auto& n : nodes) {
+      QVERIFY(std::abs(n.speed().base_iteration_ms() - 4.0 / (0.05 + 0.05 + 0.025 + 0.0125)) < 1e-9);
+      QCOMPARE(n.speed().slowdown(), 1.0);
+      QCOMPARE(n.speed().jitter(), 0.0);
+    }
+    QVERIFY(validateSpec(ref.value()));
+  }
+
+  void referenceFollowsSpeedChanges() {
+    auto spec = hetero4();
+    spec.mutable_cluster()->clear_count();
+    spec.mutable_cluster()->clear_slowdowns();
+    for (int i = 0; i < 4; ++i) {
+      auto* w = spec.mutable_cluster()->add_workers();
+      w->mutable_speed()->set_slowdown(1);
+      w->mutable_speed()->set_base_iteration_ms(20);
+      w->mutable_speed()->set_jitter(0.3);
+    }
+    auto* change = spec.mutable_cluster()->mutable_workers(3)->mutable_speed()->add_changes();
+    change->set_at_s(5);
+    change->set_slowdown(4);
+    auto ref = homogeneousEquivalent(spec);
+    QVERIFY(ref);
+    const auto& speed = ref->cluster().workers(0).speed();
+    QCOMPARE(speed.base_iteration_ms(), 20.0);
+    QCOMPARE(speed.changes_size(), 1);
+    QCOMPARE(speed.changes(0).at_s(), 5.0);
+    // After the change: 4 / (3/20 + 1/80) = 24.6 ms, i.e. × 1.23 of 20 ms.
+    QVERIFY(std::abs(speed.changes(0).slowdown() - (4.0 / (3.0 / 20 + 1.0 / 80)) / 20.0) < 1e-9);
+    QCOMPARE(speed.jitter(), 0.0);
+  }
+
+  void referenceRefusesMixedBases() {
+    auto spec = hetero4();
+    spec.mutable_cluster()->clear_count();
+    spec.mutable_cluster()->clear_slowdowns();
+    spec.mutable_cluster()->set_base_iteration_ms(0);
+    spec.mutable_cluster()->add_workers()->mutable_speed()->set_base_iteration_ms(20);
+    spec.mutable_cluster()->add_workers()->set_name("w-real");
+    auto ref = homogeneousEquivalent(spec);
+    QVERIFY(!ref);
+    QVERIFY2(ref.message().find("w-real") != std::string::npos, ref.message().c_str());
+  }
+
+  void referenceRunsOncePerSeedAndRate() {
+    auto spec = hetero4();
+    for (std::uint64_t s : {1, 2}) spec.add_seeds(s);
+    spec.add_lr_grid(0.01);
+    spec.add_lr_grid(0.02);
+    spec.add_suite()->mutable_strategy()->set_name("bsp");
+    spec.add_suite()->mutable_strategy()->set_name("dasp");
+    auto planned = planRuns(spec);
+    QVERIFY(planned);
+    QCOMPARE(planned->size(), std::size_t{8});  // 2 strategies × 2 rates × 2 seeds
+    auto all = withReferenceRuns(planned.value());
+    QVERIFY(all);
+    int refs = 0;
+    for (const auto& p : all.value()) refs += p.label == "reference" ? 1 : 0;
+    QCOMPARE(refs, 4);
+  }
+
+  void paperRuleHasItsOwnLabel() {
+    auto spec = hetero4();
+    spec.add_suite()->mutable_strategy()->set_name("dasp");
+    auto* paper = spec.add_suite()->mutable_strategy();
+    paper->set_name("dasp");
+    paper->mutable_dasp()->set_rule(v1::DaspParams::PAPER);
+    auto planned = planRuns(spec);
+    QVERIFY(planned);
+    QCOMPARE(planned->at(0).label, std::string("dasp"));
+    QCOMPARE(planned->at(1).label, std::string("dasp-r"));
+    QCOMPARE(planned->at(0).spec.strategy().dasp().rule(), v1::DaspParams::ADAPTIVE);
+  }
+
+  void badGridAndKnobsAreNamed() {
+    auto spec = hetero4();
+    spec.add_lr_grid(-1);
+    auto st = validateSpec(spec);
+    QVERIFY(!st);
+    QVERIFY2(st.message().find("lr_grid[0]") != std::string::npos, st.message().c_str());
+    auto knob = hetero4();
+    knob.mutable_strategy()->mutable_dasp()->set_change_band(1.5);
+    st = validateSpec(knob);
+    QVERIFY(!st);
+    QVERIFY2(st.message().find("strategy.dasp.change_band") != std::string::npos, st.message().c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestResults)
+#include "tst_results.moc"

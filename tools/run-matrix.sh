@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tools/run-matrix.sh [--engine sim|real] [CASE...]
+# Runs the DASP matrix (experiments/matrix/CASE.json, every case by default) with the
+# homogeneous-equivalent reference, writes each suite's summary lines to
+# results/matrix-ENGINE/CASE.jsonl, then regenerates every results table in README.md and
+# docs/ from results/ (`dasp tables`). Real runs (--engine real) take each strategy's
+# learning rate from the engine's results of the same case (--lr-from), so a real suite
+# costs one rate per strategy, not the whole grid. Needs a build (./run.sh or ./test.sh).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=${DASP_BUILD_DIR:-$root/build}/bin
+engine=sim
+cases=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --engine) engine=$2; shift 2 ;;
+    *) cases+=("$1"); shift ;;
+  esac
+done
+if [ ${#cases[@]} -eq 0 ]; then
+  for f in "$root"/experiments/matrix/*.json; do cases+=("$(basename "$f" .json)"); done
+fi
+out="$root/results/matrix-$engine"
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+db=${DASP_DB:-$work/matrix.sqlite}
+# A copy of the binary, so a rebuild while the matrix runs cannot change it half-way.
+cp "$bin/dasp" "$work/dasp"
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+for c in "${cases[@]}"; do
+  extra=()
+  if [ "$engine" = real ]; then
+    tuned="$root/results/matrix-sim/$c.jsonl"
+    [ -f "$tuned" ] || { echo "run-matrix: $tuned is missing: run the engine case first" >&2; exit 2; }
+    extra=(--lr-from "$tuned")
+  fi
+  echo "run-matrix: $c ($engine)" >&2
+  start=$(date +%s)
+  "$work/dasp" run "$root/experiments/matrix/$c.json" --engine "$engine" --reference --json --quiet \
+    --db "$db" "${extra[@]}" | grep '^{' > "$out/$c.jsonl.tmp"
+  mv "$out/$c.jsonl.tmp" "$out/$c.jsonl"
+  echo "run-matrix: $c done in $(( $(date +%s) - start )) s" >&2
+done
+"$bin/dasp" tables --root "$root"
