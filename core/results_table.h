@@ -40,6 +40,7 @@ struct StrategyResult {
   MeanStd timeToTarget;                    // over the runs that reached it
   MeanStd finalAccuracy, waitShare, staleness, cost;
   std::int64_t maxStaleness = 0;
+  std::optional<double> maxDip;  // the largest speed_change_dip of the runs, if any has one
   // Every run at `lr` reached the target.
   bool allReached() const { return reached == static_cast<int>(runs.size()) && reached > 0; }
 };

@@ -1,7 +1,28 @@
 // SPDX-License-Identifier: MIT
 #include "core/run_summary.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace dasp {
+
+std::optional<double> speedChangeDip(const ExperimentSpec& spec, const std::vector<EvalPoint>& evaluations) {
+  double change = std::numeric_limits<double>::infinity();
+  for (const auto& node : expandWorkers(spec)) {
+    for (const auto& c : node.speed().changes()) change = std::min(change, c.at_s());
+  }
+  if (!(change < std::numeric_limits<double>::infinity())) return std::nullopt;
+  std::optional<double> before, lowestAfter;
+  for (const auto& e : evaluations) {
+    if (e.tS <= change) {
+      before = e.accuracy;
+    } else {
+      lowestAfter = std::min(lowestAfter.value_or(e.accuracy), e.accuracy);
+    }
+  }
+  if (!before || !lowestAfter) return std::nullopt;
+  return std::max(0.0, *before - *lowestAfter) * 100.0;
+}
 
 std::vector<SummaryRow> summaryRows(const RunSummary& s, const ExperimentSpec& spec) {
   std::vector<SummaryRow> rows{
@@ -23,6 +44,7 @@ std::vector<SummaryRow> summaryRows(const RunSummary& s, const ExperimentSpec& s
       {"engine", std::nullopt, s.engine},
       {"wall_s", s.wallS, ""}};
   if (s.timeToTargetS) rows.push_back({"time_to_target_s", *s.timeToTargetS, ""});
+  if (s.speedChangeDip) rows.push_back({"speed_change_dip", *s.speedChangeDip, ""});
   if (!s.faults.empty()) rows.push_back({"faults", static_cast<double>(s.faults.size()), ""});
   if (s.simEvents > 0) rows.push_back({"sim_events", static_cast<double>(s.simEvents), ""});
   rows.push_back({"recovery", std::nullopt, recoveryName(spec.recovery().mode())});

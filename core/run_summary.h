@@ -39,9 +39,16 @@ struct RunSummary {
   std::int64_t maxStaleness = 0;
   double epochs = 0;
   std::vector<RecoveryMetrics> faults;  // one per fault drill that happened
+  // Accuracy points (0–100) the test accuracy fell below its last value before the first
+  // scheduled speed change, at its lowest after it (0: no fall; unset: no change, or no
+  // evaluation on one side of it).
+  std::optional<double> speedChangeDip;
   double wallS = 0;                   // wall-clock seconds the run took
   std::int64_t simEvents = 0;         // simulator only: events processed
 };
+
+// RunSummary::speedChangeDip of a run of `spec` from its evaluations.
+std::optional<double> speedChangeDip(const ExperimentSpec& spec, const std::vector<EvalPoint>& evaluations);
 
 // The store's summary rows of a run (keys shared by both engines).
 std::vector<SummaryRow> summaryRows(const RunSummary& summary, const ExperimentSpec& spec);

@@ -1073,6 +1073,7 @@ Result<RunSummary> SimRun::finish(const std::string& failure) {
   s.maxStaleness = m_maxStaleness;
   s.epochs = static_cast<double>(m_samples) / static_cast<double>(std::max<std::int64_t>(1, m_compute.trainCount));
   s.simEvents = m_events;
+  s.speedChangeDip = speedChangeDip(m_spec, m_evalPoints);
   if (!m_faults.empty()) {
     std::vector<FaultRecord> records;
     for (const auto& f : m_faults) records.push_back(f.record);

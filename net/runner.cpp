@@ -776,6 +776,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   summary.meanStaleness = f.applied > 0 ? f.stalenessSum / static_cast<double>(f.applied) : 0;
   summary.maxStaleness = f.maxStaleness;
   summary.epochs = static_cast<double>(f.samples) / trainCount;
+  summary.speedChangeDip = speedChangeDip(spec, tracker.evaluations());
 
   if (const auto records = tracker.records(); !records.empty()) {
     summary.faults = computeRecoveryMetrics(records, tracker.evaluations(), summary.finalAccuracy);

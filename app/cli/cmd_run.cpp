@@ -121,6 +121,7 @@ v1::RunResult toRunResult(const RunSummary& r, const PlannedRun& planned) {
   out.set_lr(planned.spec.optimizer().lr());
   out.set_target(planned.spec.stop().target_accuracy());
   out.set_spec_name(planned.spec.name());
+  if (r.speedChangeDip) out.set_speed_change_dip(*r.speedChangeDip);
   return out;
 }
 
@@ -279,6 +280,7 @@ int cmdRun(int argc, char** argv) {
                 << ",\"target\":" << jsonNumber(line.target()) << ",\"spec_name\":" << jsonString(line.spec_name())
                 << ",\"heterogeneity_cost\":"
                 << (line.has_heterogeneity_cost() ? jsonNumber(line.heterogeneity_cost()) : "null")
+                << ",\"speed_change_dip\":" << (r.speedChangeDip ? jsonNumber(*r.speedChangeDip) : "null")
                 << ",\"faults\":" << faultsJson(r.faults) << "}\n";
     }
     std::cout.flush();
