@@ -208,14 +208,14 @@ int DaspAdaptivePolicy::chooseSyncCount() const {
     }
     return best;
   }
-  // Balanced: the slowest member of the k fastest has the smallest share,
-  // nominal·k·rate_k / Σ_{i<k} rate_i; drop the slowest while its share is too small
+  // Balanced: the slowest member of the k fastest has the smallest share (budget ×
+  // rate_k / Σ_{i<k} rate_i, see shareOut); drop the slowest while its share is too small
   // (a SYNC node below min_batch, an ASYNC one below twice that: hysteresis).
   double total = 0;
   for (int i = 0; i < n; ++i) total += rate(i);
   for (int k = n; k > 1; --k) {
     const int slowest = m_sorted[static_cast<std::size_t>(k - 1)];
-    const double shareOfSlowest = m_nominal * k * rate(k - 1) / total;
+    const double shareOfSlowest = roundBudget(k, total) * rate(k - 1) / total;
     const double floor = m_cluster.state(slowest) == ParallelState::Sync ? m_p.minBatch : 2.0 * m_p.minBatch;
     if (shareOfSlowest >= floor) return k;
     total -= rate(k - 1);
@@ -237,6 +237,13 @@ void DaspAdaptivePolicy::assignShares(int syncCount, double now, PolicyOutput& o
   }
 }
 
+double DaspAdaptivePolicy::roundBudget(int syncCount, double totalRate) const {
+  if (!m_p.fastestAtNominal) return m_nominal * syncCount;
+  // The fastest member (m_sorted[0]) at the nominal batch: the round lasts its nominal
+  // iteration, and every other member computes what it can in that time.
+  return m_nominal * totalRate * m_perSample[ix(m_sorted[0])];
+}
+
 void DaspAdaptivePolicy::shareOut(int syncCount) {
   for (std::size_t i = static_cast<std::size_t>(syncCount); i < m_sorted.size(); ++i) {
     m_share[ix(m_sorted[i])] = m_nominalBatch;
@@ -247,7 +254,7 @@ void DaspAdaptivePolicy::shareOut(int syncCount) {
   }
   double totalRate = 0;
   for (int i = 0; i < syncCount; ++i) totalRate += 1.0 / m_perSample[ix(m_sorted[static_cast<std::size_t>(i)])];
-  const long total = static_cast<long>(m_nominalBatch) * syncCount;
+  const long total = std::max<long>(syncCount, std::lround(roundBudget(syncCount, totalRate)));
   long given = 0;
   for (int i = 0; i < syncCount; ++i) {
     const int r = m_sorted[static_cast<std::size_t>(i)];

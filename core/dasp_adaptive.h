@@ -7,16 +7,20 @@
 //    and at scale the ASYNC half runs at the s_max bound.
 //  - A synchronous barrier has no staleness but waits for its slowest member. Sizing each
 //    node's batch in proportion to its speed removes the wait instead: every SYNC member
-//    then finishes at the same time, and a round of the spec's total batch closes at the
-//    pace of the homogeneous-equivalent cluster (same N, same total gradient rate).
+//    then finishes at the same time. The fastest keeps the spec's batch (batch_budget
+//    FASTEST_AT_NOMINAL), so rounds come at the fastest node's pace and each holds what
+//    the whole cluster computed meanwhile: per second, the samples of the homogeneous-
+//    equivalent cluster (same N, same total gradient rate) in more, smaller updates.
 //
 // The rule:
 //  - Per node, the server keeps an EMA (alpha) of its per-sample compute time: pull release
 //    → push, ÷ the batch it was given. Two samples in a row outside (1 ± change_band) ×
 //    the estimate, or one outside (1 ± 2·change_band), mean the speed changed: the estimate
 //    is reset to them at once.
-//  - At every round boundary the SYNC nodes' batches are shared out: batch_i ∝ speed_i,
-//    Σ batch_i = batch_size × |SYNC| (largest remainders). A node whose share would fall
+//  - At every round boundary the SYNC nodes' batches are shared out: batch_i ∝ speed_i
+//    (largest remainders). With batch_budget FASTEST_AT_NOMINAL (the default) the fastest
+//    keeps batch_size, so a round lasts the fastest node's nominal iteration; with
+//    CLUSTER_TOTAL, Σ batch_i = batch_size × |SYNC|. A node whose share would fall
 //    below min_batch runs ASYNC with the spec's batch (and is promoted back when its share
 //    reaches 2 × min_batch). With balance_batches off every node keeps batch_size and SYNC
 //    is the k fastest nodes with the highest k ÷ (k-th fastest compute time).
@@ -31,7 +35,7 @@
 //  - A rank silent for barrier_timeout_s is marked Down; a rank that comes back is SYNC
 //    with an unknown speed (the spec's batch) until it is measured.
 // On a homogeneous cluster every share is batch_size and no round times out: the rule is
-// BSP.
+// BSP. (min_batch defaults to batch_size / 16: a 16× slower node stays SYNC.)
 //
 // Threading: not thread-safe; the server calls a policy under its own lock.
 
@@ -74,6 +78,9 @@ class DaspAdaptivePolicy final : public PolicyBase {
   int chooseSyncCount() const;
   void assignShares(int syncCount, double now, PolicyOutput& out);
   void shareOut(int syncCount);
+  // The total batch of a round over the `syncCount` fastest nodes, whose rates (samples
+  // per second) sum to `totalRate`: batch_budget (experiment.proto).
+  double roundBudget(int syncCount, double totalRate) const;
   double weight(int rank) const { return static_cast<double>(m_batch[ix(rank)]) / m_nominal; }
 
   DaspParamsResolved m_p;

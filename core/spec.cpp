@@ -261,8 +261,11 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
   if (!dasp->has_hysteresis()) dasp->set_hysteresis(2);
   if (dasp->rule() == v1::DaspParams::RULE_UNSPECIFIED) dasp->set_rule(v1::DaspParams::ADAPTIVE);
   if (!dasp->has_balance_batches()) dasp->set_balance_batches(true);
-  if (!dasp->has_min_batch()) dasp->set_min_batch(std::max(1, spec.batch_size() / 8));
+  if (!dasp->has_min_batch()) dasp->set_min_batch(std::max(1, spec.batch_size() / 16));
   if (!dasp->has_change_band()) dasp->set_change_band(0.5);
+  if (dasp->batch_budget() == v1::DaspParams::BATCH_BUDGET_UNSPECIFIED) {
+    dasp->set_batch_budget(v1::DaspParams::FASTEST_AT_NOMINAL);
+  }
   if (!strategy->has_barrier_timeout_s()) strategy->set_barrier_timeout_s(10.0);
 
   auto* stop = spec.mutable_stop();

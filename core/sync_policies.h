@@ -255,8 +255,11 @@ struct DaspParamsResolved {
   double barrierTimeoutS = 10.0;
   // ADAPTIVE only (DaspAdaptivePolicy, core/dasp_adaptive.h).
   bool balanceBatches = true;
-  int minBatch = 8;
+  int minBatch = 4;
   double changeBand = 0.5;
+  // true: FASTEST_AT_NOMINAL (the fastest SYNC node keeps the spec's batch); false:
+  // CLUSTER_TOTAL (the shares sum to the spec's batch × the SYNC nodes).
+  bool fastestAtNominal = true;
 };
 
 // DASP-R (strategies.md §3): a SYNC group with a barrier over its current members (timeout
