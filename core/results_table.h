@@ -65,6 +65,9 @@ struct MatrixCase {
 // case in bold; a last column says whether DASP's mean is within the best other
 // strategy's mean + std, and DASP's heterogeneity cost.
 std::string matrixTableMarkdown(const std::vector<MatrixCase>& cases);
+// Why the times differ: per case and strategy (at its best rate), the updates per second,
+// gradients per update, dropped gradients, wait share, staleness and the speed-change dip.
+std::string diagnosisTableMarkdown(const std::vector<MatrixCase>& cases);
 // The same strategies in two engines (the real runs and the virtual-cluster engine):
 // times, their ratio, and how many of the pairs the real runs separate (means further
 // apart than the sum of their stds) the engine orders the same way.

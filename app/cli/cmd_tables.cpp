@@ -4,6 +4,7 @@
 // is a block
 //   <!-- dasp-tables suite results/matrix-sim/hetero-4.jsonl -->
 //   <!-- dasp-tables matrix NAME=FILE NAME=FILE ... -->
+//   <!-- dasp-tables diagnosis NAME=FILE NAME=FILE ... -->
 //   <!-- dasp-tables validation REAL.jsonl SIM.jsonl -->
 //   ... generated ...
 //   <!-- /dasp-tables -->
@@ -50,16 +51,16 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
     if (!runs) return runs.status();
     return suiteTableMarkdown(runs.value());
   }
-  if (kind == "matrix") {
+  if (kind == "matrix" || kind == "diagnosis") {
     std::vector<MatrixCase> cases;
     for (const auto& a : args) {
       const auto eq = a.find('=');
-      if (eq == std::string::npos) return Status::error("matrix: expected NAME=FILE, got '" + a + "'");
+      if (eq == std::string::npos) return Status::error(kind + ": expected NAME=FILE, got '" + a + "'");
       auto runs = loadResults(root, a.substr(eq + 1));
       if (!runs) return runs.status();
       cases.push_back({a.substr(0, eq), std::move(runs).value()});
     }
-    return matrixTableMarkdown(cases);
+    return kind == "matrix" ? matrixTableMarkdown(cases) : diagnosisTableMarkdown(cases);
   }
   if (kind == "validation") {
     if (args.size() != 2) return Status::error("validation needs REAL.jsonl SIM.jsonl");
@@ -69,7 +70,7 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
     if (!sim) return sim.status();
     return validationTableMarkdown(real.value(), sim.value());
   }
-  return Status::error("unknown table kind '" + kind + "' (known: suite, matrix, validation)");
+  return Status::error("unknown table kind '" + kind + "' (known: suite, matrix, diagnosis, validation)");
 }
 
 }  // namespace

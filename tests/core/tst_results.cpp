@@ -84,6 +84,27 @@ class TestResults : public QObject {
     QVERIFY2(table.find("**12.0 ± 1.0 @0.01**") != std::string::npos, table.c_str());
     // DASP 12.0 ≤ backup's 12.0 + 1.0: within one std.
     QVERIFY2(table.find("yes (best other: backup(1))") != std::string::npos, table.c_str());
+    // DASP ÷ BSP = 12 / 22, DASP ÷ backup(1) = 12 / 12.
+    QVERIFY2(table.find("| 0.55 | 1.00 |") != std::string::npos, table.c_str());
+  }
+
+  void diagnosisCountsPerUpdateAndPerSecond() {
+    std::vector<v1::RunResult> a;
+    for (std::uint64_t s : {1, 2}) {
+      auto r = run("dasp", 0.01, s, 5.0);
+      r.set_seconds(10);
+      r.set_updates(s == 1 ? 100 : 300);  // 10 and 30 per second
+      r.set_gradients(s == 1 ? 400 : 900);
+      r.set_dropped(s == 1 ? 4 : 9);  // 1 per 100 gradients
+      r.set_mean_staleness(0.5);
+      r.set_max_staleness(s == 1 ? 1 : 3);
+      a.push_back(r);
+    }
+    a[1].set_speed_change_dip(1.5);
+    const auto table = diagnosisTableMarkdown({{"case-a", a}});
+    QVERIFY2(table.find("| case-a | dasp | 0.01 | 20.0 ± 14.1 | 3.50 ± 0.71 | 1.0 ± 0.0 | 0.00 ± 0.00 | 0.50 ± 0.00 | 3 | 1.5 |") !=
+                 std::string::npos,
+             table.c_str());
   }
 
   void validationCountsSeparatedPairs() {
