@@ -862,6 +862,14 @@ std::vector<std::string> splitCommaList(const std::string& text) {
   }
   return out;
 }
+// The label of a DASP variant after "dasp" (withDefaults applied): -r for the paper rule,
+// -eq for ADAPTIVE with equal batches, -ct for ADAPTIVE with the CLUSTER_TOTAL budget.
+std::string daspVariantSuffix(const v1::DaspParams& d) {
+  if (d.rule() == v1::DaspParams::PAPER) return "-r";
+  if (!d.balance_batches()) return "-eq";
+  if (d.batch_budget() == v1::DaspParams::CLUSTER_TOTAL) return "-ct";
+  return "";
+}
 }  // namespace
 
 Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& base, const std::vector<std::string>& grids) {
@@ -925,7 +933,7 @@ Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& base, const std::
           label += "(" + std::to_string(s.strategy().dssp().s_low()) + "," + std::to_string(s.strategy().dssp().s_high()) + ")";
         }
         if (s.strategy().name() == "backup") label += "(" + std::to_string(s.strategy().backup().backup_workers()) + ")";
-        if (s.strategy().name() == "dasp" && s.strategy().dasp().rule() == v1::DaspParams::PAPER) label += "-r";
+        if (s.strategy().name() == "dasp") label += daspVariantSuffix(s.strategy().dasp());
         if (entry.has_recovery()) label += " " + recoveryName(s.recovery().mode());
         if (entry.workers() > 0) label += " w=" + std::to_string(entry.workers());
         if (!gridLabel.empty()) label += " " + gridLabel;

@@ -217,17 +217,27 @@ class TestResults : public QObject {
     QCOMPARE(refs, 4);
   }
 
-  void paperRuleHasItsOwnLabel() {
+  void daspVariantsHaveTheirOwnLabels() {
     auto spec = hetero4();
     spec.add_suite()->mutable_strategy()->set_name("dasp");
     auto* paper = spec.add_suite()->mutable_strategy();
     paper->set_name("dasp");
     paper->mutable_dasp()->set_rule(v1::DaspParams::PAPER);
+    auto* total = spec.add_suite()->mutable_strategy();
+    total->set_name("dasp");
+    total->mutable_dasp()->set_batch_budget(v1::DaspParams::CLUSTER_TOTAL);
+    auto* equal = spec.add_suite()->mutable_strategy();
+    equal->set_name("dasp");
+    equal->mutable_dasp()->set_balance_batches(false);
     auto planned = planRuns(spec);
     QVERIFY(planned);
     QCOMPARE(planned->at(0).label, std::string("dasp"));
     QCOMPARE(planned->at(1).label, std::string("dasp-r"));
+    QCOMPARE(planned->at(2).label, std::string("dasp-ct"));
+    QCOMPARE(planned->at(3).label, std::string("dasp-eq"));
     QCOMPARE(planned->at(0).spec.strategy().dasp().rule(), v1::DaspParams::ADAPTIVE);
+    QCOMPARE(planned->at(0).spec.strategy().dasp().batch_budget(), v1::DaspParams::FASTEST_AT_NOMINAL);
+    QCOMPARE(planned->at(0).spec.strategy().dasp().min_batch(), 4);  // batch_size 64 / 16
   }
 
   void badGridAndKnobsAreNamed() {
