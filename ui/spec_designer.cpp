@@ -321,14 +321,30 @@ QWidget* SpecDesigner::buildForm() {
   k = knobGroup(QStringLiteral("backup"));
   addText(k, tr("Backup workers b"), "strategy.backup.backup_workers", QStringLiteral("1"));
   k = knobGroup(QStringLiteral("dasp"));
-  addText(k, tr("α (EMA)"), "strategy.dasp.alpha", QStringLiteral("0.2"));
-  addText(k, tr("δ (SYNC band)"), "strategy.dasp.delta", QStringLiteral("0.3"));
-  addText(k, tr("κ (barrier timeout)"), "strategy.dasp.kappa", QStringLiteral("1.5"));
-  addText(k, tr("s_max (drop)"), "strategy.dasp.s_max", QStringLiteral("8"));
+  addChoice(k, tr("Rule"), "strategy.dasp.rule", QStringLiteral("ADAPTIVE"), enumValues("strategy.dasp.rule"))
+      ->setToolTip(tr("strategy.dasp.rule: ADAPTIVE — speed-proportional batches under one SYNC barrier (the "
+                      "default); PAPER — the paper's SYNC/ASYNC groups (DASP-R, label dasp-r)"));
+  addText(k, tr("α (EMA)"), "strategy.dasp.alpha", QStringLiteral("0.2"), tr("weight of a new compute-time sample"));
+  addText(k, tr("δ (SYNC band)"), "strategy.dasp.delta", QStringLiteral("0.3"),
+          tr("PAPER: SYNC when within (1+δ) of the fastest"));
+  addText(k, tr("κ (barrier timeout)"), "strategy.dasp.kappa", QStringLiteral("1.5"),
+          tr("a round waits κ × a member's expected compute time"));
+  addText(k, tr("s_max (drop)"), "strategy.dasp.s_max", QStringLiteral("8"),
+          tr("ASYNC gradients staler than this are dropped"));
   addText(k, tr("s_H (lead cap)"), "strategy.dasp.s_high", QStringLiteral("15"));
   addBool(k, tr("Staleness scaling"), "strategy.dasp.staleness_scaling", true);
-  addBool(k, tr("Lead cap"), "strategy.dasp.lead_cap", true);
-  addText(k, tr("Hysteresis"), "strategy.dasp.hysteresis", QStringLiteral("2"));
+  addBool(k, tr("Lead cap"), "strategy.dasp.lead_cap", false);
+  addText(k, tr("Hysteresis"), "strategy.dasp.hysteresis", QStringLiteral("2"), tr("PAPER: agreeing re-partitions"));
+  addBool(k, tr("Balance batches"), "strategy.dasp.balance_batches", true)
+      ->setToolTip(tr("strategy.dasp.balance_batches (ADAPTIVE): batches in proportion to the measured speed"));
+  addChoice(k, tr("Batch budget"), "strategy.dasp.batch_budget", QStringLiteral("FASTEST_AT_NOMINAL"),
+            enumValues("strategy.dasp.batch_budget"))
+      ->setToolTip(tr("strategy.dasp.batch_budget (ADAPTIVE): FASTEST_AT_NOMINAL — the fastest node keeps the "
+                      "batch size, rounds at its pace; CLUSTER_TOTAL — the batches sum to batch size × nodes"));
+  addText(k, tr("Min batch"), "strategy.dasp.min_batch", tr("batch size / 16"),
+          tr("ADAPTIVE: a node whose share falls below it runs ASYNC"));
+  addText(k, tr("Change band"), "strategy.dasp.change_band", QStringLiteral("0.5"),
+          tr("ADAPTIVE: relative band of the speed-change detector"));
   addText(f, tr("Barrier timeout (s)"), "strategy.barrier_timeout_s", QStringLiteral("10"));
   connect(m_strategy, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateStrategyKnobs);
   connect(m_model, &QComboBox::currentIndexChanged, this, [this] {

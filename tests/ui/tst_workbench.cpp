@@ -142,7 +142,7 @@ void TestWorkbench::presetRoundTrip() {
   SpecDesigner designer;
   QComboBox* presets = designer.presetCombo();
   QVERIFY(presets->count() >= 4);  // "Choose a preset…" + default, hetero-4, ...
-  for (const char* name : {"default", "hetero-4", "hetero-8-dynamic", "homogeneous-4"}) {
+  for (const char* name : {"default", "hetero-4", "hetero-8-dynamic", "homogeneous-4", "dasp-paper"}) {
     const int index = presets->findText(QLatin1String(name));
     QVERIFY2(index > 0, name);
     Q_EMIT presets->activated(index);  // as a user's choice
@@ -155,6 +155,16 @@ void TestWorkbench::presetRoundTrip() {
     QVERIFY2(sameSpec(built.value(), loaded.value()), specToJson(built.value()).c_str());
     QVERIFY(sameSpec(designer.spec(), loaded.value()));
   }
+  // DASP's rule and the ADAPTIVE knobs are fields of the form.
+  auto* rule = designer.findChild<QComboBox*>(QStringLiteral("spec.strategy.dasp.rule"));
+  QVERIFY(rule);
+  QCOMPARE(rule->currentData().toString(), QStringLiteral("PAPER"));  // dasp-paper, loaded last
+  auto* budget = designer.findChild<QComboBox*>(QStringLiteral("spec.strategy.dasp.batch_budget"));
+  QVERIFY(budget);
+  budget->setCurrentIndex(budget->findData(QStringLiteral("CLUSTER_TOTAL")));
+  auto withBudget = designer.buildSpec();
+  QVERIFY2(withBudget.isOk(), withBudget.message().c_str());
+  QCOMPARE(withBudget->strategy().dasp().batch_budget(), dasp::v1::DaspParams::CLUSTER_TOTAL);
   // The compact cluster of default.json (count 4, slowdowns 1,1,2,4) shows one row per worker.
   presets->setCurrentIndex(presets->findText(QStringLiteral("default")));
   Q_EMIT presets->activated(presets->currentIndex());
