@@ -1,27 +1,34 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tools/run-matrix.sh [--engine sim|real] [CASE...]
-# Runs the DASP matrix (experiments/matrix/CASE.json, every case by default) with the
-# homogeneous-equivalent reference, writes each suite's summary lines to
-# results/matrix-ENGINE/CASE.jsonl, then regenerates every results table in README.md and
-# docs/ from results/ (`dasp tables`). Real runs (--engine real) take each strategy's
-# learning rate from the engine's results of the same case (--lr-from), so a real suite
-# costs one rate per strategy, not the whole grid. Needs a build (./run.sh or ./test.sh).
+# tools/run-matrix.sh [--engine sim|real] [--set NAME] [--seeds LIST] [CASE...]
+# Runs the DASP matrix (experiments/NAME/CASE.json, NAME = matrix by default, every case of
+# the folder by default) with the homogeneous-equivalent reference, writes each suite's
+# summary lines to results/NAME-ENGINE/CASE.jsonl, then regenerates every results table in
+# README.md and docs/ from results/ (`dasp tables`). Real runs (--engine real) take each
+# strategy's learning rate from the engine's results of the same case
+# (results/NAME-sim/CASE.jsonl, --lr-from), so a real suite costs one rate per strategy,
+# not the whole grid. --seeds overrides the presets' seeds (e.g. 1,2,3 for real runs).
+# Needs a build (./run.sh or ./test.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${DASP_BUILD_DIR:-$root/build}/bin
 engine=sim
+set_name=matrix
+seeds=()
 cases=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --engine) engine=$2; shift 2 ;;
+    --set) set_name=$2; shift 2 ;;
+    --seeds) seeds=(--seeds "$2"); shift 2 ;;
     *) cases+=("$1"); shift ;;
   esac
 done
+[ -d "$root/experiments/$set_name" ] || { echo "run-matrix: no experiments/$set_name/" >&2; exit 2; }
 if [ ${#cases[@]} -eq 0 ]; then
-  for f in "$root"/experiments/matrix/*.json; do cases+=("$(basename "$f" .json)"); done
+  for f in "$root/experiments/$set_name"/*.json; do cases+=("$(basename "$f" .json)"); done
 fi
-out="$root/results/matrix-$engine"
+out="$root/results/$set_name-$engine"
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -32,14 +39,14 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 for c in "${cases[@]}"; do
   extra=()
   if [ "$engine" = real ]; then
-    tuned="$root/results/matrix-sim/$c.jsonl"
+    tuned="$root/results/$set_name-sim/$c.jsonl"
     [ -f "$tuned" ] || { echo "run-matrix: $tuned is missing: run the engine case first" >&2; exit 2; }
     extra=(--lr-from "$tuned")
   fi
   echo "run-matrix: $c ($engine)" >&2
   start=$(date +%s)
-  "$work/dasp" run "$root/experiments/matrix/$c.json" --engine "$engine" --reference --json --quiet \
-    --db "$db" "${extra[@]}" | grep '^{' > "$out/$c.jsonl.tmp"
+  "$work/dasp" run "$root/experiments/$set_name/$c.json" --engine "$engine" --reference --json --quiet \
+    --db "$db" "${seeds[@]}" "${extra[@]}" | grep '^{' > "$out/$c.jsonl.tmp"
   mv "$out/$c.jsonl.tmp" "$out/$c.jsonl"
   echo "run-matrix: $c done in $(( $(date +%s) - start )) s" >&2
 done
