@@ -87,17 +87,8 @@ PushOutcome DaspAdaptivePolicy::onPush(int rank, std::int64_t baseVersion, doubl
 
 PushOutcome DaspAdaptivePolicy::pushAsync(int rank, std::int64_t baseVersion, double now,
                                           PolicyOutput& out) {
-  const std::int64_t tau = std::max<std::int64_t>(0, m_version - baseVersion);
-  if (tau > m_p.sMax) {
-    out.dropped.push_back(rank);
-    decide(out, now, rank, DecisionKind::Drop, m_cluster.state(rank), m_cluster.state(rank), tau,
-           "gradient staler than s_max");
-    return PushOutcome::Dropped;
-  }
-  double scale = weight(rank);
-  if (m_p.stalenessScaling) scale /= static_cast<double>(std::max<std::int64_t>(1, tau));
-  emitSingle(out, rank, scale);
-  return PushOutcome::Applied;
+  return applyAsync(rank, baseVersion, now, m_p.sMax, m_p.stalenessScaling, weight(rank), "gradient staler than s_max",
+                    out);
 }
 
 void DaspAdaptivePolicy::observe(int rank, double now, PolicyOutput& out) {
@@ -139,14 +130,7 @@ void DaspAdaptivePolicy::observe(int rank, double now, PolicyOutput& out) {
 }
 
 bool DaspAdaptivePolicy::mayProceed(int rank, double /*now*/) const {
-  if (!m_cluster.valid(rank)) return false;
-  if (!m_cluster.isLive(rank)) return true;
-  if (m_barrier.waitsForBoundary(rank)) return false;
-  if (m_p.leadCap && m_cluster.state(rank) == ParallelState::Async &&
-      m_cluster.lead(rank) > m_p.sHigh) {
-    return false;
-  }
-  return true;
+  return daspMayProceed(m_barrier, m_p.leadCap, m_p.sHigh, rank);
 }
 
 void DaspAdaptivePolicy::onTick(double now, PolicyOutput& out) {

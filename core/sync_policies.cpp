@@ -189,6 +189,26 @@ std::int64_t PolicyBase::clock(int rank) const {
   return m_cluster.valid(rank) ? m_cluster.clock(rank) : 0;
 }
 
+PushOutcome PolicyBase::applyAsync(int rank, std::int64_t baseVersion, double now, int sMax, bool stalenessScaling,
+                                   double weight, const char* dropReason, PolicyOutput& out) {
+  const std::int64_t tau = std::max<std::int64_t>(0, m_version - baseVersion);
+  if (tau > sMax) {
+    out.dropped.push_back(rank);
+    decide(out, now, rank, DecisionKind::Drop, m_cluster.state(rank), m_cluster.state(rank), tau, dropReason);
+    return PushOutcome::Dropped;
+  }
+  const double scale = stalenessScaling ? weight / static_cast<double>(std::max<std::int64_t>(1, tau)) : weight;
+  emitSingle(out, rank, scale);
+  return PushOutcome::Applied;
+}
+
+bool PolicyBase::daspMayProceed(const RoundBarrier& barrier, bool leadCap, int sHigh, int rank) const {
+  if (!m_cluster.valid(rank)) return false;
+  if (!m_cluster.isLive(rank)) return true;
+  if (barrier.waitsForBoundary(rank)) return false;
+  return !(leadCap && m_cluster.state(rank) == ParallelState::Async && m_cluster.lead(rank) > sHigh);
+}
+
 void PolicyBase::emitSingle(PolicyOutput& out, int rank, double scale) {
   beginUpdate(out);
   out.gradients.push_back(GradientRef{rank, scale});
@@ -610,28 +630,12 @@ PushOutcome DaspPolicy::onPush(int rank, std::int64_t baseVersion, double now,
 
 PushOutcome DaspPolicy::pushAsync(int rank, std::int64_t baseVersion, double now,
                                   PolicyOutput& out) {
-  const std::int64_t tau = std::max<std::int64_t>(0, m_version - baseVersion);
-  if (tau > m_p.sMax) {
-    out.dropped.push_back(rank);
-    decide(out, now, rank, DecisionKind::Drop, m_cluster.state(rank), m_cluster.state(rank), tau,
-           "ASYNC gradient staler than s_max");
-    return PushOutcome::Dropped;
-  }
-  const double scale =
-      m_p.stalenessScaling ? 1.0 / static_cast<double>(std::max<std::int64_t>(1, tau)) : 1.0;
-  emitSingle(out, rank, scale);
-  return PushOutcome::Applied;
+  return applyAsync(rank, baseVersion, now, m_p.sMax, m_p.stalenessScaling, 1.0, "ASYNC gradient staler than s_max",
+                    out);
 }
 
 bool DaspPolicy::mayProceed(int rank, double /*now*/) const {
-  if (!m_cluster.valid(rank)) return false;
-  if (!m_cluster.isLive(rank)) return true;
-  if (m_barrier.waitsForBoundary(rank)) return false;
-  if (m_p.leadCap && m_cluster.state(rank) == ParallelState::Async &&
-      m_cluster.lead(rank) > m_p.sHigh) {
-    return false;
-  }
-  return true;
+  return daspMayProceed(m_barrier, m_p.leadCap, m_p.sHigh, rank);
 }
 
 void DaspPolicy::onTick(double now, PolicyOutput& out) {

@@ -124,6 +124,14 @@ class PolicyBase : public SyncPolicy {
   // Marks Down every live rank silent for barrier_timeout_s by `now`.
   void expireSilent(double now, PolicyOutput& out);
   double silentDeadline() const;
+  // DASP's ASYNC rule (both DASP rules): a gradient staler than sMax versions is dropped
+  // (a Drop decision with dropReason), else applied at once as its own update, scaled by
+  // weight ÷ max(1, τ) with staleness scaling, by weight without.
+  PushOutcome applyAsync(int rank, std::int64_t baseVersion, double now, int sMax, bool stalenessScaling,
+                         double weight, const char* dropReason, PolicyOutput& out);
+  // DASP's admission (both rules): a SYNC member waits for its round boundary, an ASYNC
+  // node (with leadCap) while it leads the slowest by more than sHigh clocks.
+  bool daspMayProceed(const RoundBarrier& barrier, bool leadCap, int sHigh, int rank) const;
 
   ClusterState m_cluster;
   std::int64_t m_version = 0;
