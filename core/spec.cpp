@@ -862,15 +862,23 @@ std::vector<std::string> splitCommaList(const std::string& text) {
   }
   return out;
 }
-// The label of a DASP variant after "dasp" (withDefaults applied): -r for the paper rule,
-// -eq for ADAPTIVE with equal batches, -ct for ADAPTIVE with the CLUSTER_TOTAL budget.
-std::string daspVariantSuffix(const v1::DaspParams& d) {
-  if (d.rule() == v1::DaspParams::PAPER) return "-r";
-  if (!d.balance_batches()) return "-eq";
-  if (d.batch_budget() == v1::DaspParams::CLUSTER_TOTAL) return "-ct";
-  return "";
-}
 }  // namespace
+
+std::string strategyLabel(const v1::StrategySpec& strategy) {
+  const std::string& name = strategy.name();
+  if (name == "ssp") return name + "(" + std::to_string(strategy.ssp().staleness()) + ")";
+  if (name == "dssp") {
+    return name + "(" + std::to_string(strategy.dssp().s_low()) + "," + std::to_string(strategy.dssp().s_high()) + ")";
+  }
+  if (name == "backup") return name + "(" + std::to_string(strategy.backup().backup_workers()) + ")";
+  if (name == "dasp") {
+    const auto& d = strategy.dasp();
+    if (d.rule() == v1::DaspParams::PAPER) return "dasp-r";
+    if (d.has_balance_batches() && !d.balance_batches()) return "dasp-eq";
+    if (d.batch_budget() == v1::DaspParams::CLUSTER_TOTAL) return "dasp-ct";
+  }
+  return name;
+}
 
 Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& base, const std::vector<std::string>& grids) {
   std::vector<std::pair<ExperimentSpec, std::string>> gridSpecs{{base, ""}};
@@ -927,13 +935,7 @@ Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& base, const std::
         }
         if (auto st = validateSpec(s); !st) return st;
         s = withDefaults(s);
-        std::string label = s.strategy().name();
-        if (s.strategy().name() == "ssp") label += "(" + std::to_string(s.strategy().ssp().staleness()) + ")";
-        if (s.strategy().name() == "dssp") {
-          label += "(" + std::to_string(s.strategy().dssp().s_low()) + "," + std::to_string(s.strategy().dssp().s_high()) + ")";
-        }
-        if (s.strategy().name() == "backup") label += "(" + std::to_string(s.strategy().backup().backup_workers()) + ")";
-        if (s.strategy().name() == "dasp") label += daspVariantSuffix(s.strategy().dasp());
+        std::string label = strategyLabel(s.strategy());
         if (entry.has_recovery()) label += " " + recoveryName(s.recovery().mode());
         if (entry.workers() > 0) label += " w=" + std::to_string(entry.workers());
         if (!gridLabel.empty()) label += " " + gridLabel;

@@ -21,6 +21,10 @@ using v1::ExperimentSpec;
 
 // Parses JSON text; `source` names the text in messages (a file name).
 Result<ExperimentSpec> parseSpecJson(const std::string& json, const std::string& source);
+// A strategy as the tables name it: bsp, asp, ssp(S), dssp(L,H), backup(B), and dasp with
+// its variant (dasp-r: the paper rule; dasp-eq: equal batches; dasp-ct: the CLUSTER_TOTAL
+// budget). Reads the knobs as given (withDefaults() fills the defaults they stand for).
+std::string strategyLabel(const v1::StrategySpec& strategy);
 // Reads and parses a file; errors name the file.
 Result<ExperimentSpec> loadSpecFile(const std::string& path);
 // The spec as JSON with the proto field names, pretty-printed.

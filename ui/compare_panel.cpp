@@ -28,7 +28,6 @@ QString figure(const std::optional<double>& v, int decimals, const QString& suff
   return v && std::isfinite(*v) ? QString::number(*v, 'f', decimals) + suffix : QStringLiteral("–");
 }
 
-bool isBsp(const RunData& r) { return r.strategy.compare(QLatin1String("bsp"), Qt::CaseInsensitive) == 0; }
 
 }  // namespace
 
@@ -94,7 +93,8 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
   m_table = new QTableWidget(0, ColumnCount, m_tabs);
   m_table->setObjectName(QStringLiteral("compareSummary"));
   m_table->setHorizontalHeaderLabels({tr("Run"), tr("Name"), tr("Strategy"), tr("Seed"), tr("Status"), tr("Target"),
-                                      tr("Time to target (s)"), tr("Speedup vs BSP"), tr("Final accuracy"),
+                                      tr("Time to target (s)"), tr("Speedup vs BSP"), tr("Heterogeneity cost"),
+                                      tr("Final accuracy"),
                                       tr("Mean wait (s)"), tr("Mean staleness"), tr("Max staleness"), tr("Updates"),
                                       tr("Dropped"), tr("Lost")});
   m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -162,30 +162,13 @@ std::vector<RunFigures> ComparePanel::figures() const {
   std::vector<RunFigures> figs = runFigures(m_runs);
   const double target = targetOverride();
   if (!(target > 0)) return figs;
-  // Another target than the specs': times from the evaluations, speedups against the BSP
-  // runs of the same experiment (else all BSP runs), as runFigures() does.
+  // Another target than the specs': times from the evaluations, and the speedups and
+  // heterogeneity costs from those times, as runFigures() does.
   for (std::size_t i = 0; i < figs.size(); ++i) {
     figs[i].target = target;
     figs[i].timeToTarget = m_runs[i].timeToTarget(target);
-    figs[i].speedupVsBsp.reset();
   }
-  auto bspMean = [&](const QString* name) -> std::optional<double> {
-    double sum = 0;
-    int n = 0;
-    for (std::size_t i = 0; i < figs.size(); ++i) {
-      if (isBsp(m_runs[i]) && figs[i].timeToTarget && (name == nullptr || m_runs[i].name == *name)) {
-        sum += *figs[i].timeToTarget;
-        ++n;
-      }
-    }
-    return n > 0 ? std::optional<double>(sum / n) : std::nullopt;
-  };
-  const std::optional<double> all = bspMean(nullptr);
-  for (std::size_t i = 0; i < figs.size(); ++i) {
-    std::optional<double> base = bspMean(&m_runs[i].name);
-    if (!base) base = all;
-    if (base && figs[i].timeToTarget && *figs[i].timeToTarget > 0) figs[i].speedupVsBsp = *base / *figs[i].timeToTarget;
-  }
+  fillRelativeFigures(figs, m_runs);
   return figs;
 }
 
@@ -202,6 +185,7 @@ void ComparePanel::updateTable() {
                                figure(f.target, 3),
                                figure(f.timeToTarget, 2),
                                figure(f.speedupVsBsp, 2, QStringLiteral("×")),
+                               figure(f.heterogeneityCost, 2),
                                figure(f.finalAccuracy, 4),
                                figure(f.meanWait, 4),
                                figure(f.meanStaleness, 2),

@@ -42,7 +42,7 @@ class ComparePanel : public QWidget {
 
  public:
   enum Column {
-    Run, Name, Strategy, Seed, Status, Target, TimeToTarget, Speedup, FinalAccuracy, MeanWait,
+    Run, Name, Strategy, Seed, Status, Target, TimeToTarget, Speedup, HeterogeneityCost, FinalAccuracy, MeanWait,
     MeanStaleness, MaxStaleness, Updates, Dropped, Lost, ColumnCount
   };
 

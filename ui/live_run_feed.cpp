@@ -40,6 +40,8 @@ void LiveRunFeed::beginRun(const ExperimentSpec& spec) {
   meta.status = QStringLiteral("running");
   meta.seed = static_cast<std::int64_t>(spec.seed());
   meta.specJson = QString::fromStdString(specToJson(spec, false));
+  meta.referenceOf = QString::fromStdString(spec.reference_of());
+  meta.label = spec.reference_of().empty() ? QString::fromStdString(strategyLabel(spec.strategy())) : QStringLiteral("reference");
   meta.lrConvention = QString::fromStdString(v1::OptimizerSpec::LrConvention_Name(spec.optimizer().lr_convention()));
   QStringList names;
   for (const auto& w : expandWorkers(spec)) {
@@ -193,6 +195,8 @@ RunData LiveRunFeed::startOf(const RunData& chunkData) {
   d.seed = chunkData.seed;
   d.specJson = chunkData.specJson;
   d.lrConvention = chunkData.lrConvention;
+  d.referenceOf = chunkData.referenceOf;
+  d.label = chunkData.label;
   for (const auto& n : chunkData.nodes) d.node(n.name);
   return d;
 }

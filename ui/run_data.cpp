@@ -1,11 +1,22 @@
 // SPDX-License-Identifier: MIT
 #include "ui/run_data.h"
 
+#include <QJsonDocument>
+#include <QJsonObject>
+
 #include "core/run_store.h"
+#include "core/spec.h"
 
 #include <algorithm>
 
 namespace dasp::ui {
+
+QString runLabel(const QString& specJson) {
+  auto spec = parseSpecJson(specJson.toStdString(), "run spec");
+  if (!spec) return {};
+  if (!spec->reference_of().empty()) return QStringLiteral("reference");
+  return QString::fromStdString(strategyLabel(spec->strategy()));
+}
 
 const char* toString(NodeState state) {
   switch (state) {
@@ -95,6 +106,8 @@ Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
   d.status = QString::fromLatin1(toString(row->status));
   d.seed = row->seed;
   d.specJson = QString::fromStdString(row->specJson);
+  d.referenceOf = QJsonDocument::fromJson(d.specJson.toUtf8()).object().value(QLatin1String("reference_of")).toString();
+  d.label = runLabel(d.specJson);
   auto bump = [&](double t) { d.endT = std::max(d.endT, t); };
 
   auto evals = store.evaluations(runId);

@@ -78,12 +78,22 @@ struct NodeData {
   double lastT = 0;               // latest time seen for this node
 };
 
+// "reference" for a homogeneous-equivalent reference run, else the strategy's table label
+// (core strategyLabel()); empty when `specJson` cannot be read.
+QString runLabel(const QString& specJson);
+
 struct RunData {
   std::int64_t runId = 0;
   QString name, kind, model, dataset, strategy, recovery, engine, status;
   std::int64_t seed = 0;
   QString specJson;
   QString lrConvention;
+  // spec.reference_of: the experiment this run is the homogeneous-equivalent reference of
+  // (empty for every other run).
+  QString referenceOf;
+  // The strategy as the results tables name it (core strategyLabel(): ssp(3), dasp-r, …;
+  // "reference" for a reference run); empty when the spec cannot be read.
+  QString label;
   std::vector<Evaluation> evaluations;
   std::vector<NodeData> nodes;    // workers in rank order (the server is not a lane of its own)
   std::vector<Decision> decisions;

@@ -22,6 +22,7 @@
 
 #include <QtTest>
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -119,6 +120,7 @@ class TestReport : public QObject {
   void csvHasEveryRow();
   void chromeTraceIsValidJson();
   void htmlHasSummaryAndImages();
+  void heterogeneityCostAgainstTheReference();
   void htmlHasFaultsAndRecovery();
   void pdfRendersWithPdftoppm();
   void unwritablePathsFailWithTheName();
@@ -243,6 +245,41 @@ void TestReport::chromeTraceIsValidJson() {
   QCOMPARE(instant, 2 * (2 + 2));  // two decisions and two events per run
   QCOMPARE(names, 2 * (kWorkers + 1));
   QVERIFY(sawWait);
+}
+
+void TestReport::heterogeneityCostAgainstTheReference() {
+  auto run = [](const char* strategy, double ttt, const QString& specJson) {
+    RunData r;
+    r.name = QStringLiteral("hetero");
+    r.strategy = QLatin1String(strategy);
+    r.specJson = specJson;
+    r.referenceOf = QJsonDocument::fromJson(specJson.toUtf8()).object().value(QLatin1String("reference_of")).toString();
+    r.label = runLabel(specJson);
+    if (!r.referenceOf.isEmpty()) r.name = QStringLiteral("hetero (homogeneous-equivalent reference)");
+    r.summary[QStringLiteral("time_to_target_s")] = ttt;
+    return r;
+  };
+  const QString bsp = QStringLiteral(R"({"name":"hetero","strategy":{"name":"bsp"}})");
+  const QString paper = QStringLiteral(R"({"name":"hetero","strategy":{"name":"dasp","dasp":{"rule":"PAPER"}}})");
+  const QString reference = QStringLiteral(R"({"name":"hetero (ref)","strategy":{"name":"bsp"},"reference_of":"hetero"})");
+  const std::vector<RunData> runs{run("bsp", 10, bsp), run("dasp", 6, paper), run("bsp", 4, reference),
+                                  run("bsp", 6, reference)};
+  QCOMPARE(runs[1].label, QStringLiteral("dasp-r"));
+  QCOMPARE(runs[2].label, QStringLiteral("reference"));
+  const std::vector<RunFigures> figs = runFigures(runs);
+  QCOMPARE(*figs[0].heterogeneityCost, 2.0);  // 10 / the references' mean 5
+  QCOMPARE(*figs[1].heterogeneityCost, 1.2);
+  QCOMPARE(*figs[2].heterogeneityCost, 0.8);
+  QVERIFY(std::abs(*figs[1].speedupVsBsp - 10.0 / 6.0) < 1e-12);  // against BSP of its own experiment
+  // The reference runs are a group of their own in the per-strategy table, not BSP.
+  const QString path = m_dir.filePath(QStringLiteral("cost.html"));
+  QVERIFY(writeHtmlReport(runs, path).isOk());
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  const QString html = QString::fromUtf8(f.readAll());
+  QVERIFY(html.contains(QStringLiteral("<th>heterogeneity cost</th>")));
+  QVERIFY2(html.contains(QStringLiteral("<td class=\"l\">reference</td><td>2</td>")), qPrintable(html));
+  QVERIFY(html.contains(QStringLiteral("<td class=\"l\">dasp-r</td><td>1</td>")));
 }
 
 void TestReport::htmlHasSummaryAndImages() {

@@ -152,6 +152,35 @@ bool isBsp(const RunData& r) { return r.strategy.compare(QLatin1String("bsp"), Q
 
 }  // namespace
 
+void fillRelativeFigures(std::vector<RunFigures>& figs, const std::vector<RunData>& runs) {
+  // The mean time to target of the runs that `include` selects, when any reached it.
+  auto meanTime = [&](const auto& include) -> std::optional<double> {
+    std::vector<double> t;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (include(i) && figs[i].timeToTarget) t.push_back(*figs[i].timeToTarget);
+    }
+    if (t.empty()) return std::nullopt;
+    return meanStd(t).first;
+  };
+  const std::optional<double> allBsp = meanTime([&](std::size_t i) { return isBsp(runs[i]); });
+  for (std::size_t i = 0; i < figs.size(); ++i) {
+    RunFigures& f = figs[i];
+    f.speedupVsBsp.reset();
+    f.heterogeneityCost.reset();
+    if (!f.timeToTarget || !(*f.timeToTarget > 0)) continue;
+    // Speedup against the BSP runs of the same experiment, else against every BSP run.
+    std::optional<double> base =
+        meanTime([&](std::size_t j) { return isBsp(runs[j]) && runs[j].name == runs[i].name; });
+    if (!base) base = allBsp;
+    if (base) f.speedupVsBsp = *base / *f.timeToTarget;
+    // A reference run is costed against its own group, every other run against the
+    // reference runs of its experiment.
+    const QString experiment = runs[i].referenceOf.isEmpty() ? runs[i].name : runs[i].referenceOf;
+    const std::optional<double> reference = meanTime([&](std::size_t j) { return runs[j].referenceOf == experiment; });
+    if (reference && *reference > 0) f.heterogeneityCost = *f.timeToTarget / *reference;
+  }
+}
+
 std::vector<RunFigures> runFigures(const std::vector<RunData>& runs) {
   std::vector<RunFigures> out;
   for (const RunData& r : runs) {
@@ -186,23 +215,7 @@ std::vector<RunFigures> runFigures(const std::vector<RunData>& runs) {
     }
     out.push_back(f);
   }
-  // Speedup against the BSP runs of the same experiment, else against every BSP run.
-  auto bspMean = [&](const QString* name) -> std::optional<double> {
-    std::vector<double> t;
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      if (isBsp(runs[i]) && out[i].timeToTarget && (name == nullptr || runs[i].name == *name)) {
-        t.push_back(*out[i].timeToTarget);
-      }
-    }
-    if (t.empty()) return std::nullopt;
-    return meanStd(t).first;
-  };
-  const std::optional<double> all = bspMean(nullptr);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    std::optional<double> base = bspMean(&runs[i].name);
-    if (!base) base = all;
-    if (base && out[i].timeToTarget && *out[i].timeToTarget > 0) out[i].speedupVsBsp = *base / *out[i].timeToTarget;
-  }
+  fillRelativeFigures(out, runs);
   return out;
 }
 
@@ -502,7 +515,8 @@ QString buildReport(const std::vector<RunData>& runs, bool forPdf, const SweepTa
   h += QStringLiteral(
       "<tr><th>run</th><th class=\"l\">name</th><th class=\"l\">strategy</th><th class=\"l\">engine</th><th>seed</th>"
       "<th class=\"l\">status</th>"
-      "<th>target</th><th>time to target (s)</th><th>speedup vs BSP</th><th>final accuracy</th><th>mean wait (s)</th>"
+      "<th>target</th><th>time to target (s)</th><th>speedup vs BSP</th><th>heterogeneity cost</th>"
+      "<th>final accuracy</th><th>mean wait (s)</th>"
       "<th>mean staleness</th><th>max staleness</th><th>updates</th><th>dropped / lost</th>"
       "<th class=\"l\">lr convention</th></tr>\n");
   for (const RunFigures& f : figs) {
@@ -513,11 +527,12 @@ QString buildReport(const std::vector<RunData>& runs, bool forPdf, const SweepTa
              .arg(f.runId)
              .arg(f.seed)
              .arg(esc(f.name), esc(f.strategy), esc(f.engine), esc(f.status));
-    h += QStringLiteral("<td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td><td>%8</td>")
+    h += QStringLiteral("<td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td><td>%8</td>"
+                        "<td>%9</td>")
              .arg(fig(f.target, 3), fig(f.timeToTarget, 2),
                   f.speedupVsBsp ? fig(f.speedupVsBsp, 2) + QStringLiteral("×") : QStringLiteral("–"),
-                  fig(f.finalAccuracy, 4), fig(f.meanWait, 4), fig(f.meanStaleness, 2), fig(f.maxStaleness, 0),
-                  fig(f.updates, 0));
+                  fig(f.heterogeneityCost, 2), fig(f.finalAccuracy, 4), fig(f.meanWait, 4), fig(f.meanStaleness, 2),
+                  fig(f.maxStaleness, 0), fig(f.updates, 0));
     h += QStringLiteral("<td>%1 / %2</td><td class=\"l\">%3</td></tr>\n")
              .arg(fig(f.dropped, 0), fig(f.lost, 0), esc(f.lrConvention));
   }
@@ -527,8 +542,9 @@ QString buildReport(const std::vector<RunData>& runs, bool forPdf, const SweepTa
   std::vector<QString> order;
   std::map<QString, std::vector<std::size_t>> byStrategy;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    auto& members = byStrategy[runs[i].strategy];
-    if (members.empty()) order.push_back(runs[i].strategy);
+    const QString& key = runs[i].label.isEmpty() ? runs[i].strategy : runs[i].label;
+    auto& members = byStrategy[key];
+    if (members.empty()) order.push_back(key);
     members.push_back(i);
   }
   const bool grouped = std::any_of(byStrategy.begin(), byStrategy.end(), [](const auto& kv) { return kv.second.size() > 1; });
@@ -536,23 +552,25 @@ QString buildReport(const std::vector<RunData>& runs, bool forPdf, const SweepTa
     h += QStringLiteral("<h2>Per strategy (mean ± std across runs)</h2>\n") + table.arg(QStringLiteral("strategies"));
     h += QStringLiteral(
         "<tr><th class=\"l\">strategy</th><th>runs</th><th>reached target</th><th>time to target (s)</th>"
-        "<th>speedup vs BSP</th><th>final accuracy</th><th>mean wait (s)</th><th>mean staleness</th></tr>\n");
+        "<th>speedup vs BSP</th><th>heterogeneity cost</th><th>final accuracy</th><th>mean wait (s)</th>"
+        "<th>mean staleness</th></tr>\n");
     for (const QString& s : order) {
-      std::vector<double> ttt, speedup, acc, wait, stale;
+      std::vector<double> ttt, speedup, cost, acc, wait, stale;
       for (std::size_t i : byStrategy[s]) {
         const RunFigures& f = figs[i];
         if (f.timeToTarget) ttt.push_back(*f.timeToTarget);
         if (f.speedupVsBsp) speedup.push_back(*f.speedupVsBsp);
+        if (f.heterogeneityCost) cost.push_back(*f.heterogeneityCost);
         if (f.finalAccuracy) acc.push_back(*f.finalAccuracy);
         if (f.meanWait) wait.push_back(*f.meanWait);
         if (f.meanStaleness) stale.push_back(*f.meanStaleness);
       }
       h += QStringLiteral("<tr><td class=\"l\">%1</td><td>%2</td><td>%3/%2</td><td>%4</td><td>%5</td><td>%6</td>"
-                          "<td>%7</td><td>%8</td></tr>\n")
+                          "<td>%7</td><td>%8</td><td>%9</td></tr>\n")
                .arg(esc(s))
                .arg(byStrategy[s].size())
                .arg(ttt.size())
-               .arg(pm(ttt, 2), pm(speedup, 2), pm(acc, 4), pm(wait, 4), pm(stale, 2));
+               .arg(pm(ttt, 2), pm(speedup, 2), pm(cost, 2), pm(acc, 4), pm(wait, 4), pm(stale, 2));
     }
     h += QStringLiteral("</table>\n");
   }

@@ -66,6 +66,9 @@ struct RunFigures {
   std::optional<double> target;        // the spec's target accuracy
   std::optional<double> timeToTarget;  // seconds
   std::optional<double> speedupVsBsp;  // mean BSP time to target / this run's
+  // This run's time to target / the mean of its experiment's homogeneous-equivalent
+  // reference runs (spec.reference_of), when they are among the runs and reached it.
+  std::optional<double> heterogeneityCost;
   std::optional<double> finalAccuracy;
   std::optional<double> meanWait, meanStaleness, maxStaleness;
   std::optional<double> updates, dropped, lost;
@@ -73,6 +76,10 @@ struct RunFigures {
 // The figures of every run, speedups against the mean of the BSP runs with the same
 // experiment name (else of all BSP runs) that reached the target.
 std::vector<RunFigures> runFigures(const std::vector<RunData>& runs);
+// Sets speedupVsBsp and heterogeneityCost of `figs` (one per run of `runs`) from their
+// times to target: what runFigures() does after it read the figures, and what a view
+// that changes the target does again.
+void fillRelativeFigures(std::vector<RunFigures>& figs, const std::vector<RunData>& runs);
 
 // The runs that have fault drills, as the recovery table groups them (recovery mode,
 // worker count from the spec, else the run's worker lanes).
