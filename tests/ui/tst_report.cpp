@@ -261,7 +261,7 @@ void TestReport::heterogeneityCostAgainstTheReference() {
   };
   const QString bsp = QStringLiteral(R"({"name":"hetero","strategy":{"name":"bsp"}})");
   const QString paper = QStringLiteral(R"({"name":"hetero","strategy":{"name":"dasp","dasp":{"rule":"PAPER"}}})");
-  const QString reference = QStringLiteral(R"({"name":"hetero (ref)","strategy":{"name":"bsp"},"reference_of":"hetero"})");
+  const QString reference = QStringLiteral(R"({"name":"hetero reference","strategy":{"name":"bsp"},"reference_of":"hetero"})");
   const std::vector<RunData> runs{run("bsp", 10, bsp), run("dasp", 6, paper), run("bsp", 4, reference),
                                   run("bsp", 6, reference)};
   QCOMPARE(runs[1].label, QStringLiteral("dasp-r"));
