@@ -71,6 +71,8 @@ class TestResults : public QObject {
     const auto table = suiteTableMarkdown(runs);
     QVERIFY2(table.find("| dasp | 0.01 | 1 | 6.0 ± 0.0 | 1.20 ± 0.00 |") != std::string::npos, table.c_str());
     QVERIFY2(table.find("never (0/1)") != std::string::npos, table.c_str());
+    // One rate per strategy: the note says so instead of naming a grid.
+    QVERIFY2(table.find("the one learning rate of its lr column") != std::string::npos, table.c_str());
   }
 
   void matrixMarksTheFastestAndJudgesDasp() {
