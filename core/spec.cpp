@@ -261,7 +261,7 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
   if (!dasp->has_hysteresis()) dasp->set_hysteresis(2);
   if (dasp->rule() == v1::DaspParams::RULE_UNSPECIFIED) dasp->set_rule(v1::DaspParams::ADAPTIVE);
   if (!dasp->has_balance_batches()) dasp->set_balance_batches(true);
-  if (!dasp->has_min_batch()) dasp->set_min_batch(std::max(1, spec.batch_size() / 16));
+  if (!dasp->has_min_batch()) dasp->set_min_batch(defaultDaspMinBatch(spec.batch_size()));
   if (!dasp->has_change_band()) dasp->set_change_band(0.5);
   if (dasp->batch_budget() == v1::DaspParams::BATCH_BUDGET_UNSPECIFIED) {
     dasp->set_batch_budget(v1::DaspParams::FASTEST_AT_NOMINAL);
@@ -863,6 +863,8 @@ std::vector<std::string> splitCommaList(const std::string& text) {
   return out;
 }
 }  // namespace
+
+int defaultDaspMinBatch(int batchSize) { return std::max(1, batchSize / 16); }
 
 std::string strategyLabel(const v1::StrategySpec& strategy) {
   const std::string& name = strategy.name();

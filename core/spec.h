@@ -25,6 +25,8 @@ Result<ExperimentSpec> parseSpecJson(const std::string& json, const std::string&
 // its variant (dasp-r: the paper rule; dasp-eq: equal batches; dasp-ct: the CLUSTER_TOTAL
 // budget). Reads the knobs as given (withDefaults() fills the defaults they stand for).
 std::string strategyLabel(const v1::StrategySpec& strategy);
+// strategy.dasp.min_batch when the spec does not set it: batch_size / 16, at least 1.
+int defaultDaspMinBatch(int batchSize);
 // Reads and parses a file; errors name the file.
 Result<ExperimentSpec> loadSpecFile(const std::string& path);
 // The spec as JSON with the proto field names, pretty-printed.

@@ -843,7 +843,7 @@ Result<std::unique_ptr<SyncPolicy>> makePolicy(const v1::StrategySpec& strategy,
                       "must be >= 1 (got " + std::to_string(p.hysteresis) + ")");
     }
     if (d.has_balance_batches()) p.balanceBatches = d.balance_batches();
-    p.minBatch = d.has_min_batch() ? d.min_batch() : std::max(1, batchSize / 16);
+    p.minBatch = d.has_min_batch() ? d.min_batch() : defaultDaspMinBatch(batchSize);
     if (d.has_change_band()) p.changeBand = d.change_band();
     p.fastestAtNominal = d.batch_budget() != v1::DaspParams::CLUSTER_TOTAL;
     if (p.minBatch < 1) {

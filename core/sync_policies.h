@@ -263,7 +263,7 @@ struct DaspParamsResolved {
   double barrierTimeoutS = 10.0;
   // ADAPTIVE only (DaspAdaptivePolicy, core/dasp_adaptive.h).
   bool balanceBatches = true;
-  int minBatch = 4;
+  int minBatch = 4;  // makePolicy() sets defaultDaspMinBatch(batch_size) (core/spec.h)
   double changeBand = 0.5;
   // true: FASTEST_AT_NOMINAL (the fastest SYNC node keeps the spec's batch); false:
   // CLUSTER_TOTAL (the shares sum to the spec's batch × the SYNC nodes).

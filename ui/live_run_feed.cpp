@@ -40,8 +40,7 @@ void LiveRunFeed::beginRun(const ExperimentSpec& spec) {
   meta.status = QStringLiteral("running");
   meta.seed = static_cast<std::int64_t>(spec.seed());
   meta.specJson = QString::fromStdString(specToJson(spec, false));
-  meta.referenceOf = QString::fromStdString(spec.reference_of());
-  meta.label = spec.reference_of().empty() ? QString::fromStdString(strategyLabel(spec.strategy())) : QStringLiteral("reference");
+  setSpecIdentity(meta, spec);
   meta.lrConvention = QString::fromStdString(v1::OptimizerSpec::LrConvention_Name(spec.optimizer().lr_convention()));
   QStringList names;
   for (const auto& w : expandWorkers(spec)) {

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "ui/run_data.h"
 
-#include <QJsonDocument>
-#include <QJsonObject>
-
 #include "core/run_store.h"
 #include "core/spec.h"
 
@@ -11,11 +8,16 @@
 
 namespace dasp::ui {
 
-QString runLabel(const QString& specJson) {
-  auto spec = parseSpecJson(specJson.toStdString(), "run spec");
-  if (!spec) return {};
-  if (!spec->reference_of().empty()) return QStringLiteral("reference");
-  return QString::fromStdString(strategyLabel(spec->strategy()));
+void setSpecIdentity(RunData& run, const v1::ExperimentSpec& spec) {
+  run.referenceOf = QString::fromStdString(spec.reference_of());
+  run.label = run.referenceOf.isEmpty() ? QString::fromStdString(strategyLabel(spec.strategy()))
+                                        : QStringLiteral("reference");
+}
+
+void setSpecIdentity(RunData& run) {
+  auto spec = parseSpecJson(run.specJson.toStdString(), "run spec");
+  if (!spec) return;
+  setSpecIdentity(run, spec.value());
 }
 
 const char* toString(NodeState state) {
@@ -106,8 +108,7 @@ Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
   d.status = QString::fromLatin1(toString(row->status));
   d.seed = row->seed;
   d.specJson = QString::fromStdString(row->specJson);
-  d.referenceOf = QJsonDocument::fromJson(d.specJson.toUtf8()).object().value(QLatin1String("reference_of")).toString();
-  d.label = runLabel(d.specJson);
+  setSpecIdentity(d);
   auto bump = [&](double t) { d.endT = std::max(d.endT, t); };
 
   auto evals = store.evaluations(runId);

@@ -21,7 +21,10 @@
 
 namespace dasp {
 class RunStore;
+namespace v1 {
+class ExperimentSpec;
 }
+}  // namespace dasp
 
 namespace dasp::ui {
 
@@ -78,10 +81,6 @@ struct NodeData {
   double lastT = 0;               // latest time seen for this node
 };
 
-// "reference" for a homogeneous-equivalent reference run, else the strategy's table label
-// (core strategyLabel()); empty when `specJson` cannot be read.
-QString runLabel(const QString& specJson);
-
 struct RunData {
   std::int64_t runId = 0;
   QString name, kind, model, dataset, strategy, recovery, engine, status;
@@ -108,6 +107,13 @@ struct RunData {
   // The first evaluation at or above `target`, if any.
   std::optional<double> timeToTarget(double target) const;
 };
+
+// Sets `run.referenceOf` (spec.reference_of) and `run.label`: "reference" for a
+// homogeneous-equivalent reference run, else the strategy's table label (core
+// strategyLabel()).
+void setSpecIdentity(RunData& run, const v1::ExperimentSpec& spec);
+// The same from `run.specJson`; both stay empty when it cannot be read as a spec.
+void setSpecIdentity(RunData& run);
 
 // Reads a whole run from the store.
 Result<RunData> loadRunData(RunStore& store, std::int64_t runId);

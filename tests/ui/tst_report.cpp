@@ -253,8 +253,7 @@ void TestReport::heterogeneityCostAgainstTheReference() {
     r.name = QStringLiteral("hetero");
     r.strategy = QLatin1String(strategy);
     r.specJson = specJson;
-    r.referenceOf = QJsonDocument::fromJson(specJson.toUtf8()).object().value(QLatin1String("reference_of")).toString();
-    r.label = runLabel(specJson);
+    setSpecIdentity(r);
     if (!r.referenceOf.isEmpty()) r.name = QStringLiteral("hetero (homogeneous-equivalent reference)");
     r.summary[QStringLiteral("time_to_target_s")] = ttt;
     return r;
@@ -266,6 +265,7 @@ void TestReport::heterogeneityCostAgainstTheReference() {
                                   run("bsp", 6, reference)};
   QCOMPARE(runs[1].label, QStringLiteral("dasp-r"));
   QCOMPARE(runs[2].label, QStringLiteral("reference"));
+  QCOMPARE(runs[2].referenceOf, QStringLiteral("hetero"));
   const std::vector<RunFigures> figs = runFigures(runs);
   QCOMPARE(*figs[0].heterogeneityCost, 2.0);  // 10 / the references' mean 5
   QCOMPARE(*figs[1].heterogeneityCost, 1.2);
