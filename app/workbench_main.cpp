@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("DASP Workbench"));
   QApplication::setOrganizationName(QStringLiteral("dasp"));
+  // Wayland matches the window to resources/io.github.dasp_workbench.DaspWorkbench.desktop.
+  QGuiApplication::setDesktopFileName(QStringLiteral("io.github.dasp_workbench.DaspWorkbench"));
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("DASP Workbench: runs, experiments and views."));

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/dasp_adaptive.h"
+#include "core/policy_internal.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,10 +9,7 @@
 
 namespace dasp {
 
-namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr const char* kReasonPushedWhileDown = "pushed while Down: back up";
-}  // namespace
+using namespace policy_internal;
 
 DaspAdaptivePolicy::DaspAdaptivePolicy(const DaspParamsResolved& params, int batchSize)
     : PolicyBase(ParallelState::Sync, params.barrierTimeoutS),

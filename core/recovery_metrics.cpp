@@ -3,6 +3,7 @@
 
 #include "core/recovery_metrics.h"
 
+#include "core/mean_std.h"
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -88,18 +89,12 @@ std::string fixed(double v, int decimals) {
 
 // "mean ± sample std" (std omitted for one value), "—" for none. Counts print their mean
 // without decimals when it is whole.
-std::string meanStd(const std::vector<double>& v, int decimals, bool count = false) {
+std::string meanStdText(const std::vector<double>& v, int decimals, bool count = false) {
   if (v.empty()) return kNone;
-  double sum = 0;
-  for (double x : v) sum += x;
-  const double mean = sum / static_cast<double>(v.size());
-  const int meanDecimals = count && mean == std::floor(mean) ? 0 : decimals;
-  std::string text = fixed(mean, meanDecimals);
-  if (v.size() > 1) {
-    double var = 0;
-    for (double x : v) var += (x - mean) * (x - mean);
-    text += " \u00b1 " + fixed(std::sqrt(var / static_cast<double>(v.size() - 1)), decimals);
-  }
+  const MeanStd s = meanStd(v);
+  const int meanDecimals = count && s.mean == std::floor(s.mean) ? 0 : decimals;
+  std::string text = fixed(s.mean, meanDecimals);
+  if (s.n > 1) text += " \u00b1 " + fixed(s.sd, decimals);
   return text;
 }
 
@@ -172,7 +167,7 @@ RecoveryTable recoveryTable(const std::vector<RunFaults>& runs) {
     if (back.empty()) {
       backCell = never > 0 ? neverText : kNone;
     } else {
-      backCell = meanStd(back, 2);
+      backCell = meanStdText(back, 2);
       if (never > 0) backCell += " (" + neverText + ")";
     }
 
@@ -181,23 +176,23 @@ RecoveryTable recoveryTable(const std::vector<RunFaults>& runs) {
         std::to_string(g.workers),
         fault,
         std::to_string(k),
-        meanStd(collect([](const RecoveryMetrics& m) { return m.detectionS; }), 2),
-        meanStd(collect([](const RecoveryMetrics& m) { return m.downtimeS; }), 2),
-        meanStd(collect([&](const RecoveryMetrics& m) { return asDouble(m.updatesLost); }), 1, true),
-        meanStd(collect([](const RecoveryMetrics& m) {
+        meanStdText(collect([](const RecoveryMetrics& m) { return m.detectionS; }), 2),
+        meanStdText(collect([](const RecoveryMetrics& m) { return m.downtimeS; }), 2),
+        meanStdText(collect([&](const RecoveryMetrics& m) { return asDouble(m.updatesLost); }), 1, true),
+        meanStdText(collect([](const RecoveryMetrics& m) {
                   return std::optional<double>(static_cast<double>(m.fault.gradientsDuringOutage));
                 }),
                 1, true),
-        meanStd(collect([](const RecoveryMetrics& m) {
+        meanStdText(collect([](const RecoveryMetrics& m) {
                   return std::optional<double>(static_cast<double>(m.fault.gradientsDropped));
                 }),
                 1, true),
-        meanStd(collect([](const RecoveryMetrics& m) { return m.accuracyBefore; }), 4),
-        meanStd(collect([](const RecoveryMetrics& m) { return m.accuracyLowestAfter; }), 4),
+        meanStdText(collect([](const RecoveryMetrics& m) { return m.accuracyBefore; }), 4),
+        meanStdText(collect([](const RecoveryMetrics& m) { return m.accuracyLowestAfter; }), 4),
         backCell,
-        meanStd(collect([](const RecoveryMetrics& m) { return m.accuracyJump; }), 4),
-        meanStd(collect([](const RecoveryMetrics& m) { return std::optional<double>(m.finalAccuracy); }), 4),
-        meanStd(collect([](const RecoveryMetrics& m) { return std::optional<double>(m.fault.cpuS); }), 1),
+        meanStdText(collect([](const RecoveryMetrics& m) { return m.accuracyJump; }), 4),
+        meanStdText(collect([](const RecoveryMetrics& m) { return std::optional<double>(m.finalAccuracy); }), 4),
+        meanStdText(collect([](const RecoveryMetrics& m) { return std::optional<double>(m.fault.cpuS); }), 1),
     });
   }
   return table;

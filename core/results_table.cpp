@@ -87,20 +87,6 @@ std::string ratesNote(const std::vector<StrategyResult>& rows) {
 
 }  // namespace
 
-MeanStd meanStd(const std::vector<double>& values) {
-  MeanStd s;
-  s.n = static_cast<int>(values.size());
-  if (values.empty()) return s;
-  for (double v : values) s.mean += v;
-  s.mean /= static_cast<double>(values.size());
-  if (values.size() > 1) {
-    double sq = 0;
-    for (double v : values) sq += (v - s.mean) * (v - s.mean);
-    s.sd = std::sqrt(sq / static_cast<double>(values.size() - 1));
-  }
-  return s;
-}
-
 std::string formatMeanStd(const MeanStd& s, int decimals) {
   if (s.n == 0) return "-";
   return fixed(s.mean, decimals) + " ± " + fixed(s.sd, decimals);

@@ -10,6 +10,7 @@
 // lowest mean time to target, then the highest mean final accuracy.
 // Threading: pure functions.
 
+#include "core/mean_std.h"
 #include "core/result.h"
 #include "dasp/v1/results.pb.h"
 
@@ -20,13 +21,6 @@
 
 namespace dasp {
 
-// Mean and sample standard deviation (0 for fewer than two values).
-struct MeanStd {
-  double mean = 0;
-  double sd = 0;
-  int n = 0;
-};
-MeanStd meanStd(const std::vector<double>& values);
 // "12.3 ± 0.8" with `decimals`, "-" when empty.
 std::string formatMeanStd(const MeanStd& s, int decimals);
 

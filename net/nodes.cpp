@@ -177,251 +177,326 @@ void recoveryLine(const WorkerOptions& o, const std::string& text) { say(o, "das
 
 }  // namespace
 
-Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, GradientSource& source) {
-  const auto servers = serverList(options);
-  std::size_t current = 0;
-  auto client = std::make_unique<PsClient>(servers[current], options.parameters, options.security);
-  NodeStats stats;
-  const auto joinedAt = Clock::now();
-  const auto workers = expandWorkers(join.spec);
-  const v1::NodeSpec node = join.rank < static_cast<int>(workers.size()) ? workers[static_cast<std::size_t>(join.rank)]
-                                                                         : v1::NodeSpec();
-  SpeedProfile profile(node, join.spec.seed() * 7919 + static_cast<std::uint64_t>(join.rank));
-  // The spec's link of this worker (if any), emulated here in the sender: every push waits
-  // before it leaves and every pull after it arrives, so both show as transfer time.
-  const LinkEmulation link = LinkEmulation::of(effectiveLink(node, join.spec));
-  const std::size_t modelBytes = static_cast<std::size_t>(source.parameterCount()) * sizeof(float);
-  // Pull waits can be long under synchronous rules; a pull that times out is retried.
-  const double pullTimeout = std::max(30.0, 3 * join.spec.strategy().barrier_timeout_s());
-  const double pushTimeout = 60.0;
-  const auto& recovery = join.spec.recovery();
-  const bool stateless = recovery.mode() == v1::RecoverySpec::STATELESS;
-  const auto parameterCount = static_cast<std::size_t>(source.parameterCount());
+namespace {
 
-  std::vector<float> gradient(parameterCount);
-  pb::PullRequest pullRequest;
-  pullRequest.set_rank(join.rank);
-  pullRequest.set_min_version(-1);
-  pb::PullReply pullReply;
-  pb::PushRequest pushRequest;  // reused: its gradient buffer keeps its capacity
-  pushRequest.set_rank(join.rank);
-  pb::PushReply pushReply;
-  double prevPushS = 0;
-  double pullS = 0;
-  const float* params = nullptr;
-  // Stateless: the last parameters and their version, kept to compute on during an outage.
-  std::vector<float> lastParams;
-  std::int64_t lastVersion = -1;
-  Backlog backlog(static_cast<std::size_t>(recovery.backlog_max_gradients()), recovery.backlog_max_mb() * 1e6,
-                  parameterCount);
+// One worker's loop: pull, compute (at the node's emulated speed), push; through a server
+// outage it reconnects (to the next replica of a chain) and, under stateless recovery,
+// keeps computing on its last parameters into a bounded backlog that it flushes to the
+// server it finds. Threading: one worker thread.
+class WorkerLoop {
+ public:
+  WorkerLoop(const WorkerOptions& options, const JoinInfo& join, GradientSource& source);
+  Result<NodeStats> run();
 
+ private:
   // Computes one gradient on `p` into `out` and emulates the node's speed.
   struct Step {
     double loss = 0, computeS = 0, emulatedS = 0;
     bool overrun = false;
   };
-  auto compute = [&](const float* p, float* out, double slowdown) -> Result<Step> {
-    const auto computeStart = Clock::now();
-    auto loss = source.computeGradient(p, out);
-    if (!loss) return Status::error(options.name + ": " + loss.message());
-    Step step;
-    step.loss = loss.value();
-    step.computeS = secondsSince(computeStart);
-    const double serverT = join.serverTimeAtJoin + secondsSince(joinedAt);
-    const double batchFactor = static_cast<double>(source.batchSize()) / static_cast<double>(join.spec.batch_size());
-    const double target = profile.targetSeconds(step.computeS, serverT, slowdown, batchFactor);
-    if (target > step.computeS) {
-      // Emulated slowness: the node really takes this long, as a slower machine would.
-      std::this_thread::sleep_for(std::chrono::duration<double>(target - step.computeS));
-      step.emulatedS = secondsSince(computeStart) - step.computeS;
-    } else if (target < step.computeS * 0.999 && node.speed().base_iteration_ms() > 0) {
-      ++stats.overruns;
-      step.overrun = true;
-    }
-    return step;
-  };
-
+  Result<Step> compute(const float* p, float* out, double slowdown);
   // The outage loop: find the server (the head, in a chain), rejoin, flush the backlog.
   // `inFlight`: a computed gradient whose push was not acknowledged.
-  auto recover = [&](const grpc::Status& why, bool inFlight) -> Status {
-    ++stats.outages;
-    const auto outageStart = Clock::now();
-    recoveryLine(options, "outage_detected node=" + options.name + " server=" + servers[current] + " status=\"" +
-                              describe(why) + "\"");
-    std::int64_t computed = 0;
-    std::int64_t discarded = 0;
-    if (inFlight) {
-      if (stateless && lastVersion >= 0) {
-        std::copy(gradient.begin(), gradient.end(), backlog.next());
-        backlog.commit(lastVersion, secondsSince(joinedAt));
-      } else {
-        discarded = 1;
-      }
-    }
-    double backoff = 0.1;
-    while (true) {
-      if (cancelled(options)) return Status::error(options.name + ": cancelled during a server outage");
-      if (secondsSince(outageStart) > recovery.reconnect_timeout_s()) {
-        std::string all;
-        for (const auto& a : servers) all += (all.empty() ? "" : ", ") + a;
-        return Status::error(options.name + ": no server answered at " + all + " for " +
-                             std::to_string(static_cast<int>(recovery.reconnect_timeout_s())) +
-                             " s (recovery.reconnect_timeout_s); last error: " + describe(why));
-      }
-      if (stateless && lastVersion >= 0) {
-        // Keep computing on the last parameters, as the stateless server's workers do.
-        auto step = compute(lastParams.data(), backlog.next(), pullReply.slowdown());
-        if (!step) return step.status();
-        backlog.commit(lastVersion, secondsSince(joinedAt));
-        ++computed;
-      } else {
-        std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
-        backoff = std::min(backoff * 1.5, 0.5);
-      }
-      pb::JoinRequest request;
-      request.set_role("worker");
-      request.set_name(options.name);
-      request.set_model(options.model);
-      request.set_parameter_count(options.parameters);
-      request.set_requested_rank(join.rank);
-      request.set_rejoin(true);
-      if (stateless && lastVersion >= 0) {
-        request.set_held_version(lastVersion);
-        request.mutable_held_parameters()->assign(reinterpret_cast<const char*>(lastParams.data()),
-                                                  lastParams.size() * sizeof(float));
-      }
-      for (std::size_t k = 0; k < servers.size(); ++k) {
-        const std::size_t i = (current + k) % servers.size();
-        auto candidate = std::make_unique<PsClient>(servers[i], options.parameters, options.security);
-        pb::JoinReply reply;
-        // A restarted stateless server answers once it has adopted parameters (seconds).
-        auto status = candidate->join(request, reply, stateless ? 15.0 : 5.0);
-        if (!status.ok()) continue;
-        current = i;
-        client = std::move(candidate);
-        const double outageS = secondsSince(outageStart);
-        // Flush the backlog: the server applies it in one step when the last one arrives.
-        const std::size_t total = backlog.size();
-        const double now = secondsSince(joinedAt);
-        for (std::size_t b = 0; b < total; ++b) {
-          const auto& item = backlog.at(b);
-          pushRequest.set_base_version(item.baseVersion);
-          pushRequest.set_compute_s(0);
-          pushRequest.set_emulated_s(0);
-          pushRequest.set_overrun(false);
-          pushRequest.set_batch_size(source.batchSize());
-          pushRequest.set_backlog_total(static_cast<int>(total));
-          pushRequest.set_backlog_index(static_cast<int>(b));
-          pushRequest.set_backlog_age_s(now - backlog.at(0).computedAt);
-          pushRequest.set_backlog_dropped(backlog.dropped());
-          pushRequest.set_backlog_outage_s(outageS);
-          pushReply.Clear();
-          auto pushed = client->pushGradient(pushRequest, item.gradient.data(), pushReply, pushTimeout);
-          if (!pushed.ok()) {
-            pushRequest.set_backlog_total(0);
-            return Status::error(options.name + ": flushing the backlog failed: " + describe(pushed));
-          }
-        }
-        pushRequest.set_backlog_total(0);
-        pushRequest.set_backlog_index(0);
-        recoveryLine(options, "reconnected node=" + options.name + " server=" + servers[current] +
-                                  " outage_s=" + std::to_string(outageS) + " computed=" + std::to_string(computed) +
-                                  " dropped=" + std::to_string(backlog.dropped()) + " discarded=" +
-                                  std::to_string(discarded) + " flushed=" + std::to_string(total));
-        backlog.clear();
-        return Status::ok();
-      }
-    }
-  };
-
+  Status recover(const grpc::Status& why, bool inFlight);
+  pb::JoinRequest rejoinRequest() const;
+  Status flushBacklog(double outageS);
   // A plain pull; a pull that times out while parked is simply asked again; an outage is
   // recovered from and the pull asked of the server found.
-  auto pullNext = [&]() -> grpc::Status {
-    while (true) {
-      const auto pullStart = Clock::now();
-      grpc::Status r;
-      do {
-        pullReply.Clear();
-        r = client->pullParameters(pullRequest, pullReply, params, pullTimeout);
-      } while (r.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(options));
-      if (r.ok()) link.hold(modelBytes);
-      pullS = std::max(0.0, secondsSince(pullStart) - pullReply.wait_s());
-      if (!isOutage(r) || cancelled(options)) return r;
-      if (auto st = recover(r, false); !st) return grpc::Status(grpc::StatusCode::UNAVAILABLE, st.message());
-    }
-  };
-  auto keepParameters = [&] {
-    if (!stateless || params == nullptr) return;
-    lastParams.assign(params, params + parameterCount);
-    lastVersion = pullReply.version();
-  };
+  grpc::Status pullNext();
+  void keepParameters();
+  // One iteration after a pull: false when the loop ends (stop, or `m_result` says why).
+  bool iterate(grpc::Status& status);
 
-  auto status = pullNext();
-  while (!cancelled(options)) {
-    if (!status.ok()) return Status::error(options.name + ": pull failed: " + describe(status));
-    if (pullReply.stop()) break;
-    if (params == nullptr) {
-      return Status::error(options.name + ": server sent parameters of the wrong size (expected " +
-                           std::to_string(source.parameterCount()) + " floats)");
-    }
-    keepParameters();
-    // The server may size this node's batch (DASP's ADAPTIVE rule); 0 = the spec's.
-    const int batch = pullReply.batch_size() > 0 ? pullReply.batch_size() : join.spec.batch_size();
-    if (batch != source.batchSize() && !source.setBatchSize(batch)) {
-      return Status::error(options.name + ": cannot compute the batch of " + std::to_string(batch) +
-                           " samples the server asked for (pull reply batch_size)");
-    }
-    auto step = compute(params, gradient.data(), pullReply.slowdown());
-    if (!step) return step.status();
-    pushRequest.set_base_version(pullReply.version());
-    pushRequest.set_compute_s(step->computeS);
-    pushRequest.set_emulated_s(step->emulatedS);
-    pushRequest.set_overrun(step->overrun);
-    pushRequest.set_train_loss(step->loss);
-    pushRequest.set_batch_size(source.batchSize());
-    pushRequest.set_pull_s(pullS);
-    pushRequest.set_prev_push_s(prevPushS);
-    link.hold(modelBytes);  // the push on the wire; the server sees it arrive this much later
-    const auto pushStart = Clock::now();
-    if (!client->chunked()) {
-      // One call pushes and brings the next parameters; its transfer time (both ways) is
-      // reported as the next iteration's pull.
-      pullReply.Clear();
-      status = client->pushPull(pushRequest, gradient.data(), pullReply, params, pullTimeout);
-      if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-        // The push was handled; only the release took too long: pull again, never re-push.
-        ++stats.iterations;
-        status = pullNext();
-        continue;
-      }
-      if (isOutage(status) && !cancelled(options)) {
-        if (auto st = recover(status, true); !st) return st;
-        status = pullNext();
-        continue;
-      }
-      if (!status.ok()) return Status::error(options.name + ": push failed: " + describe(status));
-      ++stats.iterations;
-      link.hold(modelBytes);  // the parameters coming back
-      pullS = std::max(0.0, secondsSince(pushStart) - pullReply.wait_s());
-      prevPushS = 0;
-      continue;
-    }
-    pushReply.Clear();
-    status = client->pushGradient(pushRequest, gradient.data(), pushReply, pushTimeout);
-    if (isOutage(status) && !cancelled(options)) {
-      if (auto st = recover(status, true); !st) return st;
-      status = pullNext();
-      continue;
-    }
-    if (!status.ok()) return Status::error(options.name + ": push failed: " + describe(status));
-    prevPushS = secondsSince(pushStart);
-    ++stats.iterations;
-    if (pushReply.stop()) break;
-    status = pullNext();
+  const WorkerOptions& m_options;
+  const JoinInfo& m_join;
+  GradientSource& m_source;
+  const std::vector<std::string> m_servers;
+  std::size_t m_current = 0;
+  std::unique_ptr<PsClient> m_client;
+  NodeStats m_stats;
+  const Clock::time_point m_joinedAt = Clock::now();
+  v1::NodeSpec m_node;
+  SpeedProfile m_profile;
+  LinkEmulation m_link;
+  std::size_t m_modelBytes;
+  double m_pullTimeout;
+  const double m_pushTimeout = 60.0;
+  const v1::RecoverySpec& m_recovery;
+  bool m_stateless;
+  std::size_t m_parameterCount;
+
+  std::vector<float> m_gradient;
+  pb::PullRequest m_pullRequest;
+  pb::PullReply m_pullReply;
+  pb::PushRequest m_pushRequest;  // reused: its gradient buffer keeps its capacity
+  pb::PushReply m_pushReply;
+  double m_prevPushS = 0;
+  double m_pullS = 0;
+  const float* m_params = nullptr;
+  // Stateless: the last parameters and their version, kept to compute on during an outage.
+  std::vector<float> m_lastParams;
+  std::int64_t m_lastVersion = -1;
+  Backlog m_backlog;
+  std::optional<Status> m_result;  // set when iterate() ends the loop with an error
+};
+
+v1::NodeSpec nodeOf(const JoinInfo& join) {
+  const auto workers = expandWorkers(join.spec);
+  return join.rank < static_cast<int>(workers.size()) ? workers[static_cast<std::size_t>(join.rank)] : v1::NodeSpec();
+}
+
+WorkerLoop::WorkerLoop(const WorkerOptions& options, const JoinInfo& join, GradientSource& source)
+    : m_options(options),
+      m_join(join),
+      m_source(source),
+      m_servers(serverList(options)),
+      m_client(std::make_unique<PsClient>(m_servers[0], options.parameters, options.security)),
+      m_node(nodeOf(join)),
+      m_profile(m_node, join.spec.seed() * 7919 + static_cast<std::uint64_t>(join.rank)),
+      // The spec's link of this worker (if any), emulated here in the sender: every push
+      // waits before it leaves and every pull after it arrives, so both show as transfer time.
+      m_link(LinkEmulation::of(effectiveLink(m_node, join.spec))),
+      m_modelBytes(static_cast<std::size_t>(source.parameterCount()) * sizeof(float)),
+      // Pull waits can be long under synchronous rules; a pull that times out is retried.
+      m_pullTimeout(std::max(30.0, 3 * join.spec.strategy().barrier_timeout_s())),
+      m_recovery(join.spec.recovery()),
+      m_stateless(m_recovery.mode() == v1::RecoverySpec::STATELESS),
+      m_parameterCount(static_cast<std::size_t>(source.parameterCount())),
+      m_gradient(m_parameterCount),
+      m_backlog(static_cast<std::size_t>(m_recovery.backlog_max_gradients()), m_recovery.backlog_max_mb() * 1e6,
+                m_parameterCount) {
+  m_pullRequest.set_rank(join.rank);
+  m_pullRequest.set_min_version(-1);
+  m_pushRequest.set_rank(join.rank);
+}
+
+Result<WorkerLoop::Step> WorkerLoop::compute(const float* p, float* out, double slowdown) {
+  const auto computeStart = Clock::now();
+  auto loss = m_source.computeGradient(p, out);
+  if (!loss) return Status::error(m_options.name + ": " + loss.message());
+  Step step;
+  step.loss = loss.value();
+  step.computeS = secondsSince(computeStart);
+  const double serverT = m_join.serverTimeAtJoin + secondsSince(m_joinedAt);
+  const double batchFactor = static_cast<double>(m_source.batchSize()) / static_cast<double>(m_join.spec.batch_size());
+  const double target = m_profile.targetSeconds(step.computeS, serverT, slowdown, batchFactor);
+  if (target > step.computeS) {
+    // Emulated slowness: the node really takes this long, as a slower machine would.
+    std::this_thread::sleep_for(std::chrono::duration<double>(target - step.computeS));
+    step.emulatedS = secondsSince(computeStart) - step.computeS;
+  } else if (target < step.computeS * 0.999 && m_node.speed().base_iteration_ms() > 0) {
+    ++m_stats.overruns;
+    step.overrun = true;
   }
-  stats.bytesSent = client->bytesSent();
-  stats.bytesReceived = client->bytesReceived();
-  return stats;
+  return step;
+}
+
+pb::JoinRequest WorkerLoop::rejoinRequest() const {
+  pb::JoinRequest request;
+  request.set_role("worker");
+  request.set_name(m_options.name);
+  request.set_model(m_options.model);
+  request.set_parameter_count(m_options.parameters);
+  request.set_requested_rank(m_join.rank);
+  request.set_rejoin(true);
+  if (m_stateless && m_lastVersion >= 0) {
+    request.set_held_version(m_lastVersion);
+    request.mutable_held_parameters()->assign(reinterpret_cast<const char*>(m_lastParams.data()),
+                                              m_lastParams.size() * sizeof(float));
+  }
+  return request;
+}
+
+// Flush the backlog: the server applies it in one step when the last one arrives.
+Status WorkerLoop::flushBacklog(double outageS) {
+  const std::size_t total = m_backlog.size();
+  const double now = secondsSince(m_joinedAt);
+  for (std::size_t b = 0; b < total; ++b) {
+    const auto& item = m_backlog.at(b);
+    m_pushRequest.set_base_version(item.baseVersion);
+    m_pushRequest.set_compute_s(0);
+    m_pushRequest.set_emulated_s(0);
+    m_pushRequest.set_overrun(false);
+    m_pushRequest.set_batch_size(m_source.batchSize());
+    m_pushRequest.set_backlog_total(static_cast<int>(total));
+    m_pushRequest.set_backlog_index(static_cast<int>(b));
+    m_pushRequest.set_backlog_age_s(now - m_backlog.at(0).computedAt);
+    m_pushRequest.set_backlog_dropped(m_backlog.dropped());
+    m_pushRequest.set_backlog_outage_s(outageS);
+    m_pushReply.Clear();
+    auto pushed = m_client->pushGradient(m_pushRequest, item.gradient.data(), m_pushReply, m_pushTimeout);
+    if (!pushed.ok()) {
+      m_pushRequest.set_backlog_total(0);
+      return Status::error(m_options.name + ": flushing the backlog failed: " + describe(pushed));
+    }
+  }
+  m_pushRequest.set_backlog_total(0);
+  m_pushRequest.set_backlog_index(0);
+  return Status::ok();
+}
+
+Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
+  ++m_stats.outages;
+  const auto outageStart = Clock::now();
+  recoveryLine(m_options, "outage_detected node=" + m_options.name + " server=" + m_servers[m_current] +
+                              " status=\"" + describe(why) + "\"");
+  std::int64_t computed = 0;
+  std::int64_t discarded = 0;
+  if (inFlight) {
+    if (m_stateless && m_lastVersion >= 0) {
+      std::copy(m_gradient.begin(), m_gradient.end(), m_backlog.next());
+      m_backlog.commit(m_lastVersion, secondsSince(m_joinedAt));
+    } else {
+      discarded = 1;
+    }
+  }
+  double backoff = 0.1;
+  while (true) {
+    if (cancelled(m_options)) return Status::error(m_options.name + ": cancelled during a server outage");
+    if (secondsSince(outageStart) > m_recovery.reconnect_timeout_s()) {
+      std::string all;
+      for (const auto& a : m_servers) all += (all.empty() ? "" : ", ") + a;
+      return Status::error(m_options.name + ": no server answered at " + all + " for " +
+                           std::to_string(static_cast<int>(m_recovery.reconnect_timeout_s())) +
+                           " s (recovery.reconnect_timeout_s); last error: " + describe(why));
+    }
+    if (m_stateless && m_lastVersion >= 0) {
+      // Keep computing on the last parameters, as the stateless server's workers do.
+      auto step = compute(m_lastParams.data(), m_backlog.next(), m_pullReply.slowdown());
+      if (!step) return step.status();
+      m_backlog.commit(m_lastVersion, secondsSince(m_joinedAt));
+      ++computed;
+    } else {
+      std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+      backoff = std::min(backoff * 1.5, 0.5);
+    }
+    const pb::JoinRequest request = rejoinRequest();
+    for (std::size_t k = 0; k < m_servers.size(); ++k) {
+      const std::size_t i = (m_current + k) % m_servers.size();
+      auto candidate = std::make_unique<PsClient>(m_servers[i], m_options.parameters, m_options.security);
+      pb::JoinReply reply;
+      // A restarted stateless server answers once it has adopted parameters (seconds).
+      auto status = candidate->join(request, reply, m_stateless ? 15.0 : 5.0);
+      if (!status.ok()) continue;
+      m_current = i;
+      m_client = std::move(candidate);
+      const double outageS = secondsSince(outageStart);
+      const std::size_t total = m_backlog.size();
+      if (auto st = flushBacklog(outageS); !st) return st;
+      recoveryLine(m_options, "reconnected node=" + m_options.name + " server=" + m_servers[m_current] +
+                                  " outage_s=" + std::to_string(outageS) + " computed=" + std::to_string(computed) +
+                                  " dropped=" + std::to_string(m_backlog.dropped()) + " discarded=" +
+                                  std::to_string(discarded) + " flushed=" + std::to_string(total));
+      m_backlog.clear();
+      return Status::ok();
+    }
+  }
+}
+
+grpc::Status WorkerLoop::pullNext() {
+  while (true) {
+    const auto pullStart = Clock::now();
+    grpc::Status r;
+    do {
+      m_pullReply.Clear();
+      r = m_client->pullParameters(m_pullRequest, m_pullReply, m_params, m_pullTimeout);
+    } while (r.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(m_options));
+    if (r.ok()) m_link.hold(m_modelBytes);
+    m_pullS = std::max(0.0, secondsSince(pullStart) - m_pullReply.wait_s());
+    if (!isOutage(r) || cancelled(m_options)) return r;
+    if (auto st = recover(r, false); !st) return grpc::Status(grpc::StatusCode::UNAVAILABLE, st.message());
+  }
+}
+
+void WorkerLoop::keepParameters() {
+  if (!m_stateless || m_params == nullptr) return;
+  m_lastParams.assign(m_params, m_params + m_parameterCount);
+  m_lastVersion = m_pullReply.version();
+}
+
+bool WorkerLoop::iterate(grpc::Status& status) {
+  auto fail = [&](Status st) {
+    m_result = std::move(st);
+    return false;
+  };
+  if (!status.ok()) return fail(Status::error(m_options.name + ": pull failed: " + describe(status)));
+  if (m_pullReply.stop()) return false;
+  if (m_params == nullptr) {
+    return fail(Status::error(m_options.name + ": server sent parameters of the wrong size (expected " +
+                              std::to_string(m_source.parameterCount()) + " floats)"));
+  }
+  keepParameters();
+  // The server may size this node's batch (DASP's ADAPTIVE rule); 0 = the spec's.
+  const int batch = m_pullReply.batch_size() > 0 ? m_pullReply.batch_size() : m_join.spec.batch_size();
+  if (batch != m_source.batchSize() && !m_source.setBatchSize(batch)) {
+    return fail(Status::error(m_options.name + ": cannot compute the batch of " + std::to_string(batch) +
+                              " samples the server asked for (pull reply batch_size)"));
+  }
+  auto step = compute(m_params, m_gradient.data(), m_pullReply.slowdown());
+  if (!step) return fail(step.status());
+  m_pushRequest.set_base_version(m_pullReply.version());
+  m_pushRequest.set_compute_s(step->computeS);
+  m_pushRequest.set_emulated_s(step->emulatedS);
+  m_pushRequest.set_overrun(step->overrun);
+  m_pushRequest.set_train_loss(step->loss);
+  m_pushRequest.set_batch_size(m_source.batchSize());
+  m_pushRequest.set_pull_s(m_pullS);
+  m_pushRequest.set_prev_push_s(m_prevPushS);
+  m_link.hold(m_modelBytes);  // the push on the wire; the server sees it arrive this much later
+  const auto pushStart = Clock::now();
+  if (!m_client->chunked()) {
+    // One call pushes and brings the next parameters; its transfer time (both ways) is
+    // reported as the next iteration's pull.
+    m_pullReply.Clear();
+    status = m_client->pushPull(m_pushRequest, m_gradient.data(), m_pullReply, m_params, m_pullTimeout);
+    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      // The push was handled; only the release took too long: pull again, never re-push.
+      ++m_stats.iterations;
+      status = pullNext();
+      return true;
+    }
+    if (isOutage(status) && !cancelled(m_options)) {
+      if (auto st = recover(status, true); !st) return fail(st);
+      status = pullNext();
+      return true;
+    }
+    if (!status.ok()) return fail(Status::error(m_options.name + ": push failed: " + describe(status)));
+    ++m_stats.iterations;
+    m_link.hold(m_modelBytes);  // the parameters coming back
+    m_pullS = std::max(0.0, secondsSince(pushStart) - m_pullReply.wait_s());
+    m_prevPushS = 0;
+    return true;
+  }
+  m_pushReply.Clear();
+  status = m_client->pushGradient(m_pushRequest, m_gradient.data(), m_pushReply, m_pushTimeout);
+  if (isOutage(status) && !cancelled(m_options)) {
+    if (auto st = recover(status, true); !st) return fail(st);
+    status = pullNext();
+    return true;
+  }
+  if (!status.ok()) return fail(Status::error(m_options.name + ": push failed: " + describe(status)));
+  m_prevPushS = secondsSince(pushStart);
+  ++m_stats.iterations;
+  if (m_pushReply.stop()) return false;
+  status = pullNext();
+  return true;
+}
+
+Result<NodeStats> WorkerLoop::run() {
+  auto status = pullNext();
+  while (!cancelled(m_options) && iterate(status)) {
+  }
+  if (m_result) return *m_result;
+  m_stats.bytesSent = m_client->bytesSent();
+  m_stats.bytesReceived = m_client->bytesReceived();
+  return m_stats;
+}
+
+}  // namespace
+
+Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, GradientSource& source) {
+  WorkerLoop loop(options, join, source);
+  return loop.run();
 }
 
 Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& join, ParameterEvaluator& evaluator,

@@ -12,9 +12,11 @@ packages=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
   libtorch-dev libopenblas0-pthread
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libssl-dev openssl
-  libsqlite3-dev zlib1g-dev
+  libsqlite3-dev zlib1g-dev libcli11-dev
   dataset-fashion-mnist
   poppler-utils xvfb xauth imagemagick
+  # The desktop entry and AppStream metainfo validators (the lint.desktop_files test).
+  desktop-file-utils appstream
   # The ssh launcher (ssh), its test's own sshd (openssh-server: Debian's package may also
   # enable and start a system sshd, see README) and network namespaces (ip netns).
   openssh-client openssh-server iproute2

@@ -12,7 +12,10 @@
 #include "ui/runs_panel.h"
 #include "ui/spec_designer.h"
 
+#include "resources/resources.h"
+
 #include <QAction>
+#include <QIcon>
 #include <QCloseEvent>
 #include <QDateTime>
 #include <QDir>
@@ -74,6 +77,11 @@ QString translated(const char* text) { return QCoreApplication::translate("MainW
 
 MainWindow::MainWindow(const QString& storePath, QWidget* parent)
     : QMainWindow(parent), m_controller(std::make_unique<RunController>(&m_feed)) {
+  resources::initResources();
+  QIcon appIcon;
+  appIcon.addFile(QStringLiteral(":/icons/dasp-workbench-48.png"));
+  appIcon.addFile(QStringLiteral(":/icons/dasp-workbench-256.png"));
+  setWindowIcon(appIcon);
   createDocks();
   createActions();
   createMenus();
@@ -177,20 +185,41 @@ void MainWindow::createActions() {
   m_stopAction->setToolTip(tr("Stop the run in progress (the rest of a suite is skipped)"));
   connect(m_stopAction, &QAction::triggered, this, &MainWindow::stop);
 
+  m_launchAction->setIcon(QIcon(QStringLiteral(":/icons/toolbar/run.png")));
+  m_stopAction->setIcon(QIcon(QStringLiteral(":/icons/toolbar/stop.png")));
+  m_runs->compareAction()->setIcon(QIcon(QStringLiteral(":/icons/toolbar/compare.png")));
+
+  m_openStoreAction = new QAction(QIcon(QStringLiteral(":/icons/toolbar/open-store.png")), tr("&Open Run Store…"), this);
+  m_openStoreAction->setShortcut(QKeySequence::Open);
+  m_openStoreAction->setToolTip(tr("Open another run store (SQLite)"));
+  connect(m_openStoreAction, &QAction::triggered, this, &MainWindow::chooseStore);
+  m_openExperimentAction =
+      new QAction(QIcon(QStringLiteral(":/icons/toolbar/new-experiment.png")), tr("Open &Experiment…"), this);
+  m_openExperimentAction->setToolTip(tr("Load an experiment spec into the designer"));
+  connect(m_openExperimentAction, &QAction::triggered, m_designer, &SpecDesigner::openFile);
+  m_exportAction = new QAction(QIcon(QStringLiteral(":/icons/toolbar/export-report.png")), tr("Export &Report…"), this);
+  m_exportAction->setToolTip(tr("Export an HTML report of the compared runs, else of the runs selected"));
+  connect(m_exportAction, &QAction::triggered, this, [this] { chooseExportFile(ReportFormat::Html); });
+
   QToolBar* bar = addToolBar(tr("Experiment"));
   bar->setObjectName(QStringLiteral("experimentToolBar"));
+  bar->addAction(m_openStoreAction);
+  bar->addAction(m_openExperimentAction);
+  bar->addSeparator();
   bar->addAction(m_launchAction);
   bar->addAction(m_stopAction);
+  bar->addSeparator();
+  bar->addAction(m_runs->compareAction());
+  bar->addAction(m_exportAction);
 }
 
 void MainWindow::createMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
-  QAction* open = file->addAction(tr("&Open Run Store…"), this, &MainWindow::chooseStore);
-  open->setShortcut(QKeySequence::Open);
+  file->addAction(m_openStoreAction);
   QAction* reloadAction = file->addAction(tr("&Reload"), this, &MainWindow::reload);
   reloadAction->setShortcut(QKeySequence(Qt::Key_F5));
   file->addSeparator();
-  file->addAction(tr("Open &Experiment…"), m_designer, &SpecDesigner::openFile);
+  file->addAction(m_openExperimentAction);
   file->addAction(tr("Save Experiment &As…"), m_designer, &SpecDesigner::saveFileAs);
   file->addSeparator();
   QMenu* exportMenu = file->addMenu(tr("&Export Report"));

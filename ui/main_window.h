@@ -191,6 +191,9 @@ class MainWindow : public QMainWindow {
 
   QAction* m_launchAction = nullptr;
   QAction* m_stopAction = nullptr;
+  QAction* m_openStoreAction = nullptr;
+  QAction* m_openExperimentAction = nullptr;
+  QAction* m_exportAction = nullptr;
   QAction* m_statusBarAction = nullptr;
   QAction* m_exportActions[4] = {};  // by ReportFormat
   bool m_nativeDialogs = true;

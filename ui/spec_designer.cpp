@@ -4,12 +4,15 @@
 #include "ui/cluster_table.h"
 #include "ui/fault_table.h"
 
+#include "resources/resources.h"
+
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QDir>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -116,6 +119,29 @@ void setWidgetValue(QWidget* w, const QString& value) {
     }
     combo->setCurrentIndex(index);
   }
+}
+
+// A titled form section of the designer's page.
+QFormLayout* addSection(QWidget* page, QVBoxLayout* layout, const QString& title) {
+  auto* box = new QGroupBox(title, page);
+  auto* form = new QFormLayout(box);
+  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  layout->addWidget(box);
+  return form;
+}
+
+QStringList qtNames(const std::vector<std::string>& list) {
+  QStringList out;
+  for (const auto& s : list) out << QString::fromStdString(s);
+  return out;
+}
+
+// A spec file, or an embedded preset (":/presets/…", which only Qt can open).
+Result<ExperimentSpec> readSpec(const QString& path) {
+  if (!path.startsWith(QLatin1String(":/"))) return loadSpecFile(path.toStdString());
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return Status::error(path.toStdString() + ": " + file.errorString().toStdString());
+  return parseSpecJson(file.readAll().toStdString(), path.toStdString());
 }
 
 QString withoutSetPrefix(const std::string& message) {
@@ -226,19 +252,7 @@ QStringList SpecDesigner::enumValues(const std::string& path) const {
 QWidget* SpecDesigner::buildForm() {
   auto* page = new QWidget;
   auto* layout = new QVBoxLayout(page);
-  auto section = [&](const QString& title) {
-    auto* box = new QGroupBox(title, page);
-    auto* form = new QFormLayout(box);
-    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-    layout->addWidget(box);
-    return form;
-  };
-  auto names = [](const std::vector<std::string>& list) {
-    QStringList out;
-    for (const auto& s : list) out << QString::fromStdString(s);
-    return out;
-  };
-
+  auto section = [&](const QString& title) { return addSection(page, layout, title); };
   QFormLayout* f = section(tr("Experiment"));
   addText(f, tr("Name"), "name", tr("the file name"));
   addText(f, tr("Description"), "description", QString());
@@ -246,8 +260,20 @@ QWidget* SpecDesigner::buildForm() {
   addText(f, tr("Seeds"), "seeds", tr("= seed"), tr("comma list; a suite runs once per seed"));
   addText(f, tr("Device"), "device", QStringLiteral("auto"), tr("auto | cpu | cuda:N"));
   addText(f, tr("Threads"), "threads", QStringLiteral("1"), tr("intra-op threads per trainer process"));
+  buildEngineSection(page, layout);
+  buildModelSections(page, layout);
+  buildStrategySection(page, layout);
+  buildRecoverySection(page, layout);
+  buildRunSections(page, layout);
+  buildSuiteBox(page, layout);
+  layout->addStretch(1);
+  return page;
+}
 
-  f = section(tr("Engine"));
+// The engine and, for sim, its cost model.
+void SpecDesigner::buildEngineSection(QWidget* page, QVBoxLayout* layout) {
+  auto section = [&](const QString& title) { return addSection(page, layout, title); };
+  QFormLayout* f = section(tr("Engine"));
   m_engine = addChoice(f, tr("Engine"), "engine", QStringLiteral("real"), {QStringLiteral("real"), QStringLiteral("sim")});
   m_engine->setToolTip(tr("engine: real — a parameter server and worker processes over gRPC, in wall-clock time; "
                           "sim — the virtual-cluster engine: one process, a virtual clock, modelled compute and "
@@ -276,11 +302,15 @@ QWidget* SpecDesigner::buildForm() {
   addText(sim, tr("Link bandwidth (Mbit/s)"), "cluster.link.mbit", QStringLiteral("8000"),
           tr("every worker's bandwidth, 10^6 bytes per second"));
   connect(m_engine, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateEngineKnobs);
+}
 
-  f = section(tr("Model and data"));
-  m_model = addChoice(f, tr("Model"), "model.name", QStringLiteral("mlp"), names(knownModels()));
+// Model and data, optimizer, and the cluster table.
+void SpecDesigner::buildModelSections(QWidget* page, QVBoxLayout* layout) {
+  auto section = [&](const QString& title) { return addSection(page, layout, title); };
+  QFormLayout* f = section(tr("Model and data"));
+  m_model = addChoice(f, tr("Model"), "model.name", QStringLiteral("mlp"), qtNames(knownModels()));
   m_hidden = addText(f, tr("Hidden width"), "model.hidden", QStringLiteral("128"), tr("mlp only"));
-  addChoice(f, tr("Dataset"), "dataset.name", QStringLiteral("fashion-mnist"), names(knownDatasets()));
+  addChoice(f, tr("Dataset"), "dataset.name", QStringLiteral("fashion-mnist"), qtNames(knownDatasets()));
   addText(f, tr("Path"), "dataset.path", QStringLiteral("/usr/share/datasets/fashion-mnist"),
           tr("directory with the files; mnist and cifar10 need one"));
   addText(f, tr("Train limit"), "dataset.train_limit", tr("0 = all"));
@@ -302,9 +332,13 @@ QWidget* SpecDesigner::buildForm() {
   m_cluster = new ClusterTable(clusterBox);
   clusterLayout->addWidget(m_cluster);
   layout->addWidget(clusterBox);
+}
 
-  f = section(tr("Strategy"));
-  m_strategy = addChoice(f, tr("Strategy"), "strategy.name", QStringLiteral("bsp"), names(knownStrategies()));
+// The strategy and each strategy's knobs (shown for the strategy chosen).
+void SpecDesigner::buildStrategySection(QWidget* page, QVBoxLayout* layout) {
+  auto section = [&](const QString& title) { return addSection(page, layout, title); };
+  QFormLayout* f = section(tr("Strategy"));
+  m_strategy = addChoice(f, tr("Strategy"), "strategy.name", QStringLiteral("bsp"), qtNames(knownStrategies()));
   auto knobGroup = [&](const QString& strategy) {
     auto* group = new QWidget(f->parentWidget());
     auto* form = new QFormLayout(group);
@@ -351,8 +385,12 @@ QWidget* SpecDesigner::buildForm() {
     const QString model = m_model->currentData().toString();
     m_hidden->setEnabled(model.isEmpty() || model == QLatin1String("mlp"));
   });
+}
 
-  f = section(tr("Recovery"));
+// The recovery mode and each mode's knobs.
+void SpecDesigner::buildRecoverySection(QWidget* page, QVBoxLayout* layout) {
+  auto section = [&](const QString& title) { return addSection(page, layout, title); };
+  QFormLayout* f = section(tr("Recovery"));
   m_recoveryMode = addChoice(f, tr("Mode"), "recovery.mode", QStringLiteral("NONE"), enumValues("recovery.mode"));
   m_recoveryMode->setToolTip(tr("recovery.mode: how a killed parameter server resumes — NONE (from the initial "
                                 "parameters), CHECKPOINT, CHAIN (replicas), STATELESS (workers' parameters and backlogs)"));
@@ -365,7 +403,7 @@ QWidget* SpecDesigner::buildForm() {
     m_recoveryKnobs.emplace_back(mode, group);
     return form;
   };
-  k = recoveryGroup(QStringLiteral("CHECKPOINT"));
+  QFormLayout* k = recoveryGroup(QStringLiteral("CHECKPOINT"));
   addText(k, tr("Every (updates)"), "recovery.checkpoint_every_updates", QStringLiteral("100"), tr("0 = by time only"));
   addText(k, tr("Every (s)"), "recovery.checkpoint_every_s", tr("0 = by updates only"));
   addText(k, tr("Keep"), "recovery.checkpoint_keep", QStringLiteral("2"),
@@ -391,7 +429,11 @@ QWidget* SpecDesigner::buildForm() {
   connect(m_recoveryMode, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateRecoveryKnobs);
   connect(m_backlogRule, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateRecoveryKnobs);
   connect(m_replicas, &QLineEdit::textChanged, this, &SpecDesigner::updateFaultNodes);
+}
 
+// Fault drills, the stop condition and the evaluation schedule.
+void SpecDesigner::buildRunSections(QWidget* page, QVBoxLayout* layout) {
+  auto section = [&](const QString& title) { return addSection(page, layout, title); };
   auto* faultBox = new QGroupBox(tr("Fault drills"), page);
   faultBox->setToolTip(tr("Kill or pause a node at a run time and restart or resume it later; the run records "
                           "each drill's detection, downtime, lost updates and accuracy dip."));
@@ -400,7 +442,7 @@ QWidget* SpecDesigner::buildForm() {
   faultLayout->addWidget(m_faults);
   layout->addWidget(faultBox);
 
-  f = section(tr("Stop condition"));
+  QFormLayout* f = section(tr("Stop condition"));
   addText(f, tr("Target accuracy"), "stop.target_accuracy", tr("0 = none"));
   addBool(f, tr("Stop at target"), "stop.stop_at_target", true);
   addText(f, tr("Max seconds"), "stop.max_seconds", tr("0 = no limit"));
@@ -411,7 +453,10 @@ QWidget* SpecDesigner::buildForm() {
   addText(f, tr("Every (s)"), "evaluation.every_s", tr("0 = by steps only"));
   addText(f, tr("Every (steps)"), "evaluation.every_steps", QStringLiteral("200"));
   addText(f, tr("Test subset"), "evaluation.test_subset", tr("0 = the whole test set"));
+}
 
+// The suite the spec runs (strategies x seeds), read-only here.
+void SpecDesigner::buildSuiteBox(QWidget* page, QVBoxLayout* layout) {
   m_suiteBox = new QGroupBox(tr("Suite"), page);
   auto* suiteLayout = new QVBoxLayout(m_suiteBox);
   m_suite = new QListWidget(m_suiteBox);
@@ -425,16 +470,21 @@ QWidget* SpecDesigner::buildForm() {
   suiteLayout->addWidget(m_suite);
   suiteLayout->addWidget(clear, 0, Qt::AlignLeft);
   layout->addWidget(m_suiteBox);
-  layout->addStretch(1);
-  return page;
 }
 
 QString SpecDesigner::experimentsDir() {
   const QString fromEnv = qEnvironmentVariable("DASP_EXPERIMENTS_DIR");
   if (!fromEnv.isEmpty()) return fromEnv;
-  const QString besideBuild = QDir::cleanPath(QCoreApplication::applicationDirPath() + QStringLiteral("/../../experiments"));
-  if (QFileInfo(besideBuild).isDir()) return besideBuild;
-  return QDir::current().absoluteFilePath(QStringLiteral("experiments"));
+  const QString bin = QCoreApplication::applicationDirPath();
+  // The source tree beside build/bin, the installed share/ beside PREFIX/bin, ./experiments,
+  // else the presets compiled into the workbench (read-only).
+  for (const QString& dir : {QDir::cleanPath(bin + QStringLiteral("/../../experiments")),
+                             QDir::cleanPath(bin + QStringLiteral("/../share/dasp-workbench/experiments")),
+                             QDir::current().absoluteFilePath(QStringLiteral("experiments"))}) {
+    if (QFileInfo(dir).isDir()) return dir;
+  }
+  resources::initResources();
+  return resources::embeddedPresetsDir();
 }
 
 void SpecDesigner::reloadPresets() {
@@ -528,7 +578,7 @@ Status SpecDesigner::validate() {
 }
 
 bool SpecDesigner::loadFile(const QString& path) {
-  auto loaded = loadSpecFile(path.toStdString());
+  auto loaded = readSpec(path);
   if (!loaded) {
     QString text = QString::fromStdString(loaded.message());
     if (!text.contains(path) && !text.contains(QFileInfo(path).fileName())) text = path + QStringLiteral(": ") + text;

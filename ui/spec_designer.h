@@ -37,6 +37,7 @@
 #include <vector>
 
 class QComboBox;
+class QVBoxLayout;
 class QFormLayout;
 class QGroupBox;
 class QLabel;
@@ -107,6 +108,12 @@ class SpecDesigner : public QWidget {
   QComboBox* addBool(QFormLayout* form, const QString& label, const std::string& path, bool defaultValue);
   QStringList enumValues(const std::string& path) const;
   QWidget* buildForm();
+  void buildEngineSection(QWidget* page, QVBoxLayout* layout);
+  void buildModelSections(QWidget* page, QVBoxLayout* layout);
+  void buildStrategySection(QWidget* page, QVBoxLayout* layout);
+  void buildRecoverySection(QWidget* page, QVBoxLayout* layout);
+  void buildRunSections(QWidget* page, QVBoxLayout* layout);
+  void buildSuiteBox(QWidget* page, QVBoxLayout* layout);
   void updateEngineKnobs();
   void updateStrategyKnobs();
   void updateRecoveryKnobs();

@@ -29,6 +29,11 @@ class ZeroGradients final : public GradientSource {
   ZeroGradients(std::int64_t parameters, int batch) : m_parameters(parameters), m_batch(batch) {}
   std::int64_t parameterCount() const override { return m_parameters; }
   int batchSize() const override { return m_batch; }
+  // DASP's ADAPTIVE rule sizes each node's batch; a zero gradient has any size.
+  bool setBatchSize(int batch) override {
+    m_batch = batch;
+    return true;
+  }
   Result<double> computeGradient(const float*, float* gradient) override {
     std::fill(gradient, gradient + m_parameters, 0.0f);
     return 0.0;
@@ -47,18 +52,11 @@ struct Case {
 
 }  // namespace
 
-int benchSim(const Args& args) {
-  int workers = 4096;
-  double seconds = 5;
-  try {
-    workers = std::stoi(args.value("--workers").value_or("4096"));
-    seconds = std::stod(args.value("--seconds").value_or("5"));
-  } catch (const std::exception&) {
-    return fail("bench sim: --workers and --seconds take numbers");
-  }
-  if (workers <= 0 || !(seconds > 0)) return fail("bench sim: --workers and --seconds must be positive");
-  const std::string strategy = args.value("--strategy").value_or("dasp");
-  const bool json = args.has("--json");
+int benchSim(const BenchSimFlags& flags) {
+  const int workers = flags.workers;
+  const double seconds = flags.seconds;
+  const std::string& strategy = flags.strategy;
+  const bool json = flags.json;
 
   ExperimentSpec spec;
   spec.set_name("bench-sim");

@@ -1,99 +1,118 @@
 // SPDX-License-Identifier: MIT
 #include "app/cli/cli.h"
 
-#include <algorithm>
+#include <cerrno>
 #include <cmath>
-#include <cstdio>
+#include <cstdint>
+#include <cstdlib>
 #include <iostream>
-#include <sstream>
+#include <tuple>
 
 namespace dasp::cli {
-
-Args::Args(int argc, char** argv, int first, const std::vector<std::string>& switches) {
-  for (int i = first; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--", 0) != 0 || a.size() == 2) {
-      m_positional.push_back(a);
-      continue;
-    }
-    const auto eq = a.find('=');
-    if (eq != std::string::npos) {
-      m_values.emplace(a.substr(0, eq), a.substr(eq + 1));
-    } else if (std::find(switches.begin(), switches.end(), a) != switches.end()) {
-      m_values.emplace(a, "");
-    } else if (i + 1 < argc) {
-      m_values.emplace(a, argv[++i]);
-    } else {
-      m_missingValue = a;
-    }
-  }
-}
-
-std::optional<std::string> Args::value(const std::string& flag) const {
-  auto range = m_values.equal_range(flag);
-  if (range.first == range.second) return std::nullopt;
-  return std::prev(range.second)->second;  // the last one wins
-}
-
-std::vector<std::string> Args::values(const std::string& flag) const {
-  std::vector<std::string> out;
-  auto range = m_values.equal_range(flag);
-  for (auto it = range.first; it != range.second; ++it) out.push_back(it->second);
-  return out;
-}
-
-bool Args::has(const std::string& flag) const { return m_values.count(flag) > 0; }
-
-std::vector<std::string> Args::unknown(const std::vector<std::string>& known) const {
-  std::vector<std::string> out;
-  for (const auto& [flag, value] : m_values) {
-    if (std::find(known.begin(), known.end(), flag) == known.end()) out.push_back(flag);
-  }
-  return out;
-}
 
 int fail(const std::string& message, int code) {
   std::cerr << "dasp: " << message << std::endl;
   return code;
 }
 
-}  // namespace dasp::cli
+// --- option checks ---
 
-namespace dasp::cli {
+namespace {
 
-const std::vector<std::string>& specFlags() {
-  static const std::vector<std::string> flags{"--model",  "--dataset", "--dataset-path",
-                                              "--epochs", "--batch",   "--lr",
-                                              "--seed",   "--device",  "--threads",
-                                              "--set"};
-  return flags;
+// The whole text as a finite double, or nullopt.
+std::optional<double> wholeNumber(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || end != text.c_str() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
 }
 
-Result<ExperimentSpec> specFromArgs(const Args& args, const std::string& specPath) {
+std::optional<long long> wholeInteger(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end != text.c_str() + text.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+const CLI::Validator& positiveNumber() {
+  static const CLI::Validator check(
+      [](std::string& text) -> std::string {
+        const auto v = wholeNumber(text);
+        return v && *v > 0 ? std::string() : "'" + text + "' is not a number > 0";
+      },
+      "", "positive");
+  return check;
+}
+
+const CLI::Validator& nonNegativeNumber() {
+  static const CLI::Validator check(
+      [](std::string& text) -> std::string {
+        const auto v = wholeNumber(text);
+        return v && *v >= 0 ? std::string() : "'" + text + "' is not a number >= 0";
+      },
+      "", "non-negative");
+  return check;
+}
+
+CLI::Validator integerIn(long long lo, long long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        const auto v = wholeInteger(text);
+        if (v && *v >= lo && *v <= hi) return {};
+        return "'" + text + "' is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+      },
+      "", "integer-range");
+}
+
+// --- the spec shorthands ---
+
+void addSpecFlags(CLI::App& command, SpecFlags& f) {
+  command.add_option("--model", f.model, "model.name (logreg, mlp, lenet, resnet8)");
+  command.add_option("--dataset", f.dataset, "dataset.name (fashion-mnist, synthetic)");
+  command.add_option("--dataset-path", f.datasetPath, "dataset.path: the folder of the IDX files");
+  command.add_option("--epochs", f.epochs, "stop.epochs")->type_name("FLOAT")->check(positiveNumber());
+  command.add_option("--batch", f.batch, "batch_size")->type_name("INT")->check(integerIn(1, 1 << 20));
+  command.add_option("--lr", f.lr, "optimizer.lr")->type_name("FLOAT")->check(positiveNumber());
+  command.add_option("--seed", f.seed, "seed")->type_name("INT")->check(integerIn(0, INT64_MAX));
+  command.add_option("--device", f.device, "device: cpu, cuda:N or auto");
+  command.add_option("--threads", f.threads, "threads (0 = LibTorch's default)")
+      ->type_name("INT")
+      ->check(integerIn(0, 1024));
+  command.add_option("--set", f.set, "a spec field, e.g. --set strategy.name=ssp (repeatable)")
+      ->type_name("PATH=VALUE")
+      ->allow_extra_args(false);
+}
+
+Result<ExperimentSpec> specFromFlags(const SpecFlags& flags, const std::string& specPath) {
   ExperimentSpec spec;
   if (!specPath.empty()) {
     auto loaded = loadSpecFile(specPath);
     if (!loaded) return loaded.status();
     spec = std::move(loaded).value();
   }
-  static const std::vector<std::pair<std::string, std::string>> shorthands{
-      {"--model", "model.name"},     {"--dataset", "dataset.name"},
-      {"--dataset-path", "dataset.path"}, {"--epochs", "stop.epochs"},
-      {"--batch", "batch_size"},     {"--lr", "optimizer.lr"},
-      {"--seed", "seed"},            {"--device", "device"},
-      {"--threads", "threads"}};
-  for (const auto& [flag, path] : shorthands) {
-    if (auto v = args.value(flag)) {
-      if (auto st = applyOverride(spec, path + "=" + *v); !st) {
-        return Status::error(flag + " " + *v + ": " + st.message());
-      }
+  const std::vector<std::tuple<const char*, const char*, const std::optional<std::string>*>> shorthands{
+      {"--model", "model.name", &flags.model},       {"--dataset", "dataset.name", &flags.dataset},
+      {"--dataset-path", "dataset.path", &flags.datasetPath}, {"--epochs", "stop.epochs", &flags.epochs},
+      {"--batch", "batch_size", &flags.batch},       {"--lr", "optimizer.lr", &flags.lr},
+      {"--seed", "seed", &flags.seed},               {"--device", "device", &flags.device},
+      {"--threads", "threads", &flags.threads}};
+  for (const auto& [flag, path, value] : shorthands) {
+    if (!*value) continue;
+    if (auto st = applyOverride(spec, std::string(path) + "=" + **value); !st) {
+      return Status::error(std::string(flag) + " " + **value + ": " + st.message());
     }
   }
-  for (const auto& assignment : args.values("--set")) {
+  for (const auto& assignment : flags.set) {
     if (auto st = applyOverride(spec, assignment); !st) return st;
   }
   // A dataset switched on the command line should not keep another dataset's path.
-  if (args.value("--dataset") && !args.value("--dataset-path") && !specPath.empty()) {
+  if (flags.dataset && !flags.datasetPath && !specPath.empty()) {
     auto original = loadSpecFile(specPath);
     if (original && original->dataset().name() != spec.dataset().name()) {
       spec.mutable_dataset()->clear_path();
@@ -103,6 +122,55 @@ Result<ExperimentSpec> specFromArgs(const Args& args, const std::string& specPat
     return Status::error((specPath.empty() ? std::string("spec") : specPath) + ": " + st.message());
   }
   return withDefaults(spec);
+}
+
+// --- parsing ---
+
+namespace {
+
+// "dasp bench train": the deepest subcommand the parser selected.
+std::string commandPath(const CLI::App& dasp) {
+  const CLI::App* at = &dasp;
+  std::string path = dasp.get_name();
+  while (!at->get_subcommands().empty()) {
+    at = at->get_subcommands().back();
+    path += " " + at->get_name();
+  }
+  return path;
+}
+
+bool isSubcommand(const CLI::App& dasp, const std::string& word) {
+  for (const CLI::App* sub : dasp.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->check_name(word)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int parseAndRun(CLI::App& dasp, int argc, char** argv, const int& exitCode) {
+  if (argc < 2) {
+    std::cout << dasp.help();
+    return 2;
+  }
+  const std::string first = argv[1];
+  if (first == "help") {
+    std::cout << dasp.help();
+    return 0;
+  }
+  if (first.rfind('-', 0) != 0 && !isSubcommand(dasp, first)) {
+    return fail("unknown command '" + first + "' (see 'dasp --help')");
+  }
+  try {
+    dasp.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return dasp.exit(e);  // the help of the subcommand given, on stdout
+  } catch (const CLI::CallForAllHelp& e) {
+    return dasp.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string(e.what()) + " (see '" + commandPath(dasp) + " --help')");
+  }
+  return exitCode;
 }
 
 }  // namespace dasp::cli

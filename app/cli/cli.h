@@ -1,38 +1,22 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The `dasp` command line: argument scanning shared by the subcommands, and the
-// subcommands themselves (one file each). Each returns the process exit code: 0 success,
-// 1 a failure at run time, 2 bad usage or bad input.
-// Threading: run on the main thread.
+// The `dasp` command line on CLI11: each subcommand is defined in one file by an add*
+// function that declares its options (typed, range-checked, with their help) on the root
+// app and runs the command when it is the one given. A command returns the process exit
+// code: 0 success, 1 a failure at run time, 2 bad usage or bad input, 130 stopped.
+// Threading: everything here runs on the main thread.
 
 #include "core/json_text.h"
+#include "core/result.h"
+#include "core/spec.h"
 
-#include <map>
+#include <CLI/CLI.hpp>
+
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace dasp::cli {
-
-// Scans `--flag value`, `--flag=value` and bare `--switch` arguments; anything else is
-// positional. Repeated flags (--set) keep every value.
-class Args {
- public:
-  Args(int argc, char** argv, int first, const std::vector<std::string>& switches);
-  std::optional<std::string> value(const std::string& flag) const;
-  std::vector<std::string> values(const std::string& flag) const;
-  bool has(const std::string& flag) const;
-  const std::vector<std::string>& positional() const { return m_positional; }
-  // Flags given that are not in `known`: for an "unknown option" error.
-  std::vector<std::string> unknown(const std::vector<std::string>& known) const;
-  // A flag given without its value.
-  const std::string& missingValue() const { return m_missingValue; }
-
- private:
-  std::multimap<std::string, std::string> m_values;
-  std::vector<std::string> m_positional;
-  std::string m_missingValue;
-};
 
 using ::dasp::jsonNumber;  // core/json_text.h
 using ::dasp::jsonString;
@@ -40,32 +24,52 @@ using ::dasp::jsonString;
 // Prints "dasp: <message>" to stderr and returns `code`.
 int fail(const std::string& message, int code = 2);
 
-int cmdTrain(int argc, char** argv);
-int cmdRuns(int argc, char** argv);
-int cmdBench(int argc, char** argv);
-// `dasp bench sim` (bench_sim.cpp), called by cmdBench.
-int benchSim(const Args& args);
-int cmdInfo(int argc, char** argv);
-int cmdValidate(int argc, char** argv);
-int cmdRun(int argc, char** argv);
-int cmdTables(int argc, char** argv);
-int cmdServer(int argc, char** argv);
-int cmdWorker(int argc, char** argv);
-int cmdEvaluator(int argc, char** argv);
+// Each add* function registers one subcommand; its callback, run during parsing when that
+// subcommand is given, puts the command's exit code in `exitCode`.
+void addRunCommand(CLI::App& dasp, int& exitCode);
+void addTrainCommand(CLI::App& dasp, int& exitCode);
+void addRunsCommand(CLI::App& dasp, int& exitCode);
+void addTablesCommand(CLI::App& dasp, int& exitCode);
+void addValidateCommand(CLI::App& dasp, int& exitCode);
+void addBenchCommand(CLI::App& dasp, int& exitCode);
+void addInfoCommand(CLI::App& dasp, int& exitCode);
+void addNodeCommands(CLI::App& dasp, int& exitCode);  // server, worker, evaluator
 
-}  // namespace dasp::cli
+// `dasp bench sim`'s options and body (bench_sim.cpp), registered by addBenchCommand.
+struct BenchSimFlags {
+  int workers = 4096;
+  double seconds = 5;
+  std::string strategy = "dasp";
+  bool json = false;
+};
+int benchSim(const BenchSimFlags& flags);
 
-#include "core/result.h"
-#include "core/spec.h"
+// --- option checks: each names the value it refuses (CLI11 prefixes the flag) ---
 
-namespace dasp::cli {
+// A finite number > 0 (FLOAT).
+const CLI::Validator& positiveNumber();
+// A finite number >= 0 (FLOAT).
+const CLI::Validator& nonNegativeNumber();
+// An integer in [lo, hi] (INT).
+CLI::Validator integerIn(long long lo, long long hi);
 
-// The spec a command runs: the file (if any), then flag shorthands (--model, --dataset,
-// --epochs, --batch, --lr, --seed, --device, --threads), then every --set; validated and
-// resolved with defaults. Errors name the file or the flag.
-Result<ExperimentSpec> specFromArgs(const Args& args, const std::string& specPath);
+// --- the spec shorthands shared by run, train and validate ---
 
-// Flags specFromArgs understands, for unknown-option checks.
-const std::vector<std::string>& specFlags();
+// --model, --dataset, --dataset-path, --epochs, --batch, --lr, --seed, --device, --threads,
+// and repeated --set path=value. The text of each is kept as given (it is applied as a
+// spec override, parsed once there); the checks here give the type and range.
+struct SpecFlags {
+  std::optional<std::string> model, dataset, datasetPath, epochs, batch, lr, seed, device, threads;
+  std::vector<std::string> set;
+};
+void addSpecFlags(CLI::App& command, SpecFlags& flags);
+
+// The spec a command runs: the file (if any), then the shorthands, then every --set;
+// validated and resolved with defaults. Errors name the file or the flag.
+Result<ExperimentSpec> specFromFlags(const SpecFlags& flags, const std::string& specPath);
+
+// Parses the command line with `dasp` (every subcommand added) and returns the exit code:
+// the subcommand's, 0 after --help, 2 for bad usage (the message names the flag or value).
+int parseAndRun(CLI::App& dasp, int argc, char** argv, const int& exitCode);
 
 }  // namespace dasp::cli

@@ -20,42 +20,48 @@
 
 #include <cstdio>
 #include <iostream>
-#include <sstream>
+#include <memory>
 
 namespace dasp::cli {
 namespace {
 
+const char* kFashionMnistPath = "/usr/share/datasets/fashion-mnist";
+
+struct BenchTrainFlags {
+  std::vector<std::string> models{"mlp", "lenet"};
+  int batch = 64;
+  int rounds = 7;
+  double seconds = 1.0;
+  std::string device = "cpu";
+  std::string datasetPath = kFashionMnistPath;
+  bool json = false;
+};
+
+struct BenchPsFlags {
+  std::string datasetPath = kFashionMnistPath;
+  bool json = false;
+};
+
 // The benchmarks' data: the real Fashion-MNIST (or --dataset-path), one intra-op thread.
-Result<TrainTest> benchData(const Args& args) {
+Result<TrainTest> benchData(const std::string& path) {
   v1::DatasetSpec dataSpec;
   dataSpec.set_name("fashion-mnist");
-  dataSpec.set_path(args.value("--dataset-path").value_or("/usr/share/datasets/fashion-mnist"));
+  dataSpec.set_path(path);
   dataSpec.set_normalize(true);
   ml::configureThreads(1);
   return loadDataset(dataSpec, 1);
 }
 
-int benchTrain(const Args& args) {
-  std::vector<std::string> models;
-  std::stringstream list(args.value("--models").value_or("mlp,lenet"));
-  for (std::string m; std::getline(list, m, ',');) {
-    if (!m.empty()) models.push_back(m);
-  }
-  int batch = 64, rounds = 7;
-  double seconds = 1.0;
-  try {
-    batch = std::stoi(args.value("--batch").value_or("64"));
-    rounds = std::stoi(args.value("--rounds").value_or("7"));
-    seconds = std::stod(args.value("--seconds").value_or("1"));
-  } catch (const std::exception&) {
-    return fail("bench train: --batch, --rounds and --seconds take numbers");
-  }
-  if (batch <= 0 || rounds <= 0 || !(seconds > 0)) return fail("bench train: values must be positive");
-  auto data = benchData(args);
+int benchTrain(const BenchTrainFlags& flags) {
+  const auto& models = flags.models;
+  const int batch = flags.batch;
+  const int rounds = flags.rounds;
+  const double seconds = flags.seconds;
+  auto data = benchData(flags.datasetPath);
   if (!data) return fail(data.message());
 
-  const bool json = args.has("--json");
-  const std::string device = args.value("--device").value_or("cpu");
+  const bool json = flags.json;
+  const std::string& device = flags.device;
   std::vector<ml::TrainBenchCase> cases;
   for (const auto& model : models) {
     if (!json) {
@@ -151,12 +157,12 @@ Result<std::pair<double, double>> iterationTimes(const TrainTest& data, const st
   return std::make_pair(median(distributed), median(single));
 }
 
-int benchPs(const Args& args) {
-  const bool json = args.has("--json");
+int benchPs(const BenchPsFlags& flags) {
+  const bool json = flags.json;
   auto note = [&](const char* what) {
     if (!json) std::fprintf(stderr, "bench ps: %s ...\n", what);
   };
-  auto data = benchData(args);
+  auto data = benchData(flags.datasetPath);
   if (!data) return fail(data.message());
 
   note("(a) lenet iteration: 1 worker + server over loopback vs the single-process trainer");
@@ -199,30 +205,43 @@ int benchPs(const Args& args) {
 
 }  // namespace
 
-int cmdBench(int argc, char** argv) {
-  Args args(argc, argv, 3, {"--json"});
-  const std::string which = argc > 2 ? argv[2] : "";
-  if (which == "train") {
-    if (auto u = args.unknown({"--models", "--batch", "--rounds", "--seconds", "--device", "--dataset-path", "--json"});
-        !u.empty()) {
-      return fail("unknown option " + u.front());
-    }
-    return benchTrain(args);
-  }
-  if (which == "ps") {
-    if (auto u = args.unknown({"--dataset-path", "--json"}); !u.empty()) return fail("unknown option " + u.front());
-    return benchPs(args);
-  }
-  if (which == "sim") {
-    if (auto u = args.unknown({"--workers", "--seconds", "--strategy", "--json"}); !u.empty()) {
-      return fail("unknown option " + u.front());
-    }
-    return benchSim(args);
-  }
-  return fail("usage: dasp bench train [--models mlp,lenet] [--batch 64] [--rounds 7] [--seconds 1] [--device cpu]\n"
-              "                        [--dataset-path DIR] [--json]\n"
-              "       dasp bench ps [--json]\n"
-              "       dasp bench sim [--workers 4096] [--seconds 5] [--strategy dasp] [--json]");
+void addBenchCommand(CLI::App& dasp, int& exitCode) {
+  auto* bench = dasp.add_subcommand("bench", "benchmarks, each a ratio against a baseline measured in the same run");
+  bench->require_subcommand(1);
+
+  auto trainFlags = std::make_shared<BenchTrainFlags>();
+  auto* train = bench->add_subcommand("train", "trainer throughput vs a plain LibTorch loop");
+  train->add_option("--models", trainFlags->models, "the models, e.g. mlp,lenet")
+      ->delimiter(',')
+      ->capture_default_str();
+  train->add_option("--batch", trainFlags->batch, "batch size")->capture_default_str()->check(integerIn(1, 1 << 16));
+  train->add_option("--rounds", trainFlags->rounds, "timed rounds (the median is reported)")
+      ->capture_default_str()
+      ->check(integerIn(1, 1000));
+  train->add_option("--seconds", trainFlags->seconds, "seconds per round")
+      ->capture_default_str()
+      ->check(positiveNumber());
+  train->add_option("--device", trainFlags->device, "cpu, cuda:N or auto")->capture_default_str();
+  train->add_option("--dataset-path", trainFlags->datasetPath, "the Fashion-MNIST IDX folder")->capture_default_str();
+  train->add_flag("--json", trainFlags->json, "one JSON object per model");
+  train->callback([trainFlags, &exitCode] { exitCode = benchTrain(*trainFlags); });
+
+  auto psFlags = std::make_shared<BenchPsFlags>();
+  auto* ps = bench->add_subcommand(
+      "ps", "the parameter server: iteration vs single process, push+pull vs TCP echo, policy decisions/s");
+  ps->add_option("--dataset-path", psFlags->datasetPath, "the Fashion-MNIST IDX folder")->capture_default_str();
+  ps->add_flag("--json", psFlags->json, "one JSON object");
+  ps->callback([psFlags, &exitCode] { exitCode = benchPs(*psFlags); });
+
+  auto simFlags = std::make_shared<BenchSimFlags>();
+  auto* sim = bench->add_subcommand("sim", "the virtual-cluster engine's event rate at scale");
+  sim->add_option("--workers", simFlags->workers, "simulated workers")
+      ->capture_default_str()
+      ->check(integerIn(1, 1 << 20));
+  sim->add_option("--seconds", simFlags->seconds, "simulated seconds")->capture_default_str()->check(positiveNumber());
+  sim->add_option("--strategy", simFlags->strategy, "the strategy")->capture_default_str();
+  sim->add_flag("--json", simFlags->json, "one JSON object");
+  sim->callback([simFlags, &exitCode] { exitCode = benchSim(*simFlags); });
 }
 
 }  // namespace dasp::cli

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 namespace dasp::cli {
 namespace {
@@ -22,13 +23,10 @@ std::string driverVersion(int v) {
   return v > 0 ? std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10) : std::string("unknown");
 }
 
-}  // namespace
-
-int cmdInfo(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--json"});
+int infoCommand(bool json) {
   const auto info = ml::torchInfo();
   const std::size_t named = info.deviceNames.size();
-  if (args.has("--json")) {
+  if (json) {
     std::cout << "{\"version\":" << jsonString(codeVersion()) << ",\"host\":" << jsonString(hostName())
               << ",\"torch_version\":" << jsonString(info.version)
               << ",\"built_with_cuda\":" << (info.builtWithCuda ? "true" : "false")
@@ -59,6 +57,15 @@ int cmdInfo(int argc, char** argv) {
             << "default run store: " << defaultStorePath() << "\n"
             << info.parallelInfo;
   return 0;
+}
+
+}  // namespace
+
+void addInfoCommand(CLI::App& dasp, int& exitCode) {
+  auto json = std::make_shared<bool>(false);
+  auto* info = dasp.add_subcommand("info", "build, LibTorch and device facts, and the default run store");
+  info->add_flag("--json", *json, "one JSON object");
+  info->callback([json, &exitCode] { exitCode = infoCommand(*json); });
 }
 
 }  // namespace dasp::cli

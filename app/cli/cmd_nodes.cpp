@@ -18,9 +18,33 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 namespace dasp::cli {
 namespace {
+
+// The options every node role shares: its security and, for clients, the server.
+struct ClientFlags {
+  std::string servers;  // HOST:PORT[,HOST:PORT...]
+  std::string name;
+  int rank = -1;
+  double connectTimeoutS = 30;
+  std::optional<std::string> tokenFile, tlsCert;
+};
+
+struct ServerFlags {
+  std::string specPath;
+  int workers = 0;
+  std::string bind = "127.0.0.1";
+  int port = 0;
+  std::string name = "server";
+  double resumeAtS = -1;
+  std::string checkpointDir;
+  bool restore = false, adopt = false, replica = false;
+  std::string chainNext;
+  std::optional<std::string> tokenFile, tlsCert, tlsKey;
+};
 
 void logLine(const std::string& text) {
   std::fprintf(stderr, "%s\n", text.c_str());
@@ -30,9 +54,9 @@ void logLine(const std::string& text) {
 // The run token of a node process: the first line of --token-file PATH, else the
 // environment (DASP_RUN_TOKEN, how the runner hands it over: never on a command line).
 // nullopt when neither is given.
-Result<std::optional<std::string>> givenToken(const Args& args) {
-  if (auto path = args.value("--token-file")) {
-    auto token = net::readTokenFile(*path);
+Result<std::optional<std::string>> givenToken(const std::optional<std::string>& tokenFile) {
+  if (tokenFile) {
+    auto token = net::readTokenFile(*tokenFile);
     if (!token) return token.status();
     return std::optional<std::string>(std::move(token).value());
   }
@@ -45,17 +69,17 @@ Result<std::optional<std::string>> givenToken(const Args& args) {
 
 // A worker's or the evaluator's security: the run token (required) and, with
 // --tls-cert PATH, TLS trusting that certificate.
-Result<net::NodeSecurity> clientSecurity(const Args& args, const std::string& role) {
+Result<net::NodeSecurity> clientSecurity(const ClientFlags& flags, const std::string& role) {
   net::NodeSecurity security;
-  auto token = givenToken(args);
+  auto token = givenToken(flags.tokenFile);
   if (!token) return Status::error(role + ": " + token.message());
   if (!token.value()) {
     return Status::error(role + ": no run token: set DASP_RUN_TOKEN or pass --token-file PATH (a `dasp server` "
                                 "started without one writes its token to a file and names it)");
   }
   security.token = **token;
-  if (auto cert = args.value("--tls-cert")) {
-    auto tls = net::loadTls(*cert);
+  if (flags.tlsCert) {
+    auto tls = net::loadTls(*flags.tlsCert);
     if (!tls) return Status::error(role + ": " + tls.message());
     security.tls = std::move(tls).value();
   }
@@ -69,10 +93,10 @@ struct NodeSetup {
   TrainTest data;
 };
 
-Result<NodeSetup> prepareNode(const Args& args, const std::string& role, const std::string& defaultName) {
+Result<NodeSetup> prepareNode(const ClientFlags& flags, const std::string& role) {
   NodeSetup s;
   // --server HOST:PORT[,HOST:PORT...]: several addresses are a chain's servers, in order.
-  const std::string list = args.value("--server").value_or("");
+  const std::string& list = flags.servers;
   for (std::size_t begin = 0; begin <= list.size();) {
     const auto comma = std::min(list.find(',', begin), list.size());
     if (comma > begin) s.options.servers.push_back(list.substr(begin, comma - begin));
@@ -80,16 +104,12 @@ Result<NodeSetup> prepareNode(const Args& args, const std::string& role, const s
   }
   if (s.options.servers.empty()) return Status::error(role + ": --server HOST:PORT[,HOST:PORT...] is required");
   s.options.server = s.options.servers.front();
-  s.options.name = args.value("--name").value_or(defaultName);
-  try {
-    s.options.requestedRank = std::stoi(args.value("--rank").value_or("-1"));
-    s.options.connectTimeoutS = std::stod(args.value("--connect-timeout").value_or("30"));
-  } catch (const std::exception&) {
-    return Status::error(role + ": --rank and --connect-timeout take numbers");
-  }
+  s.options.name = flags.name.empty() ? role : flags.name;
+  s.options.requestedRank = flags.rank;
+  s.options.connectTimeoutS = flags.connectTimeoutS;
   s.options.log = logLine;
   s.options.cancel = stopRequested();
-  auto security = clientSecurity(args, role);
+  auto security = clientSecurity(flags, role);
   if (!security) return security.status();
   s.options.security = std::move(security).value();
   auto probe = net::joinServer(s.options, "probe");
@@ -101,54 +121,28 @@ Result<NodeSetup> prepareNode(const Args& args, const std::string& role, const s
   return s;
 }
 
-}  // namespace
-
-int cmdServer(int argc, char** argv) {
-  // A restarted server continues the run's clock from --resume-at, plus its own start-up.
-  const auto processStart = std::chrono::steady_clock::now();
-  Args args(argc, argv, 2, {"--restore", "--adopt", "--replica"});
-  if (auto u = args.unknown({"--spec", "--workers", "--bind", "--port", "--name", "--resume-at", "--checkpoint-dir",
-                             "--restore", "--adopt", "--replica", "--chain-next", "--token-file", "--tls-cert",
-                             "--tls-key"});
-      !u.empty()) {
-    return fail("server: unknown option " + u.front());
-  }
-  const auto specPath = args.value("--spec");
-  if (!specPath) {
-    return fail(
-        "usage: dasp server --spec FILE --workers N [--bind ADDR] [--port P] [--name NAME]\n"
-        "                   [--checkpoint-dir DIR [--restore]] [--resume-at SECONDS] [--adopt]\n"
-        "                   [--replica] [--chain-next HOST:PORT]\n"
-        "                   [--token-file FILE] [--tls-cert PEM --tls-key PEM]\n"
-        "The run token comes from --token-file or DASP_RUN_TOKEN; without either the server\n"
-        "makes one and writes it to a file (mode 0600) that it names on stdout. TLS: the flags,\n"
-        "else the spec's security.tls_cert/tls_key when security.tls is true.");
-  }
-  auto spec = loadSpecFile(*specPath);
+int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_point processStart) {
+  auto spec = loadSpecFile(flags.specPath);
   if (!spec) return fail(spec.message());
-  if (auto st = validateSpec(spec.value()); !st) return fail(*specPath + ": " + st.message());
+  if (auto st = validateSpec(spec.value()); !st) return fail(flags.specPath + ": " + st.message());
   net::ServerOptions options;
   options.spec = withDefaults(spec.value());
-  try {
-    options.workers = std::stoi(args.value("--workers").value_or("0"));
-    options.port = std::stoi(args.value("--port").value_or("0"));
-    options.resumeAtS = std::stod(args.value("--resume-at").value_or("-1"));
-  } catch (const std::exception&) {
-    return fail("server: --workers, --port and --resume-at take numbers");
-  }
-  options.name = args.value("--name").value_or("server");
-  options.checkpointDir = args.value("--checkpoint-dir").value_or("");
-  options.restoreCheckpoint = args.has("--restore");
-  options.adoptFromWorkers = args.has("--adopt");
-  options.replica = args.has("--replica");
-  options.chainNext = args.value("--chain-next").value_or("");
+  options.workers = flags.workers;
+  options.port = flags.port;
+  options.resumeAtS = flags.resumeAtS;
+  options.name = flags.name;
+  options.checkpointDir = flags.checkpointDir;
+  options.restoreCheckpoint = flags.restore;
+  options.adoptFromWorkers = flags.adopt;
+  options.replica = flags.replica;
+  options.chainNext = flags.chainNext;
   options.log = logLine;
   if (options.workers <= 0) options.workers = static_cast<int>(expandWorkers(options.spec).size());
-  options.bindAddress = args.value("--bind").value_or("127.0.0.1");
+  options.bindAddress = flags.bind;
   // TLS: the flags (the runner's way), else the spec's security section; the files are
   // read and checked here, so a missing or wrong file is named before anything starts.
-  std::string certPath = args.value("--tls-cert").value_or("");
-  std::string keyPath = args.value("--tls-key").value_or("");
+  std::string certPath = flags.tlsCert.value_or("");
+  std::string keyPath = flags.tlsKey.value_or("");
   if (certPath.empty() && keyPath.empty() && options.spec.security().tls()) {
     certPath = options.spec.security().tls_cert();
     keyPath = options.spec.security().tls_key();
@@ -160,7 +154,7 @@ int cmdServer(int argc, char** argv) {
     if (!tls) return fail("server: " + tls.message());
     options.security.tls = std::move(tls).value();
   }
-  auto token = givenToken(args);
+  auto token = givenToken(flags.tokenFile);
   if (!token) return fail("server: " + token.message());
   const bool tls = options.security.tls != nullptr;
   auto data = loadDataset(options.spec.dataset(), options.spec.seed());
@@ -207,7 +201,7 @@ int cmdServer(int argc, char** argv) {
   }
   // The address clients on this machine dial (loopback for a wildcard bind); the bind
   // address and TLS follow.
-  const std::string bind = args.value("--bind").value_or("127.0.0.1");
+  const std::string& bind = flags.bind;
   std::printf("dasp-server listening %s parameters=%zu train_count=%lld bind=%s tls=%s\n",
               net::hostPort(net::dialableHost(bind), server.value()->port()).c_str(), parameters,
               static_cast<long long>(trainCount), bind.c_str(), tls ? "on" : "off");
@@ -228,14 +222,9 @@ int cmdServer(int argc, char** argv) {
   return 0;
 }
 
-int cmdWorker(int argc, char** argv) {
-  Args args(argc, argv, 2, {});
-  if (auto u = args.unknown({"--server", "--rank", "--name", "--connect-timeout", "--token-file", "--tls-cert"});
-      !u.empty()) {
-    return fail("worker: unknown option " + u.front());
-  }
+int workerCommand(const ClientFlags& flags) {
   installStopSignals();
-  auto setup = prepareNode(args, "worker", "worker");
+  auto setup = prepareNode(flags, "worker");
   if (!setup) return fail(setup.message(), 1);
   auto& s = setup.value();
   const int rank = s.options.requestedRank >= 0 ? s.options.requestedRank : 0;
@@ -253,13 +242,9 @@ int cmdWorker(int argc, char** argv) {
   return 0;
 }
 
-int cmdEvaluator(int argc, char** argv) {
-  Args args(argc, argv, 2, {});
-  if (auto u = args.unknown({"--server", "--name", "--connect-timeout", "--token-file", "--tls-cert"}); !u.empty()) {
-    return fail("evaluator: unknown option " + u.front());
-  }
+int evaluatorCommand(const ClientFlags& flags) {
   installStopSignals();
-  auto setup = prepareNode(args, "evaluator", "evaluator");
+  auto setup = prepareNode(flags, "evaluator");
   if (!setup) return fail(setup.message(), 1);
   auto& s = setup.value();
   const auto& spec = s.join.spec;
@@ -277,6 +262,62 @@ int cmdEvaluator(int argc, char** argv) {
               static_cast<long long>(stats->bytesSent), static_cast<long long>(stats->bytesReceived),
               static_cast<long long>(stats->iterations));
   return 0;
+}
+
+// --server, --name, --connect-timeout, --token-file and --tls-cert of a worker or the evaluator.
+void addClientFlags(CLI::App& command, ClientFlags& flags) {
+  command.add_option("--server", flags.servers, "HOST:PORT of the server; several, comma-separated, are a chain's")
+      ->required();
+  command.add_option("--name", flags.name, "the node's name in the run");
+  command.add_option("--connect-timeout", flags.connectTimeoutS, "seconds to wait for the server")
+      ->capture_default_str()
+      ->check(positiveNumber());
+  command.add_option("--token-file", flags.tokenFile, "the run token's file (else DASP_RUN_TOKEN)");
+  command.add_option("--tls-cert", flags.tlsCert, "TLS: trust this certificate (PEM)");
+}
+
+}  // namespace
+
+void addNodeCommands(CLI::App& dasp, int& exitCode) {
+  // A restarted server continues the run's clock from --resume-at, plus its own start-up.
+  const auto processStart = std::chrono::steady_clock::now();
+  auto serverFlags = std::make_shared<ServerFlags>();
+  auto* server = dasp.add_subcommand("server", "the parameter server of a run (started by `dasp run`)");
+  server->footer(
+      "The run token comes from --token-file or DASP_RUN_TOKEN; without either the server makes one and\n"
+      "writes it to a file (mode 0600) that it names on stdout. TLS: the flags, else the spec's\n"
+      "security.tls_cert/tls_key when security.tls is true.");
+  server->add_option("--spec", serverFlags->specPath, "the experiment spec (JSON)")->required();
+  server->add_option("--workers", serverFlags->workers, "workers (0 = as the spec's cluster)")
+      ->capture_default_str()
+      ->check(integerIn(0, 1 << 20));
+  server->add_option("--bind", serverFlags->bind, "the address to listen on")->capture_default_str();
+  server->add_option("--port", serverFlags->port, "the port (0 = any free one)")
+      ->capture_default_str()
+      ->check(integerIn(0, 65535));
+  server->add_option("--name", serverFlags->name, "the node's name in the run")->capture_default_str();
+  server->add_option("--resume-at", serverFlags->resumeAtS, "a restarted server: the run's clock at its start (s)");
+  server->add_option("--checkpoint-dir", serverFlags->checkpointDir, "where checkpoints are written");
+  server->add_flag("--restore", serverFlags->restore, "start from the newest checkpoint in --checkpoint-dir");
+  server->add_flag("--adopt", serverFlags->adopt, "stateless recovery: adopt the state the workers hold");
+  server->add_flag("--replica", serverFlags->replica, "chain replication: start as a replica, not the head");
+  server->add_option("--chain-next", serverFlags->chainNext, "chain replication: forward to HOST:PORT");
+  server->add_option("--token-file", serverFlags->tokenFile, "the run token's file (else DASP_RUN_TOKEN)");
+  server->add_option("--tls-cert", serverFlags->tlsCert, "TLS: this server's certificate (PEM)");
+  server->add_option("--tls-key", serverFlags->tlsKey, "TLS: its private key (PEM)");
+  server->callback([serverFlags, processStart, &exitCode] { exitCode = serverCommand(*serverFlags, processStart); });
+
+  auto workerFlags = std::make_shared<ClientFlags>();
+  auto* worker = dasp.add_subcommand("worker", "a worker of a run (started by `dasp run`)");
+  addClientFlags(*worker, *workerFlags);
+  worker->add_option("--rank", workerFlags->rank, "the rank to ask for (-1 = the server assigns one)")
+      ->check(integerIn(-1, 1 << 20));
+  worker->callback([workerFlags, &exitCode] { exitCode = workerCommand(*workerFlags); });
+
+  auto evaluatorFlags = std::make_shared<ClientFlags>();
+  auto* evaluator = dasp.add_subcommand("evaluator", "the evaluator of a run (started by `dasp run`)");
+  addClientFlags(*evaluator, *evaluatorFlags);
+  evaluator->callback([evaluatorFlags, &exitCode] { exitCode = evaluatorCommand(*evaluatorFlags); });
 }
 
 }  // namespace dasp::cli

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `dasp run SPEC.json [--set path=value]... [--grid path=v1,v2]... [--engine real|sim] [--reference]
-//  [--lr-from FILE] [--db FILE] [--json]`
+// `dasp run SPEC.json [options]` (addRunCommand declares them; `dasp run --help` lists them).
 // Runs an experiment, or a suite (strategies × seeds × grid values) in turn, and prints a
 // comparison table; --json prints one object per run after all other output. Each run
 // goes to the engine its spec names: processes over gRPC (real) or the virtual-cluster
@@ -19,6 +18,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -30,15 +31,20 @@
 namespace dasp::cli {
 namespace {
 
-const char* kUsage =
-    "usage: dasp run SPEC.json [--set path=value]... [--grid path=v1,v2,...]... [--seeds 1,2,3]\n"
-    "                [--engine real|sim] [--reference] [--lr-from FILE] [--db FILE] [--tags T] [--json] [--quiet]\n"
-    "  --reference  also run the homogeneous-equivalent reference (same N and total gradient rate, BSP,\n"
-    "               same seeds and learning rates), labelled `reference`; every run's\n"
-    "               heterogeneity_cost = its time to target / the reference's mean\n"
-    "  --lr-from F  each strategy (and the reference) at its best learning rate in the results file F\n"
-    "               (JSON lines of an earlier --json run, e.g. the engine's) instead of the spec's lr_grid\n"
-    "  lr_grid in the spec runs every strategy at each learning rate; the table reports each at its best\n";
+// The options of `dasp run`, as given.
+struct RunFlags {
+  std::string specPath;
+  SpecFlags spec;
+  std::vector<std::string> grid;
+  std::vector<std::uint64_t> seeds;
+  std::optional<std::string> engine;
+  std::optional<std::string> lrFrom;
+  std::string db = defaultStorePath();
+  std::string tags;
+  bool reference = false;
+  bool json = false;
+  bool quiet = false;
+};
 
 // One planned run on the virtual-cluster engine, with the spec's computation wired in.
 Result<RunSummary> runOnSimulator(const ExperimentSpec& spec, const net::RunnerOptions& options) {
@@ -59,15 +65,6 @@ std::string selfPath() {
   if (n <= 0) return "dasp";
   buf[n] = '\0';
   return buf;
-}
-
-std::vector<std::string> splitList(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
 }
 
 // The recovery metrics of a run's fault drills as a JSON array.
@@ -153,58 +150,34 @@ std::vector<PlannedRun> withTunedRates(const std::vector<PlannedRun>& planned, c
   return out;
 }
 
-}  // namespace
-
-int cmdRun(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--json", "--quiet", "--help", "--reference"});
-  if (args.has("--help")) {
-    std::cout << kUsage;
-    return 0;
-  }
-  auto known = specFlags();
-  known.insert(known.end(),
-               {"--grid", "--seeds", "--engine", "--db", "--tags", "--json", "--quiet", "--help", "--reference",
-                "--lr-from"});
-  if (auto u = args.unknown(known); !u.empty()) return fail("unknown option " + u.front() + "\n" + kUsage);
-  if (!args.missingValue().empty()) return fail(args.missingValue() + " needs a value");
-  if (args.positional().size() != 1) return fail(std::string("run needs one spec file\n") + kUsage);
-  auto spec = specFromArgs(args, args.positional().front());
+int runCommand(const RunFlags& flags) {
+  auto spec = specFromFlags(flags.spec, flags.specPath);
   if (!spec) return fail(spec.message());
-  if (auto seeds = args.value("--seeds")) {
+  if (!flags.seeds.empty()) {
     spec->clear_seeds();
-    for (const auto& s : splitList(*seeds)) {
-      try {
-        spec->add_seeds(std::stoull(s));
-      } catch (const std::exception&) {
-        return fail("--seeds " + *seeds + ": not a list of numbers");
-      }
-    }
+    for (auto seed : flags.seeds) spec->add_seeds(seed);
   }
-  if (auto engine = args.value("--engine")) {
-    if (*engine != "real" && *engine != "sim") return fail("--engine " + *engine + ": must be real or sim");
-    spec->set_engine(*engine);
-  }
-  const auto lrFrom = args.value("--lr-from");
-  if (lrFrom) spec->clear_lr_grid();  // one rate per strategy, from the file
-  auto planned = planRuns(spec.value(), args.values("--grid"));
-  if (!planned) return fail(args.positional().front() + ": " + planned.message());
-  if (args.has("--reference")) {
+  if (flags.engine) spec->set_engine(*flags.engine);
+  if (flags.lrFrom) spec->clear_lr_grid();  // one rate per strategy, from the file
+  auto planned = planRuns(spec.value(), flags.grid);
+  if (!planned) return fail(flags.specPath + ": " + planned.message());
+  if (flags.reference) {
     planned = withReferenceRuns(planned.value());
-    if (!planned) return fail(args.positional().front() + ": " + planned.message());
+    if (!planned) return fail(flags.specPath + ": " + planned.message());
   }
-  if (lrFrom) {
-    auto tuned = tunedRates(*lrFrom);
+  if (flags.lrFrom) {
+    auto tuned = tunedRates(*flags.lrFrom);
     if (!tuned) return fail(tuned.message());
     planned = withTunedRates(planned.value(), tuned.value());
   }
 
-  const bool json = args.has("--json");
-  const bool quiet = args.has("--quiet");
+  const bool json = flags.json;
+  const bool quiet = flags.quiet;
   installStopSignals();
   net::RunnerOptions options;
   options.daspBinary = selfPath();
-  options.dbPath = args.value("--db").value_or(defaultStorePath());
-  options.tags = args.value("--tags").value_or("");
+  options.dbPath = flags.db;
+  options.tags = flags.tags;
   options.cancel = stopRequested();
   if (!quiet) options.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   options.onRunCreated = [](std::int64_t runId) {
@@ -287,6 +260,40 @@ int cmdRun(int argc, char** argv) {
   }
   if (stopRequested()->load()) return 130;
   return failures > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+void addRunCommand(CLI::App& dasp, int& exitCode) {
+  auto flags = std::make_shared<RunFlags>();
+  auto* run = dasp.add_subcommand("run", "run a distributed experiment or a suite (server, workers, evaluator)");
+  run->footer(
+      "A suite is strategies x seeds x grid values, run in turn; the table reports each strategy at its best\n"
+      "learning rate of the spec's lr_grid.");
+  run->add_option("spec", flags->specPath, "the experiment spec (JSON)")->required();
+  addSpecFlags(*run, flags->spec);
+  run->add_option("--grid", flags->grid, "a grid axis, e.g. --grid optimizer.lr=0.01,0.02 (repeatable)")
+      ->type_name("PATH=V1,V2,...")
+      ->allow_extra_args(false);
+  run->add_option("--seeds", flags->seeds, "the seeds to run, e.g. 1,2,3 (replaces the spec's)")
+      ->delimiter(',')
+      ->type_name("S1,S2,...")
+      ->check(integerIn(0, INT64_MAX));
+  run->add_option("--engine", flags->engine, "processes over gRPC (real) or the virtual-cluster engine (sim)")
+      ->check(CLI::IsMember({"real", "sim"}));
+  run->add_flag("--reference", flags->reference,
+                "also run the homogeneous-equivalent reference (same N and total gradient rate, BSP, same seeds\n"
+                "and rates), labelled `reference`; each run's heterogeneity_cost = its time to target / the\n"
+                "reference's mean");
+  run->add_option("--lr-from", flags->lrFrom,
+                  "each strategy (and the reference) at its best learning rate in this results file (JSON lines\n"
+                  "of an earlier --json run, e.g. the engine's) instead of the spec's lr_grid")
+      ->check(CLI::ExistingFile);
+  run->add_option("--db", flags->db, "the run store (SQLite)")->capture_default_str();
+  run->add_option("--tags", flags->tags, "tags recorded with each run");
+  run->add_flag("--json", flags->json, "print one JSON object per run, after all other output");
+  run->add_flag("--quiet", flags->quiet, "no progress on stderr");
+  run->callback([flags, &exitCode] { exitCode = runCommand(*flags); });
 }
 
 }  // namespace dasp::cli

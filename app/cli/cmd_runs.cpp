@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `dasp runs [--db FILE] [--strategy S] [--status S] [--tag T] [--limit N] [--json]`
+// `dasp runs [--db FILE] [--strategy S] [--status S] [--tag T] [--limit N] [--json]`: the store's runs.
 #include "app/cli/cli.h"
 
 #include "core/run_store.h"
@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <memory>
 
 namespace dasp::cli {
 namespace {
@@ -20,38 +21,13 @@ std::string localTime(double unixSeconds) {
   return buf;
 }
 
-}  // namespace
-
-int cmdRuns(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--json", "--help"});
-  const char* usage = "usage: dasp runs [--db FILE] [--strategy S] [--status S] [--tag T] [--limit N] [--json]\n";
-  if (args.has("--help")) {
-    std::cout << usage;
-    return 0;
-  }
-  if (auto u = args.unknown({"--db", "--strategy", "--status", "--tag", "--limit", "--json", "--help"});
-      !u.empty()) {
-    return fail("unknown option " + u.front() + "\n" + usage);
-  }
-  if (!args.missingValue().empty()) return fail(args.missingValue() + " needs a value");
-  const std::string dbPath = args.value("--db").value_or(defaultStorePath());
+int runsCommand(const std::string& dbPath, const RunFilter& filter, bool json) {
   auto store = RunStore::open(dbPath);
   if (!store) return fail(store.message());
-  RunFilter filter;
-  filter.strategy = args.value("--strategy").value_or("");
-  filter.status = args.value("--status").value_or("");
-  filter.tag = args.value("--tag").value_or("");
-  if (auto limit = args.value("--limit")) {
-    try {
-      filter.limit = std::stoi(*limit);
-    } catch (const std::exception&) {
-      return fail("--limit " + *limit + ": not a number");
-    }
-  }
   auto runs = store.value()->listRuns(filter);
   if (!runs) return fail(runs.message(), 1);
 
-  if (args.has("--json")) {
+  if (json) {
     for (const auto& r : runs.value()) {
       std::cout << "{\"run_id\":" << r.id << ",\"kind\":" << jsonString(r.kind)
                 << ",\"name\":" << jsonString(r.name) << ",\"model\":" << jsonString(r.model)
@@ -75,6 +51,30 @@ int cmdRuns(int argc, char** argv) {
   }
   std::printf("%zu run(s) in %s\n", runs->size(), dbPath.c_str());
   return 0;
+}
+
+}  // namespace
+
+void addRunsCommand(CLI::App& dasp, int& exitCode) {
+  struct Flags {
+    std::string db = defaultStorePath();
+    RunFilter filter;
+    bool json = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto* runs = dasp.add_subcommand("runs", "list the runs in the store, newest first");
+  runs->add_option("--db", flags->db, "the run store (SQLite)")->capture_default_str();
+  runs->add_option("--strategy", flags->filter.strategy, "only runs of this strategy");
+  runs->add_option("--status", flags->filter.status, "only runs with this status")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return runStatusFromString(text) ? std::string() : "'" + text + "' is not a run status";
+          },
+          "", "run-status"));
+  runs->add_option("--tag", flags->filter.tag, "only runs with this tag");
+  runs->add_option("--limit", flags->filter.limit, "at most this many runs")->check(integerIn(1, 1 << 30));
+  runs->add_flag("--json", flags->json, "one JSON object per run");
+  runs->callback([flags, &exitCode] { exitCode = runsCommand(flags->db, flags->filter, flags->json); });
 }
 
 }  // namespace dasp::cli

@@ -14,7 +14,9 @@
 
 #include "core/results_table.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -23,12 +25,6 @@ namespace dasp::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-const char* kUsage =
-    "usage: dasp tables [--check] [--root DIR]\n"
-    "  regenerates the results tables of README.md and docs/*.md from results/ (see docs/RESULTS.md)\n"
-    "  --check  change nothing; exit 1 when a table differs from what results/ gives\n"
-    "  --root   the project's root (default: the current directory)\n";
 
 Result<std::string> readText(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -73,20 +69,7 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
   return Status::error("unknown table kind '" + kind + "' (known: suite, matrix, diagnosis, validation)");
 }
 
-}  // namespace
-
-int cmdTables(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--check", "--help"});
-  if (args.has("--help")) {
-    std::cout << kUsage;
-    return 0;
-  }
-  if (auto u = args.unknown({"--check", "--help", "--root"}); !u.empty()) {
-    return fail("unknown option " + u.front() + "\n" + kUsage);
-  }
-  if (!args.missingValue().empty()) return fail(args.missingValue() + " needs a value");
-  const fs::path root = args.value("--root").value_or(".");
-  const bool check = args.has("--check");
+int tablesCommand(const fs::path& root, bool check) {
   std::vector<fs::path> docs{root / "README.md"};
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root / "docs", ec)) {
@@ -116,6 +99,21 @@ int cmdTables(int argc, char** argv) {
   if (check && stale > 0) return 1;
   if (check) std::cout << "tables: " << docs.size() << " files match results/\n";
   return 0;
+}
+
+}  // namespace
+
+void addTablesCommand(CLI::App& dasp, int& exitCode) {
+  struct Flags {
+    std::string root = ".";
+    bool check = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto* tables = dasp.add_subcommand(
+      "tables", "regenerate the results tables of README.md and docs/*.md from results/ (see docs/RESULTS.md)");
+  tables->add_flag("--check", flags->check, "change nothing; exit 1 when a table differs from what results/ gives");
+  tables->add_option("--root", flags->root, "the project's root")->capture_default_str()->check(CLI::ExistingDirectory);
+  tables->callback([flags, &exitCode] { exitCode = tablesCommand(flags->root, flags->check); });
 }
 
 }  // namespace dasp::cli

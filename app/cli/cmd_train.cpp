@@ -13,15 +13,21 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 namespace dasp::cli {
 namespace {
 
-const char* kUsage =
-    "usage: dasp train [SPEC.json] [--model M] [--dataset D] [--dataset-path DIR]\n"
-    "                  [--epochs N] [--batch B] [--lr X] [--seed S] [--device D]\n"
-    "                  [--threads T] [--set path=value]... [--db FILE] [--save FILE]\n"
-    "                  [--load FILE] [--no-store] [--json] [--quiet]\n";
+struct TrainFlags {
+  std::string specPath;  // empty: the spec is the defaults and the flags
+  SpecFlags spec;
+  std::string db = defaultStorePath();
+  std::optional<std::string> save, load;
+  bool noStore = false;
+  bool json = false;
+  bool quiet = false;
+};
 
 // Streams the trainer's progress into the run store and, on a terminal, to stderr.
 class Recording final : public ml::TrainObserver {
@@ -79,31 +85,17 @@ class Recording final : public ml::TrainObserver {
   double m_lastAcc = -1;
 };
 
-}  // namespace
-
-int cmdTrain(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--json", "--quiet", "--no-store", "--help"});
-  if (args.has("--help")) {
-    std::cout << kUsage;
-    return 0;
-  }
-  if (!args.missingValue().empty()) return fail(args.missingValue() + " needs a value\n" + kUsage);
-  auto known = specFlags();
-  known.insert(known.end(), {"--db", "--save", "--load", "--json", "--quiet", "--no-store", "--help"});
-  if (auto u = args.unknown(known); !u.empty()) return fail("unknown option " + u.front() + "\n" + kUsage);
-  if (args.positional().size() > 1) return fail("train takes at most one spec file\n" + std::string(kUsage));
-  const std::string specPath = args.positional().empty() ? "" : args.positional().front();
-
-  auto spec = specFromArgs(args, specPath);
+int trainCommand(const TrainFlags& flags) {
+  auto spec = specFromFlags(flags.spec, flags.specPath);
   if (!spec) return fail(spec.message());
-  const bool json = args.has("--json");
-  const bool quiet = args.has("--quiet");
+  const bool json = flags.json;
+  const bool quiet = flags.quiet;
 
   // Open the store before the long work: a store we cannot write would lose the results.
   std::unique_ptr<RunStore> store;
   std::unique_ptr<RunRecorder> recorder;
-  const bool useStore = !args.has("--no-store");
-  const std::string dbPath = args.value("--db").value_or(defaultStorePath());
+  const bool useStore = !flags.noStore;
+  const std::string& dbPath = flags.db;
   if (useStore) {
     auto opened = RunStore::open(dbPath);
     if (!opened) return fail(opened.message());
@@ -115,8 +107,8 @@ int cmdTrain(int argc, char** argv) {
 
   auto trainer = ml::SingleNodeTrainer::create(spec.value(), data.value());
   if (!trainer) return fail(trainer.message());
-  if (auto loadPath = args.value("--load")) {
-    if (auto st = trainer.value()->model().load(*loadPath); !st) return fail(st.message());
+  if (flags.load) {
+    if (auto st = trainer.value()->model().load(*flags.load); !st) return fail(st.message());
   }
 
   std::int64_t runId = 0;
@@ -162,8 +154,8 @@ int cmdTrain(int argc, char** argv) {
     return fail(result.message(), 1);
   }
   const auto& r = result.value();
-  if (auto savePath = args.value("--save")) {
-    if (auto st = trainer.value()->model().save(*savePath); !st) {
+  if (flags.save) {
+    if (auto st = trainer.value()->model().save(*flags.save); !st) {
       if (recorder) (void)recorder->finish(RunStatus::Failed, st.message());
       return fail(st.message(), 1);
     }
@@ -203,6 +195,22 @@ int cmdTrain(int argc, char** argv) {
               << ",\"stop_reason\":" << jsonString(r.stopReason) << "}" << std::endl;
   }
   return cancelled ? 130 : 0;
+}
+
+}  // namespace
+
+void addTrainCommand(CLI::App& dasp, int& exitCode) {
+  auto flags = std::make_shared<TrainFlags>();
+  auto* train = dasp.add_subcommand("train", "train one model on one process (the single-node baseline)");
+  train->add_option("spec", flags->specPath, "the experiment spec (JSON); without one, the defaults");
+  addSpecFlags(*train, flags->spec);
+  train->add_option("--db", flags->db, "the run store (SQLite)")->capture_default_str();
+  train->add_option("--save", flags->save, "write the trained parameters to this file");
+  train->add_option("--load", flags->load, "start from the parameters in this file");
+  train->add_flag("--no-store", flags->noStore, "record nothing in the run store");
+  train->add_flag("--json", flags->json, "one JSON object at the end");
+  train->add_flag("--quiet", flags->quiet, "no progress on stderr");
+  train->callback([flags, &exitCode] { exitCode = trainCommand(*flags); });
 }
 
 }  // namespace dasp::cli

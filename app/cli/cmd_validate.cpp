@@ -4,23 +4,34 @@
 #include "app/cli/cli.h"
 
 #include <iostream>
+#include <memory>
 
 namespace dasp::cli {
 
-int cmdValidate(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--print"});
-  if (args.positional().size() != 1) return fail("usage: dasp validate SPEC.json [--set path=value]... [--print]");
-  auto known = specFlags();
-  known.push_back("--print");
-  if (auto u = args.unknown(known); !u.empty()) return fail("unknown option " + u.front());
-  auto spec = specFromArgs(args, args.positional().front());
-  if (!spec) return fail(spec.message());
-  if (args.has("--print")) {
-    std::cout << specToJson(spec.value()) << "\n";
-  } else {
-    std::cout << args.positional().front() << ": ok\n";
-  }
-  return 0;
+void addValidateCommand(CLI::App& dasp, int& exitCode) {
+  struct Flags {
+    std::string specPath;
+    SpecFlags spec;
+    bool print = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto* validate = dasp.add_subcommand("validate", "check a spec (--print shows it with every default)");
+  validate->add_option("spec", flags->specPath, "the experiment spec (JSON)")->required();
+  addSpecFlags(*validate, flags->spec);
+  validate->add_flag("--print", flags->print, "print the spec resolved with every default");
+  validate->callback([flags, &exitCode] {
+    auto spec = specFromFlags(flags->spec, flags->specPath);
+    if (!spec) {
+      exitCode = fail(spec.message());
+      return;
+    }
+    if (flags->print) {
+      std::cout << specToJson(spec.value()) << "\n";
+    } else {
+      std::cout << flags->specPath << ": ok\n";
+    }
+    exitCode = 0;
+  });
 }
 
 }  // namespace dasp::cli

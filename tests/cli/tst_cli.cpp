@@ -3,11 +3,13 @@
 // non-zero exit, a short real training run is recorded in the store, and Ctrl-C/SIGTERM
 // leave a readable `stopped` run.
 #include "core/run_store.h"
+#include "tests/support/processes.h"
 
 #include <sqlite3.h>
 #include <zlib.h>
 
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -18,28 +20,8 @@
 
 namespace {
 
-struct Outcome {
-  int exitCode = -1;
-  QString out, err;
-};
-
-QString daspBin() { return qEnvironmentVariable("DASP_BIN", QStringLiteral(DASP_BINARY_DIR "/bin/dasp")); }
-
-Outcome runDasp(const QStringList& args, int timeoutMs = 60000) {
-  QProcess p;
-  p.start(daspBin(), args);
-  Outcome o;
-  if (!p.waitForFinished(timeoutMs)) {
-    p.kill();
-    p.waitForFinished();
-    o.err = "timed out";
-    return o;
-  }
-  o.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  o.out = QString::fromUtf8(p.readAllStandardOutput());
-  o.err = QString::fromUtf8(p.readAllStandardError());
-  return o;
-}
+using test_support::daspBinary;
+using test_support::runDasp;
 
 void writeGz(const QString& path, const QByteArray& bytes) {
   gzFile f = gzopen(path.toLocal8Bit().constData(), "wb");
@@ -78,6 +60,9 @@ class TestCli : public QObject {
   void storeNotSqliteLosesNothing();
   void storeWithNewerSchema();
   void unknownOptionAndCommand();
+  void badValuesNameFlagAndValue();
+  void helpIsGeneratedPerCommand();
+  void benchSimRunsEveryCase();
   void trainsAndRecordsRun();
   void sigtermLeavesStoppedRun();
   void simRealGradientsAreBitwiseReproducible();
@@ -88,7 +73,7 @@ class TestCli : public QObject {
 };
 
 void TestCli::initTestCase() {
-  QVERIFY2(QFile::exists(daspBin()), qPrintable(daspBin() + " not built"));
+  QVERIFY2(QFile::exists(daspBinary()), qPrintable(daspBinary() + " not built"));
   QVERIFY(m_dir.isValid());
 }
 
@@ -190,6 +175,56 @@ void TestCli::unknownOptionAndCommand() {
   QVERIFY2(o.err.contains("fly"), qPrintable(o.err));
 }
 
+void TestCli::badValuesNameFlagAndValue() {
+  // Typed, range-checked options: the message names the flag and the value refused.
+  const QList<QStringList> cases{{"train", "--lr", "fast"},
+                                 {"train", "--batch", "0"},
+                                 {"runs", "--limit", "-3"},
+                                 {"runs", "--status", "sideways"},
+                                 {"server", "--spec", "x.json", "--port", "70000"},
+                                 {"bench", "sim", "--seconds", "nan"},
+                                 {"worker", "--server", "127.0.0.1:1", "--connect-timeout", "soon"}};
+  for (const auto& args : cases) {
+    const auto o = runDasp(args);
+    QVERIFY2(o.exitCode == 2, qPrintable(args.join(' ') + ": exit " + QString::number(o.exitCode) + "\n" + o.err));
+    QVERIFY2(o.err.contains(args[args.size() - 2]) && o.err.contains(args.last()),
+             qPrintable(args.join(' ') + ":\n" + o.err));
+  }
+  // A flag given without its value.
+  const auto missing = runDasp({"run", DASP_SOURCE_DIR "/experiments/hetero-4.json", "--db"});
+  QCOMPARE(missing.exitCode, 2);
+  QVERIFY2(missing.err.contains("--db"), qPrintable(missing.err));
+}
+
+void TestCli::helpIsGeneratedPerCommand() {
+  const auto top = runDasp({"--help"});
+  QCOMPARE(top.exitCode, 0);
+  for (const char* command : {"run", "train", "runs", "tables", "validate", "bench", "info", "server", "worker"}) {
+    QVERIFY2(top.out.contains(command), command);
+  }
+  // Each subcommand's help lists its own options, with their types and defaults.
+  const auto run = runDasp({"run", "--help"});
+  QCOMPARE(run.exitCode, 0);
+  for (const char* option : {"--grid", "--seeds", "--engine", "--reference", "--lr-from", "--set", "--lr"}) {
+    QVERIFY2(run.out.contains(option), qPrintable(option + QStringLiteral("\n") + run.out));
+  }
+  QVERIFY2(!run.out.contains("--restore"), qPrintable(run.out));  // a server option
+  const auto sim = runDasp({"bench", "sim", "--help"});
+  QCOMPARE(sim.exitCode, 0);
+  QVERIFY2(sim.out.contains("--workers") && sim.out.contains("4096"), qPrintable(sim.out));
+}
+
+void TestCli::benchSimRunsEveryCase() {
+  // The engine's benchmark under DASP's default (ADAPTIVE) rule, which resizes batches:
+  // every case runs; the figures themselves are not asserted (no timed assertion).
+  const auto o = runDasp({"bench", "sim", "--workers", "64", "--seconds", "0.5", "--json"});
+  QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+  const auto json = QJsonDocument::fromJson(o.out.toUtf8()).object();
+  const auto cases = json["cases"].toArray();
+  QCOMPARE(cases.size(), 3);
+  for (const auto& c : cases) QVERIFY2(c.toObject()["gradients"].toInteger() > 0, qPrintable(o.out));
+}
+
 void TestCli::trainsAndRecordsRun() {
   const auto db = m_dir.filePath("runs.sqlite");
   const auto model = m_dir.filePath("model.bin");
@@ -231,7 +266,7 @@ void TestCli::trainsAndRecordsRun() {
 void TestCli::sigtermLeavesStoppedRun() {
   const auto db = m_dir.filePath("stop.sqlite");
   QProcess p;
-  p.start(daspBin(), {"train", "--dataset", "synthetic", "--model", "mlp", "--epochs", "100000", "--db", db,
+  p.start(daspBinary(), {"train", "--dataset", "synthetic", "--model", "mlp", "--epochs", "100000", "--db", db,
                       "--quiet"});
   QVERIFY(p.waitForStarted());
   // Wait until the run is in the store and has written at least one evaluation.
@@ -298,7 +333,7 @@ void TestCli::simRealGradientsAreBitwiseReproducible() {
 void TestCli::simEngineErrorsAreNamed() {
   auto o = runDasp({"run", "--engine", "warp", DASP_SOURCE_DIR "/experiments/hetero-4.json"});
   QCOMPARE(o.exitCode, 2);
-  QVERIFY2(o.err.contains("--engine warp"), qPrintable(o.err));
+  QVERIFY2(o.err.contains("--engine") && o.err.contains("warp"), qPrintable(o.err));
   o = runDasp({"run", DASP_SOURCE_DIR "/experiments/hetero-4.json", "--engine", "sim", "--set", "suite=",
                "--set", "cluster.link.mbit=-1"});
   QCOMPARE(o.exitCode, 2);

@@ -2,6 +2,7 @@
 // Tests of RunStore and RunRecorder (core/run_store.h) on files in a temporary directory.
 
 #include "core/run_store.h"
+#include "tests/support/stores.h"
 
 #include <QFile>
 #include <QTemporaryDir>
@@ -28,17 +29,8 @@ namespace {
 
 NewRun sampleRun(const std::string& name, const std::string& strategy = "bsp",
                  const std::string& tags = {}) {
-  NewRun run;
-  run.kind = "distributed";
-  run.name = name;
-  run.specJson = R"({"name":")" + name + R"("})";
-  run.model = "mlp";
-  run.dataset = "fashion-mnist";
-  run.strategy = strategy;
-  run.recovery = "none";
-  run.seed = 7;
+  NewRun run = test_support::testRun(name, strategy, 7);
   run.tags = tags;
-  run.codeVersion = "test";
   return run;
 }
 

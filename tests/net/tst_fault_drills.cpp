@@ -7,6 +7,8 @@
 // drill on a node the run does not have is refused before anything starts. Every run is
 // short (logreg on synthetic data, 10 ms iterations, 5 s) and leaves no node process.
 #include "core/run_store.h"
+#include "tests/support/processes.h"
+#include "tests/support/specs.h"
 
 #include <signal.h>
 
@@ -29,7 +31,6 @@
 
 namespace {
 
-QString daspBin() { return QStringLiteral(DASP_BINARY_DIR "/bin/dasp"); }
 
 constexpr int kWorkers = 3;
 constexpr double kBarrierTimeoutS = 1.0;
@@ -51,25 +52,16 @@ QJsonObject fault(const QString& node, const QString& action, double atS, std::o
 // A short synthetic logreg run with the given strategy, recovery and drills.
 QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& strategy, int workers,
                   const QJsonObject& recovery, const QJsonArray& faults) {
-  QJsonObject spec{
-      {"name", name},
-      {"model", QJsonObject{{"name", "logreg"}}},
-      {"dataset", QJsonObject{{"name", "synthetic"},
-                              {"synthetic", QJsonObject{{"train_count", 4096}, {"test_count", 512}}}}},
-      {"batch_size", 32},
-      {"cluster", QJsonObject{{"count", workers}, {"base_iteration_ms", 10}}},
-      {"strategy", QJsonObject{{"name", strategy}, {"barrier_timeout_s", kBarrierTimeoutS}}},
-      {"stop", QJsonObject{{"max_seconds", kRunSeconds}}},
-      {"evaluation", QJsonObject{{"every_s", 0.3}, {"every_steps", 1000000}}},
-      {"device", "cpu"},
-      {"faults", faults},
-  };
+  test_support::SyntheticSpec base;
+  base.name = name;
+  base.strategy = strategy;
+  base.workers = workers;
+  base.maxSeconds = kRunSeconds;
+  base.barrierTimeoutS = kBarrierTimeoutS;
+  QJsonObject spec = base.json();
+  spec["faults"] = faults;
   if (!recovery.isEmpty()) spec["recovery"] = recovery;
-  const QString path = dir.filePath(name + ".json");
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write spec");
-  f.write(QJsonDocument(spec).toJson());
-  return path;
+  return test_support::writeSpecFile(dir.path(), name, spec);
 }
 
 struct DrillRun {
@@ -91,7 +83,7 @@ DrillRun runDrill(const QString& spec, const QString& db) {
   p.setProcessEnvironment(env);
   QElapsedTimer timer;
   timer.start();
-  p.start(daspBin(), {"run", spec, "--db", db, "--json", "--quiet"});
+  p.start(test_support::daspBinary(), {"run", spec, "--db", db, "--json", "--quiet"});
   // A deadlocked run would never stop by itself: max_seconds plus shutdown is ~8 s.
   r.finished = p.waitForFinished(90000);
   if (!r.finished) {

@@ -10,12 +10,16 @@
 #include "net/nodes.h"
 #include "net/process.h"
 #include "net/ps_client.h"
+#include "tests/support/processes.h"
+#include "tests/support/specs.h"
 
 #include <signal.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
 #include <QDir>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -38,27 +42,21 @@ namespace {
 // logreg on 32-dimensional synthetic data with 10 classes: (32 + 1) × 10 parameters.
 constexpr std::int64_t kParameters = 330;
 
-std::string daspBin() { return DASP_BINARY_DIR "/bin/dasp"; }
-
+// One ASP worker slot (the test pushes its gradients by hand) and `recovery` (JSON).
 QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& recovery) {
-  const QString path = dir.filePath(name + ".json");
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write spec");
-  f.write(QStringLiteral(R"({
-    "name": "%1",
-    "model": {"name": "logreg"},
-    "dataset": {"name": "synthetic", "synthetic": {"train_count": 512, "test_count": 128}},
-    "batch_size": 16,
-    "cluster": {"count": 1, "base_iteration_ms": 10},
-    "strategy": {"name": "asp", "barrier_timeout_s": 5},
-    "stop": {"max_seconds": 600},
-    "optimizer": {"lr": 0.05, "momentum": 0.9},
-    "recovery": %2,
-    "device": "cpu"
-  })")
-              .arg(name, recovery)
-              .toUtf8());
-  return path;
+  test_support::SyntheticSpec base;
+  base.name = name;
+  base.workers = 1;
+  base.trainCount = 512;
+  base.testCount = 128;
+  base.batchSize = 16;
+  base.maxSeconds = 600;
+  base.barrierTimeoutS = 5;
+  QJsonObject spec = base.json();
+  spec.remove("evaluation");
+  spec["optimizer"] = QJsonObject{{"lr", 0.05}, {"momentum", 0.9}};
+  spec["recovery"] = QJsonDocument::fromJson(recovery.toUtf8()).object();
+  return test_support::writeSpecFile(dir.path(), name, spec);
 }
 
 // The test's gradient number k: deterministic, different for every k.
@@ -92,7 +90,7 @@ class Servers {
   // Starts a server and waits for its listening line; returns its address ("" on failure).
   std::string start(const std::string& name, const QString& spec, const std::vector<std::string>& extra,
                     const std::string& port = "0") {
-    std::vector<std::string> argv{daspBin(), "server", "--spec", spec.toStdString(), "--workers", "1",
+    std::vector<std::string> argv{test_support::daspBinary().toStdString(), "server", "--spec", spec.toStdString(), "--workers", "1",
                                   "--bind", "127.0.0.1", "--port", port, "--name", name};
     argv.insert(argv.end(), extra.begin(), extra.end());
     {

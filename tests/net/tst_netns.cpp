@@ -13,6 +13,7 @@
 // is missing.
 
 #include "core/run_store.h"
+#include "tests/support/processes.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -32,30 +33,10 @@
 
 namespace {
 
-QString daspBin() { return qEnvironmentVariable("DASP_BIN", QStringLiteral(DASP_BINARY_DIR "/bin/dasp")); }
 
-struct Ran {
-  int code = -1;
-  QString out, err;
-};
+using Ran = test_support::Finished;
 Ran run(const QString& program, const QStringList& args, int timeoutMs = 30000) {
-  QProcess p;
-  p.start(program, args);
-  Ran r;
-  if (!p.waitForStarted(5000)) {
-    r.err = program + ": cannot start";
-    return r;
-  }
-  if (!p.waitForFinished(timeoutMs)) {
-    p.kill();
-    p.waitForFinished();
-    r.err = "timed out";
-    return r;
-  }
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
+  return test_support::runProgram(program, args, timeoutMs);
 }
 Ran ip(const QStringList& args) { return run(QStringLiteral("ip"), args); }
 
@@ -74,7 +55,7 @@ class TestNetns : public QObject {
 
   bool step(const QStringList& args) {
     const auto r = ip(args);
-    if (r.code != 0) {
+    if (r.exitCode != 0) {
       m_skip = QStringLiteral("ip %1: %2").arg(args.join(' '), r.err.trimmed());
       return false;
     }
@@ -86,8 +67,8 @@ class TestNetns : public QObject {
   // tc in a namespace; false (with the reason kept) when the kernel refuses.
   bool tc(const QString& nspace, const QStringList& args, QString* why) {
     const auto r = run(QStringLiteral("ip"), QStringList{"netns", "exec", nspace, "tc"} + args);
-    if (r.code != 0 && why) *why = QStringLiteral("tc %1: %2").arg(args.join(' '), r.err.trimmed());
-    return r.code == 0;
+    if (r.exitCode != 0 && why) *why = QStringLiteral("tc %1: %2").arg(args.join(' '), r.err.trimmed());
+    return r.exitCode == 0;
   }
 
   bool buildTopology() {
@@ -170,8 +151,8 @@ class TestNetns : public QObject {
     if (!f.open(QIODevice::WriteOnly)) return -1;
     f.write(QJsonDocument(spec).toJson());
     f.close();
-    const auto o = run(daspBin(), {"run", path, "--db", db, "--json", "--quiet"}, 120000);
-    if (o.code != 0) {
+    const auto o = run(test_support::daspBinary(), {"run", path, "--db", db, "--json", "--quiet"}, 120000);
+    if (o.exitCode != 0) {
       qWarning("dasp run failed: %s", qPrintable(o.err));
       return -1;
     }

@@ -3,10 +3,13 @@
 // a worker killed mid-run is marked down and training goes on; Ctrl-C stops the run
 // cleanly; no node process outlives the run on any of these paths.
 #include "core/run_store.h"
+#include "tests/support/processes.h"
+#include "tests/support/specs.h"
 
 #include <signal.h>
 
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -15,24 +18,17 @@
 
 namespace {
 
-QString daspBin() { return QStringLiteral(DASP_BINARY_DIR "/bin/dasp"); }
-
+// Three workers, the third three times slower.
 QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& strategy, double seconds) {
-  const QString path = dir.filePath(name + ".json");
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write spec");
-  f.write(QStringLiteral(R"({
-    "name": "%1",
-    "model": {"name": "logreg"},
-    "dataset": {"name": "synthetic", "synthetic": {"train_count": 4096, "test_count": 512}},
-    "batch_size": 32,
-    "cluster": {"count": 3, "slowdowns": [1, 1, 3], "base_iteration_ms": 10},
-    "strategy": {"name": "%2", "barrier_timeout_s": 1},
-    "stop": {"max_seconds": %3},
-    "evaluation": {"every_s": 0.3, "every_steps": 1000000},
-    "device": "cpu"
-  })").arg(name, strategy).arg(seconds).toUtf8());
-  return path;
+  test_support::SyntheticSpec base;
+  base.name = name;
+  base.strategy = strategy;
+  base.maxSeconds = seconds;
+  QJsonObject spec = base.json();
+  QJsonObject cluster = spec["cluster"].toObject();
+  cluster["slowdowns"] = QJsonArray{1, 1, 3};
+  spec["cluster"] = cluster;
+  return test_support::writeSpecFile(dir.path(), name, spec);
 }
 
 bool alive(std::int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
@@ -70,7 +66,7 @@ void TestRunner::shortRunIsRecorded() {
   QFETCH(QString, strategy);
   const auto db = m_dir.filePath("runs-" + strategy + ".sqlite");
   QProcess p;
-  p.start(daspBin(), {"run", writeSpec(m_dir, "short-" + strategy, strategy, 3), "--db", db, "--json", "--quiet"});
+  p.start(test_support::daspBinary(), {"run", writeSpec(m_dir, "short-" + strategy, strategy, 3), "--db", db, "--json", "--quiet"});
   QVERIFY(p.waitForFinished(60000));
   const auto err = QString::fromUtf8(p.readAllStandardError());
   QVERIFY2(p.exitCode() == 0, qPrintable(err));
@@ -105,7 +101,7 @@ void TestRunner::shortRunIsRecorded() {
 void TestRunner::killedWorkerIsMarkedDown() {
   const auto db = m_dir.filePath("kill.sqlite");
   QProcess p;
-  p.start(daspBin(), {"run", writeSpec(m_dir, "kill", "bsp", 6), "--db", db, "--json", "--quiet"});
+  p.start(test_support::daspBinary(), {"run", writeSpec(m_dir, "kill", "bsp", 6), "--db", db, "--json", "--quiet"});
   QVERIFY(p.waitForStarted());
   // Wait until the run has worker processes and has applied updates, then kill worker-1.
   std::int64_t victim = 0, runId = 0;
@@ -145,7 +141,7 @@ void TestRunner::killedWorkerIsMarkedDown() {
 void TestRunner::interruptStopsCleanly() {
   const auto db = m_dir.filePath("interrupt.sqlite");
   QProcess p;
-  p.start(daspBin(), {"run", writeSpec(m_dir, "interrupt", "asp", 120), "--db", db, "--quiet"});
+  p.start(test_support::daspBinary(), {"run", writeSpec(m_dir, "interrupt", "asp", 120), "--db", db, "--quiet"});
   QVERIFY(p.waitForStarted());
   std::int64_t runId = 0;
   auto running = [&]() -> bool {

@@ -8,6 +8,8 @@
 #include "core/run_store.h"
 #include "core/spec.h"
 #include "net/launcher.h"
+#include "tests/support/processes.h"
+#include "tests/support/specs.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -36,7 +38,6 @@ namespace net = dasp::net;
 
 namespace {
 
-QString daspBin() { return QStringLiteral(DASP_BINARY_DIR "/bin/dasp"); }
 
 std::string readWhole(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -312,7 +313,7 @@ void TestSshLaunch::missingNetnsIsNamed() {
   dasp::v1::HostSpec host;
   host.set_name("emulated-b");
   host.set_address("10.9.0.2");
-  host.set_dasp_path(daspBin().toStdString());
+  host.set_dasp_path(test_support::daspBinary().toStdString());
   host.set_netns("dasp-test-no-such-namespace");
   const auto st = made.value()->prepare({host});
   QVERIFY(!st.isOk());
@@ -469,22 +470,16 @@ QJsonObject TestSshLaunch::sshHost(const QString& name, int port, const QString&
 }
 
 QString TestSshLaunch::writeSpec(const QString& name, double seconds, const QJsonObject& launch) {
-  QJsonObject spec{{"name", name},
-                   {"model", QJsonObject{{"name", "logreg"}}},
-                   {"dataset", QJsonObject{{"name", "synthetic"},
-                                           {"synthetic", QJsonObject{{"train_count", 2048}, {"test_count", 256}}}}},
-                   {"batch_size", 32},
-                   {"cluster", QJsonObject{{"count", 2}, {"base_iteration_ms", 10}}},
-                   {"strategy", QJsonObject{{"name", "bsp"}, {"barrier_timeout_s", 1}}},
-                   {"stop", QJsonObject{{"max_seconds", seconds}}},
-                   {"evaluation", QJsonObject{{"every_s", 0.3}, {"every_steps", 1000000}}},
-                   {"device", "cpu"},
-                   {"launch", launch}};
-  const QString path = m_dir.filePath(name + ".json");
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write spec");
-  f.write(QJsonDocument(spec).toJson());
-  return path;
+  test_support::SyntheticSpec base;
+  base.name = name;
+  base.strategy = QStringLiteral("bsp");
+  base.workers = 2;
+  base.trainCount = 2048;
+  base.testCount = 256;
+  base.maxSeconds = seconds;
+  QJsonObject spec = base.json();
+  spec["launch"] = launch;
+  return test_support::writeSpecFile(m_dir.path(), name, spec);
 }
 
 void TestSshLaunch::sshRunCompletes() {
@@ -502,7 +497,7 @@ void TestSshLaunch::sshRunCompletes() {
                                                      {"workers", QJsonArray{"localhost"}}}}};
   const auto db = m_dir.filePath("ssh-a.sqlite");
   QProcess p;
-  p.start(daspBin(), {"run", writeSpec("ssh-short", 3, launch), "--db", db, "--json", "--quiet"});
+  p.start(test_support::daspBinary(), {"run", writeSpec("ssh-short", 3, launch), "--db", db, "--json", "--quiet"});
   QVERIFY(p.waitForFinished(120000));
   const auto err = QString::fromUtf8(p.readAllStandardError());
   QVERIFY2(p.exitCode() == 0, qPrintable(err));
@@ -539,7 +534,7 @@ void TestSshLaunch::killedClientsLeaveNoNodes() {
   const QJsonObject launch{{"launcher", "SSH"}, {"hosts", QJsonArray{sshHost("localhost", m_port, work)}}};
   const auto db = m_dir.filePath("ssh-b.sqlite");
   QProcess p;
-  p.start(daspBin(), {"run", writeSpec("ssh-long", 120, launch), "--db", db, "--quiet"});
+  p.start(test_support::daspBinary(), {"run", writeSpec("ssh-long", 120, launch), "--db", db, "--quiet"});
   QVERIFY(p.waitForStarted());
   const std::string marker = "DASP_RUN_DIR=" + work.toStdString() + "/";
   // Training runs: four node processes on the "host" and evaluations in the store.
@@ -617,7 +612,7 @@ void TestSshLaunch::unreachableHostFailsFast() {
   QElapsedTimer timer;
   timer.start();
   QProcess p;
-  p.start(daspBin(), {"run", writeSpec("ssh-unreachable", 60, launch), "--db", db, "--quiet"});
+  p.start(test_support::daspBinary(), {"run", writeSpec("ssh-unreachable", 60, launch), "--db", db, "--quiet"});
   QVERIFY(p.waitForFinished(60000));
   QVERIFY(timer.elapsed() < 30000);
   QVERIFY(p.exitCode() != 0);

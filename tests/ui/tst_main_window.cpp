@@ -5,10 +5,17 @@
 #include "core/run_store.h"
 #include "ui/main_window.h"
 #include "ui/run_table_model.h"
+#include "ui/spec_designer.h"
+#include "tests/support/stores.h"
+
+#include "resources/resources.h"
 
 #include <sqlite3.h>
 
+#include <QAction>
+#include <QDir>
 #include <QFile>
+#include <QToolBar>
 #include <QProcess>
 #include <QLabel>
 #include <QLineEdit>
@@ -28,28 +35,13 @@ using dasp::ui::RunTableModel;
 
 namespace {
 
-std::unique_ptr<RunStore> openStore(const QString& path) {
-  Result<std::unique_ptr<RunStore>> store = RunStore::open(path.toStdString());
-  if (!store) qFatal("cannot open %s: %s", qPrintable(path), store.message().c_str());
-  return std::move(store).value();
-}
+using test_support::openStore;
 
 std::int64_t addRun(RunStore& store, const std::string& name, const std::string& strategy,
                     std::int64_t seed = 1, const std::string& tags = {}) {
-  NewRun run;
-  run.kind = "distributed";
-  run.name = name;
-  run.specJson = R"({"name":")" + name + R"("})";
-  run.model = "mlp";
-  run.dataset = "fashion-mnist";
-  run.strategy = strategy;
-  run.recovery = "none";
-  run.seed = seed;
+  NewRun run = test_support::testRun(name, strategy, seed);
   run.tags = tags;
-  run.codeVersion = "test";
-  Result<std::int64_t> id = store.createRun(run);
-  if (!id) qFatal("createRun: %s", id.message().c_str());
-  return *id;
+  return test_support::createRun(store, run);
 }
 
 // The Status cell of a run, by id.
@@ -72,6 +64,7 @@ class TestMainWindow : public QObject {
   void notSqliteStoreOpensEmpty();
   void filterNarrowsRows();
   void storeLockedByAnotherProcess();
+  void iconsAndEmbeddedPresets();
 };
 
 void TestMainWindow::initTestCase() {
@@ -289,6 +282,32 @@ void TestMainWindow::storeLockedByAnotherProcess() {
   QCOMPARE(sqlite3_exec(locker, "ROLLBACK;", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(locker);
   QVERIFY(window.runModel()->setData(tags, QStringLiteral("free")));
+}
+
+void TestMainWindow::iconsAndEmbeddedPresets() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  MainWindow window(dir.filePath(QStringLiteral("runs.sqlite")));
+  // The window icon and the toolbar's icons come from resources/workbench.qrc.
+  QVERIFY(!window.windowIcon().isNull());
+  QVERIFY(!window.windowIcon().pixmap(48, 48).isNull());
+  auto* bar = window.findChild<QToolBar*>(QStringLiteral("experimentToolBar"));
+  QVERIFY(bar != nullptr);
+  int withIcon = 0;
+  for (QAction* a : bar->actions()) {
+    if (a->isSeparator()) continue;
+    QVERIFY2(!a->icon().isNull(), qPrintable(a->text()));
+    ++withIcon;
+  }
+  QVERIFY(withIcon >= 5);
+  // The presets are compiled in, so an installed workbench that finds no experiments/
+  // folder still offers them, and they load.
+  dasp::resources::initResources();
+  const QDir embedded(dasp::resources::embeddedPresetsDir());
+  QVERIFY(embedded.exists(QStringLiteral("default.json")));
+  QVERIFY(embedded.exists(QStringLiteral("matrix/hetero-4.json")));
+  QVERIFY2(window.designer()->loadFile(embedded.filePath(QStringLiteral("default.json"))),
+           qPrintable(window.designer()->message()));
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -2,6 +2,7 @@
 #include "ui/charts/report.h"
 
 #include "core/json_text.h"
+#include "core/mean_std.h"
 
 #include "ui/charts/convergence_chart.h"
 #include "ui/charts/node_bars.h"
@@ -124,16 +125,6 @@ std::optional<double> specTarget(const RunData& r) {
   return t > 0 && std::isfinite(t) ? std::optional<double>(t) : std::nullopt;
 }
 
-std::pair<double, double> meanStd(const std::vector<double>& v) {
-  if (v.empty()) return {std::nan(""), std::nan("")};
-  double sum = 0;
-  for (double x : v) sum += x;
-  const double mean = sum / static_cast<double>(v.size());
-  double var = 0;
-  for (double x : v) var += (x - mean) * (x - mean);
-  return {mean, v.size() > 1 ? std::sqrt(var / static_cast<double>(v.size() - 1)) : 0.0};
-}
-
 std::optional<double> meanOf(const RunData& r, std::vector<Point> NodeData::*series, bool max = false) {
   double acc = max ? -std::numeric_limits<double>::infinity() : 0;
   std::int64_t n = 0;
@@ -160,7 +151,7 @@ void fillRelativeFigures(std::vector<RunFigures>& figs, const std::vector<RunDat
       if (include(i) && figs[i].timeToTarget) t.push_back(*figs[i].timeToTarget);
     }
     if (t.empty()) return std::nullopt;
-    return meanStd(t).first;
+    return meanStd(t).mean;
   };
   const std::optional<double> allBsp = meanTime([&](std::size_t i) { return isBsp(runs[i]); });
   for (std::size_t i = 0; i < figs.size(); ++i) {
@@ -425,8 +416,8 @@ QString fig(const std::optional<double>& v, int decimals) {
 
 QString pm(const std::vector<double>& v, int decimals) {
   if (v.empty()) return QStringLiteral("–");
-  const auto [m, s] = meanStd(v);
-  return QStringLiteral("%1 ± %2").arg(m, 0, 'f', decimals).arg(s, 0, 'f', decimals);
+  const MeanStd s = meanStd(v);
+  return QStringLiteral("%1 ± %2").arg(s.mean, 0, 'f', decimals).arg(s.sd, 0, 'f', decimals);
 }
 
 bool routineEvent(const Event& e) {

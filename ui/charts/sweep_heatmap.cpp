@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/charts/sweep_heatmap.h"
 
+#include "core/mean_std.h"
+
 #include <QFont>
 #include <QFontMetrics>
 #include <QJsonArray>
@@ -84,15 +86,12 @@ std::optional<double> asNumber(const QString& s) {
 
 QString display(const QString& value) { return value.isEmpty() ? QStringLiteral("–") : value; }
 
-std::pair<std::optional<double>, std::optional<double>> meanStd(const std::vector<double>& v) {
-  if (v.empty()) return {std::nullopt, std::nullopt};
-  double sum = 0;
-  for (double x : v) sum += x;
-  const double mean = sum / static_cast<double>(v.size());
-  if (v.size() < 2) return {mean, std::nullopt};
-  double var = 0;
-  for (double x : v) var += (x - mean) * (x - mean);
-  return {mean, std::sqrt(var / static_cast<double>(v.size() - 1))};
+// A cell's mean and std over the seeds that reached the target: none without values, no
+// std from one value.
+std::pair<std::optional<double>, std::optional<double>> cellMeanStd(const std::vector<double>& v) {
+  const MeanStd s = meanStd(v);
+  if (s.n == 0) return {std::nullopt, std::nullopt};
+  return {s.mean, s.n > 1 ? std::optional<double>(s.sd) : std::nullopt};
 }
 
 QStringList sortedUnique(QStringList list) {
@@ -241,7 +240,7 @@ SweepTable SweepTable::fromRuns(const std::vector<RunData>& input) {
       engines << run.engine;
     }
     row.reached = static_cast<int>(times.size());
-    std::tie(row.mean, row.stddev) = meanStd(times);
+    std::tie(row.mean, row.stddev) = cellMeanStd(times);
     row.engines = sortedUnique(engines);
     table.rows.push_back(std::move(row));
   }
@@ -358,7 +357,7 @@ std::vector<SweepHeatmap> sweepHeatmaps(const SweepTable& table, const SweepAxes
     }
     for (std::size_t c = 0; c < times.size(); ++c) {
       map.cells[c].reached = static_cast<int>(times[c].size());
-      std::tie(map.cells[c].mean, map.cells[c].stddev) = meanStd(times[c]);
+      std::tie(map.cells[c].mean, map.cells[c].stddev) = cellMeanStd(times[c]);
     }
     map.engines = sortedUnique(engines);
     if (targets.empty()) {

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Test support: the `dasp` binary under test and running a program to its end.
+// Threading: the test's thread.
+
+#include <QJsonObject>
+#include <QProcessEnvironment>
+#include <QString>
+#include <QStringList>
+
+namespace test_support {
+
+// The `dasp` of this build ($DASP_BIN overrides it, e.g. for an installed one).
+QString daspBinary();
+
+// What a finished program printed and how it ended.
+struct Finished {
+  bool started = false;
+  bool timedOut = false;
+  int exitCode = -1;  // -1 when it crashed, timed out or never started
+  QString out, err;
+  // The last line of stdout as a JSON object (`dasp run --json` prints one per run), or
+  // empty when it is not one.
+  QJsonObject lastJson() const;
+  // Every stdout line that is a JSON object, in order.
+  QList<QJsonObject> jsonLines() const;
+};
+
+// Runs `program` with `args` until it ends or `timeoutMs` pass (then it is killed).
+Finished runProgram(const QString& program, const QStringList& args, int timeoutMs = 60000,
+                    const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment());
+// The same for `dasp`.
+Finished runDasp(const QStringList& args, int timeoutMs = 60000,
+                 const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment());
+
+}  // namespace test_support
