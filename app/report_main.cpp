@@ -7,10 +7,10 @@
 // format, a sweep axis that does not vary between the runs), 1 failure while reading the
 // runs or writing the file.
 
-#include "core/run_store.h"
+#include "core/store/run_store.h"
 #include "ui/charts/report.h"
 #include "ui/charts/sweep_heatmap.h"
-#include "ui/run_data.h"
+#include "ui/charts/run_data.h"
 
 #include <QApplication>
 #include <QCommandLineParser>

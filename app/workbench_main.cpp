@@ -5,9 +5,9 @@
 // tree's experiments/ next to build/bin, else ./experiments). --launch runs the loaded spec
 // as soon as the window is up (demos, screenshots). Links no LibTorch (see docs: layers).
 
-#include "core/run_store.h"
+#include "core/store/run_store.h"
 #include "ui/main_window.h"
-#include "ui/spec_designer.h"
+#include "ui/designer/spec_designer.h"
 
 #include <QApplication>
 #include <QCommandLineOption>

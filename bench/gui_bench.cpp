@@ -21,10 +21,10 @@
 // CPU percentages are of one core, over each run's wall time (start-up included); the
 // overhead is the workbench's CPU seconds less the headless runner's, over the GUI run's wall.
 
-#include "core/spec.h"
+#include "core/spec/spec.h"
 #include "ui/main_window.h"
-#include "ui/run_controller.h"
-#include "ui/spec_designer.h"
+#include "ui/live/run_controller.h"
+#include "ui/designer/spec_designer.h"
 
 #include <sys/resource.h>
 #include <unistd.h>

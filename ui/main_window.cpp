@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include "ui/main_window.h"
 
-#include "core/build_info.h"
-#include "core/run_store.h"
+#include "core/common/build_info.h"
+#include "core/store/run_store.h"
 #include "ui/charts/convergence_chart.h"
-#include "ui/compare_panel.h"
-#include "ui/live_charts.h"
-#include "ui/live_panel.h"
-#include "ui/run_controller.h"
-#include "ui/run_table_model.h"
-#include "ui/runs_panel.h"
-#include "ui/spec_designer.h"
+#include "ui/runs/compare_panel.h"
+#include "ui/live/live_charts.h"
+#include "ui/live/live_panel.h"
+#include "ui/live/run_controller.h"
+#include "ui/runs/run_table_model.h"
+#include "ui/runs/runs_panel.h"
+#include "ui/designer/spec_designer.h"
 
 #include "resources/resources.h"
 

@@ -35,10 +35,10 @@
 //
 // Threading: GUI thread only. The runner runs on the RunController's thread.
 
-#include "core/result.h"
+#include "core/common/result.h"
 #include "ui/charts/report.h"
-#include "ui/live_run_feed.h"
-#include "ui/run_data.h"
+#include "ui/live/live_run_feed.h"
+#include "ui/charts/run_data.h"
 
 #include <QElapsedTimer>
 #include <QMainWindow>

@@ -10,8 +10,8 @@
 // Ratios are events/s of each case over the baseline's.
 #include "app/cli/cli.h"
 
-#include "core/ml/sim_compute.h"
-#include "core/sim_engine.h"
+#include "ml/sim_compute.h"
+#include "core/sim/sim_engine.h"
 
 #include <unistd.h>
 

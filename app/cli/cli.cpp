@@ -81,9 +81,9 @@ void addSpecFlags(CLI::App& command, SpecFlags& f) {
   command.add_option("--lr", f.lr, "optimizer.lr")->type_name("FLOAT")->check(positiveNumber());
   command.add_option("--seed", f.seed, "seed")->type_name("INT")->check(integerIn(0, INT64_MAX));
   command.add_option("--device", f.device, "device: cpu, cuda:N or auto");
-  command.add_option("--threads", f.threads, "threads (0 = LibTorch's default)")
+  command.add_option("--threads", f.threads, "threads: LibTorch intra-op threads per process")
       ->type_name("INT")
-      ->check(integerIn(0, 1024));
+      ->check(integerIn(1, 1024));
   command.add_option("--set", f.set, "a spec field, e.g. --set strategy.name=ssp (repeatable)")
       ->type_name("PATH=VALUE")
       ->allow_extra_args(false);

@@ -6,9 +6,9 @@
 // code: 0 success, 1 a failure at run time, 2 bad usage or bad input, 130 stopped.
 // Threading: everything here runs on the main thread.
 
-#include "core/json_text.h"
-#include "core/result.h"
-#include "core/spec.h"
+#include "core/common/json_text.h"
+#include "core/common/result.h"
+#include "core/spec/spec.h"
 
 #include <CLI/CLI.hpp>
 
@@ -18,7 +18,7 @@
 
 namespace dasp::cli {
 
-using ::dasp::jsonNumber;  // core/json_text.h
+using ::dasp::jsonNumber;  // core/common/json_text.h
 using ::dasp::jsonString;
 
 // Prints "dasp: <message>" to stderr and returns `code`.

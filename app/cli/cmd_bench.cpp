@@ -4,15 +4,15 @@
 // Benchmarks report ratios against a baseline measured in the same run.
 #include "app/cli/cli.h"
 
-#include "core/dataset_loader.h"
-#include "core/ml/model.h"
-#include "core/ml/node_compute.h"
-#include "core/ml/train_bench.h"
-#include "core/ml/trainer.h"
-#include "core/policy_bench.h"
-#include "net/nodes.h"
-#include "net/ps_server.h"
-#include "net/transfer_bench.h"
+#include "core/data/dataset_loader.h"
+#include "ml/model.h"
+#include "ml/node_compute.h"
+#include "ml/bench/train_bench.h"
+#include "ml/trainer.h"
+#include "core/bench/policy_bench.h"
+#include "net/client/nodes.h"
+#include "net/server/ps_server.h"
+#include "net/bench/transfer_bench.h"
 
 #include <algorithm>
 #include <chrono>

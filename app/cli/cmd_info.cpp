@@ -2,9 +2,9 @@
 // `dasp info [--json]`: the build, LibTorch and its devices, the default store.
 #include "app/cli/cli.h"
 
-#include "core/build_info.h"
-#include "core/ml/model.h"
-#include "core/run_store.h"
+#include "core/common/build_info.h"
+#include "ml/model.h"
+#include "core/store/run_store.h"
 
 #include <cstdio>
 #include <iostream>

@@ -3,12 +3,12 @@
 #include "app/cli/cli.h"
 #include "app/cli/signals.h"
 
-#include "core/dataset_loader.h"
-#include "core/ml/node_compute.h"
-#include "core/ml/trainer.h"
-#include "net/node_security.h"
-#include "net/nodes.h"
-#include "net/ps_server.h"
+#include "core/data/dataset_loader.h"
+#include "ml/node_compute.h"
+#include "ml/trainer.h"
+#include "net/security/node_security.h"
+#include "net/client/nodes.h"
+#include "net/server/ps_server.h"
 
 #include <pthread.h>
 #include <signal.h>

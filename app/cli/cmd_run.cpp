@@ -8,12 +8,12 @@
 #include "app/cli/cli.h"
 #include "app/cli/signals.h"
 
-#include "core/ml/sim_compute.h"
-#include "core/reference_cluster.h"
-#include "core/results_table.h"
-#include "core/run_store.h"
-#include "core/sim_engine.h"
-#include "net/runner.h"
+#include "ml/sim_compute.h"
+#include "core/spec/reference_cluster.h"
+#include "core/results/results_table.h"
+#include "core/store/run_store.h"
+#include "core/sim/sim_engine.h"
+#include "net/runner/runner.h"
 
 #include <unistd.h>
 

@@ -2,7 +2,7 @@
 // `dasp runs [--db FILE] [--strategy S] [--status S] [--tag T] [--limit N] [--json]`: the store's runs.
 #include "app/cli/cli.h"
 
-#include "core/run_store.h"
+#include "core/store/run_store.h"
 
 #include <cstdio>
 #include <ctime>

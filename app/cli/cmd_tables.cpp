@@ -12,7 +12,7 @@
 // from what the results give (the CI test `docs.tables`).
 #include "app/cli/cli.h"
 
-#include "core/results_table.h"
+#include "core/results/results_table.h"
 
 #include <algorithm>
 #include <filesystem>

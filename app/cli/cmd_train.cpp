@@ -3,10 +3,10 @@
 #include "app/cli/cli.h"
 #include "app/cli/signals.h"
 
-#include "core/build_info.h"
-#include "core/dataset_loader.h"
-#include "core/ml/trainer.h"
-#include "core/run_store.h"
+#include "core/common/build_info.h"
+#include "core/data/dataset_loader.h"
+#include "ml/trainer.h"
+#include "core/store/run_store.h"
 
 #include <unistd.h>
 

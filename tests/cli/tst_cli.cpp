@@ -2,7 +2,7 @@
 // The `dasp` binary end to end: bad input gets a clear error naming the problem and a
 // non-zero exit, a short real training run is recorded in the store, and Ctrl-C/SIGTERM
 // leave a readable `stopped` run.
-#include "core/run_store.h"
+#include "core/store/run_store.h"
 #include "tests/support/processes.h"
 
 #include <sqlite3.h>

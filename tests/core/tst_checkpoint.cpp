@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Tests of CheckpointDirectory (core/checkpoint.h) on files in temporary directories:
+// Tests of CheckpointDirectory (core/params/checkpoint.h) on files in temporary directories:
 // round trips, pruning, falling back past corrupt/torn/foreign files, bad paths, and a full
 // disk (a 1 MiB tmpfs, mounted directly when root, else inside `unshare -Urm`).
 
-#include "core/checkpoint.h"
+#include "core/params/checkpoint.h"
 
 #include <QDir>
 #include <QFile>

@@ -2,7 +2,7 @@
 // Tests for core/dataset: IDX (raw and gzip) and CIFAR-10 readers with their error
 // messages, the synthetic generator, normalisation and sharding by rank.
 
-#include "core/dataset.h"
+#include "core/data/dataset.h"
 
 #include <QFile>
 #include <QString>

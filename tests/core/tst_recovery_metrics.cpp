@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Tests of the recovery metrics of fault drills and the recovery table
-// (core/recovery_metrics.h): table-driven cases over small evaluation series, then the
+// (core/results/recovery_metrics.h): table-driven cases over small evaluation series, then the
 // Markdown table's grouping and "mean ± std" / "never" cells.
 
-#include "core/recovery_metrics.h"
+#include "core/results/recovery_metrics.h"
 
 #include <QtTest>
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The evidence pipeline: best learning rate per strategy, heterogeneity cost, the results
 // tables, the generated blocks of the docs, and the homogeneous-equivalent reference.
-#include "core/reference_cluster.h"
-#include "core/results_table.h"
-#include "core/spec.h"
+#include "core/spec/reference_cluster.h"
+#include "core/results/results_table.h"
+#include "core/spec/spec.h"
 
 #include <QtTest>
 

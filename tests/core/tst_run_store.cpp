@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Tests of RunStore and RunRecorder (core/run_store.h) on files in a temporary directory.
+// Tests of RunStore and RunRecorder (core/store/run_store.h) on files in a temporary directory.
 
-#include "core/run_store.h"
+#include "core/store/run_store.h"
 #include "tests/support/stores.h"
 
 #include <QFile>

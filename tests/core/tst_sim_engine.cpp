@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Tests of the virtual-cluster engine (core/sim_engine.h) with the plain-C++ softmax model
+// Tests of the virtual-cluster engine (core/sim/sim_engine.h) with the plain-C++ softmax model
 // on synthetic data: bitwise reproducibility, the time model against hand-computed times,
 // what the strategies do to waits on a heterogeneous cluster, speed changes, fault drills
 // in virtual time (worker kill, server kill under every recovery mode, pauses), what goes
 // into the store, and the errors for what the engine does not model.
 
-#include "core/dataset.h"
-#include "core/run_store.h"
-#include "core/sim_engine.h"
-#include "core/softmax_model.h"
-#include "core/spec.h"
+#include "core/data/dataset.h"
+#include "core/store/run_store.h"
+#include "core/sim/sim_engine.h"
+#include "core/sim/softmax_model.h"
+#include "core/spec/spec.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Tests of the plain-C++ softmax regression (core/softmax_model.h): the gradient against
+// Tests of the plain-C++ softmax regression (core/sim/softmax_model.h): the gradient against
 // central finite differences and against a naive double-precision reference on the batches
 // ml::ShardGradientSource's shuffle gives, bitwise determinism, convergence of plain SGD on
 // the synthetic clusters, the error messages, and that no call allocates. The time per
 // computeGradient is printed (qInfo), not asserted.
 
-#include "core/softmax_model.h"
+#include "core/sim/softmax_model.h"
 
 #include <QtTest>
 

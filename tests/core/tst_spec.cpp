@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // ExperimentSpec parsing, defaults, overrides and validation.
-#include "core/spec.h"
+#include "core/spec/spec.h"
 
 #include <QDir>
 #include <QFile>

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "tests/ml/gpu_checks.h"
 
-#include "core/dataset.h"
-#include "core/ml/model.h"
-#include "core/ml/node_compute.h"
-#include "core/ml/trainer.h"
-#include "core/spec.h"
+#include "core/data/dataset.h"
+#include "ml/model.h"
+#include "ml/node_compute.h"
+#include "ml/trainer.h"
+#include "core/spec/spec.h"
 
 #include <algorithm>
 #include <cmath>

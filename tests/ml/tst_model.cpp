@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The model zoo, the flat parameter/gradient views, save/load and devices.
-#include "core/dataset.h"
-#include "core/ml/model.h"
+#include "core/data/dataset.h"
+#include "ml/model.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The single-node trainer on synthetic data: it learns, is deterministic, and stops on
 // every stop condition.
-#include "core/dataset_loader.h"
-#include "core/ml/trainer.h"
+#include "core/data/dataset_loader.h"
+#include "ml/trainer.h"
 
 #include <QtTest>
 

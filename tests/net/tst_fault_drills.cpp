@@ -6,7 +6,7 @@
 // deadlocks a synchronous run, with or without a restart; a paused server resumes; a
 // drill on a node the run does not have is refused before anything starts. Every run is
 // short (logreg on synthetic data, 10 ms iterations, 5 s) and leaves no node process.
-#include "core/run_store.h"
+#include "core/store/run_store.h"
 #include "tests/support/processes.h"
 #include "tests/support/specs.h"
 

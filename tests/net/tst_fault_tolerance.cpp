@@ -6,10 +6,10 @@
 // head dies or its tail cannot be reached; a stateless server applies a worker's whole
 // backlog (within the worker's bound, the rest reported as dropped) on the parameters the
 // worker held.
-#include "core/checkpoint.h"
-#include "net/nodes.h"
-#include "net/process.h"
-#include "net/ps_client.h"
+#include "core/params/checkpoint.h"
+#include "net/client/nodes.h"
+#include "net/launch/process.h"
+#include "net/client/ps_client.h"
 #include "tests/support/processes.h"
 #include "tests/support/specs.h"
 

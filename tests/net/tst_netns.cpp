@@ -12,7 +12,7 @@
 // Needs root, iproute2 and the kernel's netns/veth/bridge/tbf support; skips saying which
 // is missing.
 
-#include "core/run_store.h"
+#include "core/store/run_store.h"
 #include "tests/support/processes.h"
 
 #include <QFile>

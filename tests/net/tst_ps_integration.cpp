@@ -2,11 +2,11 @@
 // The parameter server over real gRPC on 127.0.0.1 with real LibTorch workers on
 // synthetic data: every strategy trains (the loss falls), and bad input is refused with a
 // clear status.
-#include "core/dataset_loader.h"
-#include "core/ml/node_compute.h"
-#include "net/nodes.h"
-#include "net/ps_client.h"
-#include "net/ps_server.h"
+#include "core/data/dataset_loader.h"
+#include "ml/node_compute.h"
+#include "net/client/nodes.h"
+#include "net/client/ps_client.h"
+#include "net/server/ps_server.h"
 
 #include <QtTest>
 

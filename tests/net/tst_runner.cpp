@@ -2,7 +2,7 @@
 // `dasp run` end to end with real processes: a short synthetic run is recorded completely;
 // a worker killed mid-run is marked down and training goes on; Ctrl-C stops the run
 // cleanly; no node process outlives the run on any of these paths.
-#include "core/run_store.h"
+#include "core/store/run_store.h"
 #include "tests/support/processes.h"
 #include "tests/support/specs.h"
 

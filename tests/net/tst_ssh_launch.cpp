@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Multi-host launching (net/launcher.h): placement, spec validation and the srun/ssh
+// Multi-host launching (net/launch/launcher.h): placement, spec validation and the srun/ssh
 // command lines as unit tests; the node wrapper's control protocol run locally through
 // sh; and `dasp run` with the SSH launcher against a real sshd that the test starts on
 // 127.0.0.1 (own config, throwaway host and user keys): a short run completes and is
 // recorded; killing an ssh client and then the runner itself (SIGKILL) leaves no node
 // process of the run behind; an unreachable host fails the run fast, naming the host.
-#include "core/run_store.h"
-#include "core/spec.h"
-#include "net/launcher.h"
+#include "core/store/run_store.h"
+#include "core/spec/spec.h"
+#include "net/launch/launcher.h"
 #include "tests/support/processes.h"
 #include "tests/support/specs.h"
 

@@ -5,10 +5,10 @@
 // virtual clock (pull → mayProceed? → compute → push → pull ...; onTick at nextDeadline())
 // and records every applied gradient's staleness, every release's lead and every parked
 // time, so each rule's invariants can be checked. Pure logic: no sleeps, no threads.
-#include "core/cluster_state.h"
-#include "core/dasp_adaptive.h"
-#include "core/sync_policies.h"
-#include "core/sync_policy.h"
+#include "core/policy/cluster_state.h"
+#include "core/policy/dasp_adaptive.h"
+#include "core/policy/sync_policies.h"
+#include "core/policy/sync_policy.h"
 
 #include <QtTest>
 

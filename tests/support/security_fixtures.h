@@ -2,11 +2,11 @@
 #pragma once
 // The node-security tests' fixtures (tests/net/tst_security.cpp, tst_tls.cpp): specs,
 // tokens, every RPC called once, lab certificates, /proc readers.
-#include "core/run_store.h"
-#include "core/spec.h"
-#include "net/node_security.h"
-#include "net/ps_client.h"
-#include "net/ps_server.h"
+#include "core/store/run_store.h"
+#include "core/spec/spec.h"
+#include "net/security/node_security.h"
+#include "net/client/ps_client.h"
+#include "net/server/ps_server.h"
 #include "tests/support/processes.h"
 
 #include <sys/stat.h>

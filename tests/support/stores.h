@@ -3,7 +3,7 @@
 // Test support: run stores with runs in them. Failures are fatal (qFatal): a fixture that
 // cannot be made is no test. Threading: the test's thread.
 
-#include "core/run_store.h"
+#include "core/store/run_store.h"
 
 #include <QString>
 

@@ -3,7 +3,7 @@
 // The recovery metrics of two fault drills, shared by the UI tests that store and show
 // them: a server kill recovered from a checkpoint (its detail text given), and a worker
 // pause after which accuracy never got back.
-#include "core/recovery_metrics.h"
+#include "core/results/recovery_metrics.h"
 
 #include <string>
 #include <vector>

@@ -8,7 +8,7 @@
 #include "ui/charts/node_bars.h"
 #include "ui/charts/node_lanes.h"
 #include "ui/charts/staleness_histogram.h"
-#include "ui/run_data.h"
+#include "ui/charts/run_data.h"
 
 #include <QAreaSeries>
 #include <QChart>

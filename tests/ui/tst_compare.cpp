@@ -10,20 +10,20 @@
 // the build tree (DASP_BIN).
 
 #include "workbench_env.h"
-#include "core/spec.h"
+#include "core/spec/spec.h"
 #include "ui/charts/convergence_chart.h"
 #include "ui/charts/node_bars.h"
 #include "ui/charts/node_lanes.h"
 #include "ui/charts/report.h"
 #include "ui/charts/staleness_histogram.h"
-#include "ui/compare_panel.h"
-#include "ui/live_charts.h"
-#include "ui/live_panel.h"
+#include "ui/runs/compare_panel.h"
+#include "ui/live/live_charts.h"
+#include "ui/live/live_panel.h"
 #include "ui/main_window.h"
-#include "ui/run_controller.h"
-#include "ui/run_table_model.h"
-#include "ui/runs_panel.h"
-#include "ui/spec_designer.h"
+#include "ui/live/run_controller.h"
+#include "ui/runs/run_table_model.h"
+#include "ui/runs/runs_panel.h"
+#include "ui/designer/spec_designer.h"
 
 #include <QAction>
 #include <QChart>

@@ -6,19 +6,19 @@
 // store with a faulted run, and the live panel's server / evaluator rows, event list and
 // Restart action driven by recovery events. Run headless: QT_QPA_PLATFORM=offscreen.
 
-#include "core/run_store.h"
-#include "core/spec.h"
+#include "core/store/run_store.h"
+#include "core/spec/spec.h"
 #include "ui/charts/convergence_chart.h"
 #include "ui/charts/fault_spans.h"
-#include "ui/compare_panel.h"
-#include "ui/fault_table.h"
-#include "ui/faults_view.h"
-#include "ui/live_charts.h"
-#include "ui/live_panel.h"
-#include "ui/live_run_feed.h"
-#include "ui/run_controller.h"
-#include "ui/run_data.h"
-#include "ui/spec_designer.h"
+#include "ui/runs/compare_panel.h"
+#include "ui/designer/fault_table.h"
+#include "ui/runs/faults_view.h"
+#include "ui/live/live_charts.h"
+#include "ui/live/live_panel.h"
+#include "ui/live/live_run_feed.h"
+#include "ui/live/run_controller.h"
+#include "ui/charts/run_data.h"
+#include "ui/designer/spec_designer.h"
 
 #include <google/protobuf/util/message_differencer.h>
 

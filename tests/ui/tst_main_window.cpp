@@ -2,10 +2,10 @@
 // Tests of the workbench main window and its runs model (ui/) over real run stores in
 // temporary directories. Run headless: QT_QPA_PLATFORM=offscreen.
 
-#include "core/run_store.h"
+#include "core/store/run_store.h"
 #include "ui/main_window.h"
-#include "ui/run_table_model.h"
-#include "ui/spec_designer.h"
+#include "ui/runs/run_table_model.h"
+#include "ui/designer/spec_designer.h"
 #include "tests/support/stores.h"
 
 #include "resources/resources.h"

@@ -4,9 +4,9 @@
 // HTML report with embedded charts, the PDF (rendered with pdftoppm when installed), write
 // errors, and the tool's exit codes. Run headless: QT_QPA_PLATFORM=offscreen.
 
-#include "core/run_store.h"
+#include "core/store/run_store.h"
 #include "ui/charts/report.h"
-#include "ui/run_data.h"
+#include "ui/charts/run_data.h"
 
 #include <QDir>
 #include <QFile>

@@ -6,10 +6,10 @@
 // reached), explicit axes and their errors, the rendered colours, the HTML/PDF section and
 // dasp-report's --sweep-axes. Run headless: QT_QPA_PLATFORM=offscreen.
 
-#include "core/run_store.h"
+#include "core/store/run_store.h"
 #include "ui/charts/report.h"
 #include "ui/charts/sweep_heatmap.h"
-#include "ui/run_data.h"
+#include "ui/charts/run_data.h"
 
 #include <QFile>
 #include <QFileInfo>

@@ -7,17 +7,17 @@
 // tree (DASP_BIN).
 
 #include "workbench_env.h"
-#include "core/run_store.h"
-#include "core/spec.h"
-#include "ui/cluster_table.h"
+#include "core/store/run_store.h"
+#include "core/spec/spec.h"
+#include "ui/designer/cluster_table.h"
 #include "ui/charts/convergence_chart.h"
-#include "ui/live_charts.h"
-#include "ui/live_panel.h"
+#include "ui/live/live_charts.h"
+#include "ui/live/live_panel.h"
 #include "ui/main_window.h"
-#include "ui/run_controller.h"
-#include "ui/run_table_model.h"
-#include "ui/runs_panel.h"
-#include "ui/spec_designer.h"
+#include "ui/live/run_controller.h"
+#include "ui/runs/run_table_model.h"
+#include "ui/runs/runs_panel.h"
+#include "ui/designer/spec_designer.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <signal.h>

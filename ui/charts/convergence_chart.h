@@ -19,7 +19,7 @@
 // Threading: GUI thread only. The RunData objects are not owned; they must outlive the
 // chart or be replaced with setRuns({}) first.
 
-#include "ui/run_data.h"
+#include "ui/charts/run_data.h"
 
 #include <QChartView>
 #include <QColor>

@@ -9,7 +9,7 @@
 //
 // Threading: pure functions over a RunData; any thread that owns the RunData.
 
-#include "ui/run_data.h"
+#include "ui/charts/run_data.h"
 
 #include <QString>
 

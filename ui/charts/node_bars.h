@@ -9,7 +9,7 @@
 // Threading: GUI thread only. The RunData is not owned; it must outlive the widget or be
 // replaced with setRun(nullptr) first.
 
-#include "ui/run_data.h"
+#include "ui/charts/run_data.h"
 
 #include <QString>
 #include <QWidget>

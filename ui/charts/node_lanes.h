@@ -18,7 +18,7 @@
 // Threading: GUI thread only. The RunData is not owned; it must outlive the widget or be
 // replaced with setRun(nullptr) first, and refresh() is called after it grows.
 
-#include "ui/run_data.h"
+#include "ui/charts/run_data.h"
 
 #include <QColor>
 #include <QRect>

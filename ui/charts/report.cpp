@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/charts/report.h"
 
-#include "core/json_text.h"
-#include "core/mean_std.h"
+#include "core/common/json_text.h"
+#include "core/results/mean_std.h"
 
 #include "ui/charts/convergence_chart.h"
 #include "ui/charts/node_bars.h"

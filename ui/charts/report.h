@@ -15,8 +15,8 @@
 // Threading: GUI thread (the HTML and PDF reports render widgets, which needs a
 // QApplication; they fail with a Status without one). CSV and trace need only QtCore.
 
-#include "core/result.h"
-#include "ui/run_data.h"
+#include "core/common/result.h"
+#include "ui/charts/run_data.h"
 
 #include <QString>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/charts/sweep_heatmap.h"
 
-#include "core/mean_std.h"
+#include "core/results/mean_std.h"
 
 #include <QFont>
 #include <QFontMetrics>

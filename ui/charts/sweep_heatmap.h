@@ -14,8 +14,8 @@
 // from any thread. Rendering paints a QImage, which needs a QGuiApplication (fonts) but no
 // widgets; do it from one thread at a time (the GUI or the report tool's thread).
 
-#include "core/result.h"
-#include "ui/run_data.h"
+#include "core/common/result.h"
+#include "ui/charts/run_data.h"
 
 #include <QColor>
 #include <QImage>

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: MIT
+#include "core/results/results_table.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace dasp {
+
+namespace {
+
+constexpr const char* kReference = "reference";
+
+std::string fixed(double v, int decimals) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  return b;
+}
+
+// A learning rate as written in specs (0.01, 0.0004, 0.03).
+std::string rateText(double lr) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%g", lr);
+  return b;
+}
+
+bool isReference(const std::string& label) { return label == kReference; }
+
+StrategyResult summarize(const std::string& label, double lr, std::vector<const v1::RunResult*> runs) {
+  StrategyResult s;
+  s.label = label;
+  s.lr = lr;
+  s.runs = std::move(runs);
+  std::vector<double> ttt, acc, share, stale, cost;
+  for (const auto* r : s.runs) {
+    if (r->has_time_to_target_s()) ttt.push_back(r->time_to_target_s());
+    if (r->has_heterogeneity_cost()) cost.push_back(r->heterogeneity_cost());
+    acc.push_back(r->final_accuracy());
+    share.push_back(r->wait_fraction());
+    stale.push_back(r->mean_staleness());
+    s.maxStaleness = std::max(s.maxStaleness, r->max_staleness());
+    if (r->has_speed_change_dip()) s.maxDip = std::max(s.maxDip.value_or(0.0), r->speed_change_dip());
+  }
+  s.reached = static_cast<int>(ttt.size());
+  s.timeToTarget = meanStd(ttt);
+  s.finalAccuracy = meanStd(acc);
+  s.waitShare = meanStd(share);
+  s.staleness = meanStd(stale);
+  s.cost = meanStd(cost);
+  return s;
+}
+
+// a is better than b: more seeds reached, then a lower mean time, then a higher accuracy.
+bool better(const StrategyResult& a, const StrategyResult& b) {
+  if (a.reached != b.reached) return a.reached > b.reached;
+  if (a.reached > 0 && a.timeToTarget.mean != b.timeToTarget.mean) return a.timeToTarget.mean < b.timeToTarget.mean;
+  return a.finalAccuracy.mean > b.finalAccuracy.mean;
+}
+
+std::string timeCell(const StrategyResult& s) {
+  if (s.reached == 0) return "never (0/" + std::to_string(s.runs.size()) + ")";
+  std::string text = formatMeanStd(s.timeToTarget, 1);
+  if (!s.allReached()) text += " (" + std::to_string(s.reached) + "/" + std::to_string(s.runs.size()) + " reached)";
+  return text;
+}
+
+double targetOf(const std::vector<v1::RunResult>& runs) {
+  for (const auto& r : runs) {
+    if (r.target() > 0) return r.target();
+  }
+  return 0;
+}
+
+std::string ratesNote(const std::vector<StrategyResult>& rows) {
+  std::vector<double> all;
+  for (const auto& r : rows) all.insert(all.end(), r.lrsTried.begin(), r.lrsTried.end());
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  std::string text;
+  for (double lr : all) text += (text.empty() ? "" : ", ") + rateText(lr);
+  return text;
+}
+
+}  // namespace
+
+std::string formatMeanStd(const MeanStd& s, int decimals) {
+  if (s.n == 0) return "-";
+  return fixed(s.mean, decimals) + " ± " + fixed(s.sd, decimals);
+}
+
+std::vector<StrategyResult> bestByStrategy(const std::vector<v1::RunResult>& runs) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<double>> rateOrder;
+  std::map<std::string, std::map<double, std::vector<const v1::RunResult*>>> groups;
+  for (const auto& r : runs) {
+    if (!groups.count(r.label())) order.push_back(r.label());
+    auto& byRate = groups[r.label()];
+    if (!byRate.count(r.lr())) rateOrder[r.label()].push_back(r.lr());
+    byRate[r.lr()].push_back(&r);
+  }
+  std::vector<StrategyResult> out;
+  for (const auto& label : order) {
+    std::optional<StrategyResult> best;
+    for (double lr : rateOrder[label]) {
+      auto candidate = summarize(label, lr, groups[label][lr]);
+      if (!best || better(candidate, *best)) best = std::move(candidate);
+    }
+    best->lrsTried = rateOrder[label];
+    out.push_back(std::move(*best));
+  }
+  return out;
+}
+
+std::optional<double> referenceMeanOf(const std::vector<StrategyResult>& rows) {
+  for (const auto& r : rows) {
+    if (isReference(r.label) && r.allReached()) return r.timeToTarget.mean;
+  }
+  return std::nullopt;
+}
+
+void fillHeterogeneityCost(std::vector<v1::RunResult>& runs) {
+  const auto ref = referenceMeanOf(bestByStrategy(runs));
+  for (auto& r : runs) {
+    if (ref && *ref > 0 && r.has_time_to_target_s()) {
+      r.set_heterogeneity_cost(r.time_to_target_s() / *ref);
+    } else {
+      r.clear_heterogeneity_cost();
+    }
+  }
+}
+
+std::string suiteTableMarkdown(const std::vector<v1::RunResult>& runs) {
+  const auto rows = bestByStrategy(runs);
+  std::optional<double> bsp;
+  for (const auto& r : rows) {
+    if (r.label.rfind("bsp", 0) == 0 && r.allReached()) {
+      bsp = r.timeToTarget.mean;
+      break;
+    }
+  }
+  const bool withCost = referenceMeanOf(rows).has_value();
+  bool withDip = false;
+  for (const auto& r : rows) withDip = withDip || r.maxDip.has_value();
+  std::ostringstream os;
+  os << "| strategy | lr | runs | time to " << fixed(targetOf(runs), 2) << " (s) |"
+     << (withCost ? " heterogeneity cost |" : "")
+     << " speedup vs BSP | final accuracy | wait share | mean staleness | max staleness |"
+     << (withDip ? " largest dip after the speed change (points) |" : "") << "\n";
+  os << "| --- | --- | --- | --- |" << (withCost ? " --- |" : "") << " --- | --- | --- | --- | --- |"
+     << (withDip ? " --- |" : "") << "\n";
+  for (const auto& r : rows) {
+    std::string speedup = "-";
+    if (bsp && r.allReached()) speedup = fixed(*bsp / r.timeToTarget.mean, 2) + "×";
+    os << "| " << r.label << " | " << rateText(r.lr) << " | " << r.runs.size() << " | " << timeCell(r) << " |";
+    if (withCost) os << " " << formatMeanStd(r.cost, 2) << " |";
+    os << " " << speedup << " | " << formatMeanStd(r.finalAccuracy, 4) << " | " << formatMeanStd(r.waitShare, 2)
+       << " | " << formatMeanStd(r.staleness, 2) << " | " << r.maxStaleness << " |";
+    if (withDip) os << " " << (r.maxDip ? fixed(*r.maxDip, 1) : "-") << " |";
+    os << "\n";
+  }
+  std::size_t ratesPerStrategy = 0;
+  for (const auto& r : rows) ratesPerStrategy = std::max(ratesPerStrategy, r.lrsTried.size());
+  if (ratesPerStrategy > 1) {
+    os << "\nEach strategy at its best learning rate of {" << ratesNote(rows)
+       << "} (most seeds reaching the target, then the lowest mean time, then the highest accuracy)";
+  } else {
+    os << "\nEach strategy at the one learning rate of its lr column (no grid tuned here: the spec's optimizer.lr, "
+          "or the rate `--lr-from` gave it)";
+  }
+  os << "; mean ± sample std over seeds; time to target uses the server time at which the evaluated version was "
+        "made";
+  if (withCost) os << "; heterogeneity cost = time to target ÷ the homogeneous-equivalent reference's mean";
+  os << ".\n";
+  return os.str();
+}
+
+std::string matrixTableMarkdown(const std::vector<MatrixCase>& cases) {
+  std::vector<std::string> labels;
+  std::vector<std::vector<StrategyResult>> perCase;
+  for (const auto& c : cases) {
+    perCase.push_back(bestByStrategy(c.runs));
+    for (const auto& r : perCase.back()) {
+      if (!isReference(r.label) && std::find(labels.begin(), labels.end(), r.label) == labels.end()) {
+        labels.push_back(r.label);
+      }
+    }
+  }
+  std::ostringstream os;
+  os << "| case |";
+  for (const auto& l : labels) os << " " << l << " |";
+  os << " reference | DASP ≤ best other + std | DASP ÷ BSP | DASP ÷ backup(1) | DASP heterogeneity cost | DASP's "
+        "largest dip after a speed change (points) |\n| --- |";
+  for (std::size_t i = 0; i < labels.size() + 6; ++i) os << " --- |";
+  os << "\n";
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const auto& rows = perCase[c];
+    auto find = [&](const std::string& label) -> const StrategyResult* {
+      for (const auto& r : rows) {
+        if (r.label == label) return &r;
+      }
+      return nullptr;
+    };
+    const StrategyResult* fastest = nullptr;
+    const StrategyResult* bestOther = nullptr;
+    for (const auto& r : rows) {
+      if (isReference(r.label) || !r.allReached()) continue;
+      if (!fastest || r.timeToTarget.mean < fastest->timeToTarget.mean) fastest = &r;
+      if (r.label != "dasp" && (!bestOther || r.timeToTarget.mean < bestOther->timeToTarget.mean)) bestOther = &r;
+    }
+    os << "| " << cases[c].name << " |";
+    for (const auto& l : labels) {
+      const auto* r = find(l);
+      if (!r) {
+        os << " |";
+        continue;
+      }
+      const std::string cell = timeCell(*r) + " @" + rateText(r->lr);
+      os << " " << (r == fastest ? "**" + cell + "**" : cell) << " |";
+    }
+    const auto* ref = find(kReference);
+    os << " " << (ref ? timeCell(*ref) : "-") << " |";
+    const auto* dasp = find("dasp");
+    std::string verdict = "-";
+    if (dasp && bestOther) {
+      const bool within = dasp->allReached() &&
+                          dasp->timeToTarget.mean <= bestOther->timeToTarget.mean + bestOther->timeToTarget.sd;
+      verdict = std::string(within ? "yes" : "no") + " (best other: " + bestOther->label + ")";
+    }
+    auto ratioTo = [&](const char* label) {
+      const auto* other = find(label);
+      if (!dasp || !other || !dasp->allReached() || !other->allReached()) return std::string("-");
+      return fixed(dasp->timeToTarget.mean / other->timeToTarget.mean, 2);
+    };
+    os << " " << verdict << " | " << ratioTo("bsp") << " | " << ratioTo("backup(1)") << " | "
+       << (dasp ? formatMeanStd(dasp->cost, 2) : "-") << " | "
+       << (dasp && dasp->maxDip ? fixed(*dasp->maxDip, 1) : "-") << " |\n";
+  }
+  os << "\nTime to target in seconds, mean ± sample std over seeds, each strategy at its best learning rate "
+        "(after the @); the fastest of each case in bold; the ratios are of the means. Generated by `dasp tables` "
+        "from results/.\n";
+  return os.str();
+}
+
+std::string diagnosisTableMarkdown(const std::vector<MatrixCase>& cases) {
+  std::ostringstream os;
+  os << "| case | strategy | lr | updates per s | gradients per update | dropped per 100 gradients | wait share | "
+        "mean staleness | max staleness | largest dip after a speed change (points) |\n";
+  os << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const auto& c : cases) {
+    for (const auto& r : bestByStrategy(c.runs)) {
+      std::vector<double> rate, perUpdate, dropped;
+      for (const auto* run : r.runs) {
+        if (run->seconds() > 0) rate.push_back(static_cast<double>(run->updates()) / run->seconds());
+        if (run->updates() > 0) {
+          perUpdate.push_back(static_cast<double>(run->gradients()) / static_cast<double>(run->updates()));
+        }
+        if (run->gradients() > 0) {
+          dropped.push_back(100.0 * static_cast<double>(run->dropped()) / static_cast<double>(run->gradients()));
+        }
+      }
+      os << "| " << c.name << " | " << r.label << " | " << rateText(r.lr) << " | " << formatMeanStd(meanStd(rate), 1)
+         << " | " << formatMeanStd(meanStd(perUpdate), 2) << " | " << formatMeanStd(meanStd(dropped), 1) << " | "
+         << formatMeanStd(r.waitShare, 2) << " | " << formatMeanStd(r.staleness, 2) << " | " << r.maxStaleness
+         << " | " << (r.maxDip ? fixed(*r.maxDip, 1) : "-") << " |\n";
+    }
+  }
+  os << "\nEach strategy at its best learning rate (as in the matrix table); mean ± sample std over seeds of each "
+        "run's counts over its whole length. Generated by `dasp tables` from results/.\n";
+  return os.str();
+}
+
+std::string validationTableMarkdown(const std::vector<v1::RunResult>& real, const std::vector<v1::RunResult>& sim) {
+  const auto realRows = bestByStrategy(real);
+  const auto simRows = bestByStrategy(sim);
+  auto find = [](const std::vector<StrategyResult>& rows, const std::string& label) -> const StrategyResult* {
+    for (const auto& r : rows) {
+      if (r.label == label) return &r;
+    }
+    return nullptr;
+  };
+  std::ostringstream os;
+  os << "| strategy | real (s) | engine (s) | engine ÷ real |\n| --- | --- | --- | --- |\n";
+  std::vector<std::pair<const StrategyResult*, const StrategyResult*>> pairs;
+  for (const auto& r : realRows) {
+    const auto* s = find(simRows, r.label);
+    if (!s) continue;
+    std::string ratio = "-";
+    if (r.allReached() && s->allReached()) ratio = fixed(s->timeToTarget.mean / r.timeToTarget.mean, 2);
+    os << "| " << r.label << " | " << timeCell(r) << " | " << timeCell(*s) << " | " << ratio << " |\n";
+    pairs.emplace_back(&r, s);
+  }
+  // Pairs the real runs separate, and how many of them the engine orders the same way: the
+  // engine ranks first the strategy that reached the target in more seeds, then the one with
+  // the lower mean time (a strategy that sometimes never reaches it is the slower one).
+  int separated = 0, agree = 0;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    for (std::size_t j = i + 1; j < pairs.size(); ++j) {
+      const auto& [ra, sa] = pairs[i];
+      const auto& [rb, sb] = pairs[j];
+      if (!ra->allReached() || !rb->allReached()) continue;
+      const double gap = ra->timeToTarget.mean - rb->timeToTarget.mean;
+      if (std::abs(gap) <= ra->timeToTarget.sd + rb->timeToTarget.sd) continue;
+      ++separated;
+      if (sa->reached + sb->reached > 0 && better(*sa, *sb) == (gap < 0)) ++agree;
+    }
+  }
+  os << "\nThe real runs separate " << separated << " pairs of strategies (means further apart than the sum of "
+     << "their stds); the engine orders " << agree << " of them the same way.\n";
+  return os.str();
+}
+
+Result<std::vector<v1::RunResult>> parseResultLines(const std::string& text, const std::string& source) {
+  std::vector<v1::RunResult> out;
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    v1::RunResult r;
+    const auto status = google::protobuf::util::JsonStringToMessage(line, &r, options);
+    if (!status.ok()) {
+      return Status::error(source + ":" + std::to_string(number) + ": not a run summary: " +
+                           std::string(status.message()));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::string> regenerateBlocks(
+    const std::string& text,
+    const std::function<Result<std::string>(const std::string& kind, const std::vector<std::string>& args)>& generate) {
+  static const std::string kOpen = "<!-- dasp-tables ";
+  static const std::string kClose = "<!-- /dasp-tables -->";
+  std::string out;
+  std::size_t pos = 0;
+  while (true) {
+    const auto open = text.find(kOpen, pos);
+    if (open == std::string::npos) break;
+    const auto lineOf = [&](std::size_t at) { return 1 + std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'); };
+    const auto headEnd = text.find("-->", open);
+    if (headEnd == std::string::npos) return Status::error("line " + std::to_string(lineOf(open)) + ": unclosed block marker");
+    const auto close = text.find(kClose, headEnd);
+    if (close == std::string::npos) {
+      return Status::error("line " + std::to_string(lineOf(open)) + ": no " + kClose + " after this block");
+    }
+    std::istringstream head(text.substr(open + kOpen.size(), headEnd - open - kOpen.size()));
+    std::string kind;
+    head >> kind;
+    std::vector<std::string> args;
+    for (std::string a; head >> a;) args.push_back(a);
+    auto body = generate(kind, args);
+    if (!body) return Status::error("line " + std::to_string(lineOf(open)) + ": " + body.message());
+    out += text.substr(pos, headEnd + 3 - pos);
+    out += "\n\n" + body.value() + "\n";
+    out += kClose;
+    pos = close + kClose.size();
+  }
+  out += text.substr(pos);
+  return out;
+}
+
+}  // namespace dasp

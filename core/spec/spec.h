@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Reading, defaulting, overriding and validating an ExperimentSpec.
+//
+// experiments/*.json are parsed with Protobuf's JSON utilities, so an unknown field or a
+// value of the wrong type is an error naming the field; a syntax error also gets the
+// line. `--set path.to.field=value` overrides go through the message's descriptors, the
+// same syntax for the CLI, the GUI and sweeps. withDefaults() writes every default into
+// the message, so a stored spec says exactly what ran.
+// Threading: free functions over values; safe from any thread.
+
+#include "core/common/result.h"
+#include "dasp/v1/experiment.pb.h"
+
+#include <string>
+#include <vector>
+
+namespace dasp {
+
+using v1::ExperimentSpec;
+
+// Parses JSON text; `source` names the text in messages (a file name).
+Result<ExperimentSpec> parseSpecJson(const std::string& json, const std::string& source);
+// A strategy as the tables name it: bsp, asp, ssp(S), dssp(L,H), backup(B), and dasp with
+// its variant (dasp-r: the paper rule; dasp-eq: equal batches; dasp-ct: the CLUSTER_TOTAL
+// budget). Reads the knobs as given (withDefaults() fills the defaults they stand for).
+std::string strategyLabel(const v1::StrategySpec& strategy);
+// strategy.dasp.min_batch when the spec does not set it: batch_size / 16, at least 1.
+int defaultDaspMinBatch(int batchSize);
+// Reads and parses a file; errors name the file.
+Result<ExperimentSpec> loadSpecFile(const std::string& path);
+// The spec as JSON with the proto field names, pretty-printed.
+std::string specToJson(const ExperimentSpec& spec, bool pretty = true);
+
+// Fills every unset field with its documented default (see experiment.proto).
+ExperimentSpec withDefaults(ExperimentSpec spec);
+
+// Checks values (ranges, names). The message names the field path and the value.
+Status validateSpec(const ExperimentSpec& spec);
+
+// Applies one `path.to.field=value` override. Repeated scalar fields take a
+// comma-separated list; enums take their names (case-insensitive).
+Status applyOverride(ExperimentSpec& spec, const std::string& assignment);
+
+// Names known to this build, for validation messages and the GUI's choices.
+const std::vector<std::string>& knownModels();
+const std::vector<std::string>& knownDatasets();
+const std::vector<std::string>& knownStrategies();
+
+// Learning rate at update `step` under the optimizer's decay.
+double learningRateAt(const v1::OptimizerSpec& optimizer, std::int64_t step);
+
+// One concrete run of an experiment: a resolved, validated spec (no suite, one seed) and
+// its label for comparison tables ("ssp(3)", "dasp strategy.dasp.delta=0.5").
+struct PlannedRun {
+  ExperimentSpec spec;
+  std::string label;
+};
+// Expands `--grid path=v1,v2` values × suite entries × seeds, in that order, as `dasp run`
+// and the workbench run them. Errors name the grid argument or the field.
+Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& spec, const std::vector<std::string>& grids = {});
+
+// The worker speed profiles the cluster describes (workers, or count + slowdowns).
+std::vector<v1::NodeSpec> expandWorkers(const ExperimentSpec& spec);
+
+// The slowdown of a speed profile at run time `t`, its scheduled changes applied (the
+// worker and the simulator both read it).
+double slowdownAt(const v1::SpeedProfile& speed, double t);
+
+// A worker's link: its own LinkSpec fields over the cluster's, field by field. Unset fields
+// stay unset (not emulated / not limited).
+v1::LinkSpec effectiveLink(const v1::NodeSpec& node, const ExperimentSpec& spec);
+
+// "none", "checkpoint", "chain", "stateless".
+std::string recoveryName(v1::RecoverySpec::Mode mode);
+
+}  // namespace dasp

@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: MIT
+// validateSpec: every field a user can get wrong, named with its path and the bad value.
+#include "core/spec/spec.h"
+#include "core/spec/spec_text.h"
+
+#include <cmath>
+#include <regex>
+
+namespace dasp {
+
+using namespace spec_text;
+
+namespace {
+
+Status bad(const std::string& field, const std::string& problem) { return Status::error(field + ": " + problem); }
+
+Status checkLink(const v1::LinkSpec& link, const std::string& field) {
+  if (link.has_latency_ms() && !(link.latency_ms() >= 0 && std::isfinite(link.latency_ms()))) {
+    return Status::error(field + ".latency_ms: must be >= 0 (got " + num(link.latency_ms()) + ")");
+  }
+  if (link.has_mbit() && !(link.mbit() > 0 && std::isfinite(link.mbit()))) {
+    return Status::error(field + ".mbit: must be > 0 (got " + num(link.mbit()) + ")");
+  }
+  return Status::ok();
+}
+
+// The engine and its models; what the simulator does not model is refused by name rather
+// than silently ignored.
+Status validateEngine(const ExperimentSpec& spec) {
+  const auto& engine = spec.engine();
+  if (!engine.empty() && engine != "real" && engine != "sim") {
+    return Status::error("engine: must be real or sim (got '" + engine + "')");
+  }
+  if (auto st = checkLink(spec.cluster().link(), "cluster.link"); !st) return st;
+  for (int i = 0; i < spec.cluster().workers_size(); ++i) {
+    if (auto st = checkLink(spec.cluster().workers(i).link(), "cluster.workers[" + std::to_string(i) + "].link"); !st) {
+      return st;
+    }
+  }
+  const auto& sim = spec.sim();
+  auto nonNegative = [](double v, bool has, const char* field) -> Status {
+    if (has && !(v >= 0 && std::isfinite(v))) {
+      return Status::error(std::string("sim.") + field + ": must be >= 0 (got " + num(v) + ")");
+    }
+    return Status::ok();
+  };
+  if (auto st = nonNegative(sim.compute_ms(), true, "compute_ms"); !st) return st;
+  if (auto st = nonNegative(sim.push_overhead_ms(), sim.has_push_overhead_ms(), "push_overhead_ms"); !st) return st;
+  if (auto st = nonNegative(sim.apply_ns_per_param(), sim.has_apply_ns_per_param(), "apply_ns_per_param"); !st) return st;
+  if (auto st = nonNegative(sim.restart_ms(), sim.has_restart_ms(), "restart_ms"); !st) return st;
+  if (auto st = nonNegative(sim.failover_ms(), sim.has_failover_ms(), "failover_ms"); !st) return st;
+  if (engine != "sim") return Status::ok();
+  for (int i = 0; i < spec.faults_size(); ++i) {
+    if (spec.faults(i).node() == "evaluator") {
+      return Status::error("faults[" + std::to_string(i) +
+                           "].node: the simulator evaluates in virtual time and has no evaluator process to fault");
+    }
+  }
+  auto stateless = [](const v1::RecoverySpec& r) { return r.mode() == v1::RecoverySpec::STATELESS; };
+  bool anyStateless = stateless(spec.recovery());
+  for (const auto& e : spec.suite()) anyStateless = anyStateless || stateless(e.recovery());
+  if (anyStateless && spec.faults_size() > 0) {
+    return Status::error("recovery.mode: STATELESS recovery is not modelled by the simulator (engine sim); "
+                         "use engine real, or NONE, CHECKPOINT or CHAIN");
+  }
+  return Status::ok();
+}
+
+// Hosts, placement and launcher (spec.launch): host names unique and known to the
+// placement, ssh/Slurm with hosts, values an ssh or srun command line can take.
+Status validateLaunch(const ExperimentSpec& spec) {
+  const auto& launch = spec.launch();
+  const bool local = launch.launcher() == v1::LaunchSpec::LOCAL;
+  const char* launcherName = launch.launcher() == v1::LaunchSpec::SSH ? "SSH" : "SLURM";
+  auto word = [](const std::string& text) {  // one argument: no blanks, not an option
+    return !text.empty() && text.front() != '-' &&
+           std::none_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) || c < 32; });
+  };
+  std::vector<std::string> names;
+  for (int i = 0; i < launch.hosts_size(); ++i) {
+    const auto& h = launch.hosts(i);
+    const std::string field = "launch.hosts[" + std::to_string(i) + "]";
+    if (h.name().empty()) return Status::error(field + ".name: required");
+    if (!word(h.name())) {
+      return Status::error(field + ".name: '" + h.name() + "' must be one word not starting with '-'");
+    }
+    for (std::size_t j = 0; j < names.size(); ++j) {
+      if (names[j] == h.name()) {
+        return Status::error(field + ".name: duplicate host name '" + h.name() + "' (also launch.hosts[" +
+                             std::to_string(j) + "])");
+      }
+    }
+    names.push_back(h.name());
+    if (!h.address().empty() && !word(h.address())) {
+      return Status::error(field + ".address: '" + h.address() + "' must be a host name or an IP address");
+    }
+    if (h.has_ssh_port() && (h.ssh_port() < 1 || h.ssh_port() > 65535)) {
+      return Status::error(field + ".ssh_port: must be in [1, 65535] (got " + std::to_string(h.ssh_port()) + ")");
+    }
+    if (!h.ssh_user().empty() && !word(h.ssh_user())) {
+      return Status::error(field + ".ssh_user: '" + h.ssh_user() + "' is not a user name");
+    }
+    // ssh_options go before the host on ssh's command line: a bare word there would become
+    // the destination (and the rest its remote command). Only an option's own argument may
+    // be a bare word (-i KEY, -o Key=Value, -p PORT, ...).
+    static const std::string withArgument = "BbcDEeFIiJLlmOoPpQRSWw";
+    for (int k = 0; k < h.ssh_options_size(); ++k) {
+      const std::string& o = h.ssh_options(k);
+      const bool option = o.size() >= 2 && o[0] == '-' && o[1] != '-';
+      const std::string& before = k > 0 ? h.ssh_options(k - 1) : std::string();
+      const bool argument = before.size() == 2 && before[0] == '-' && withArgument.find(before[1]) != std::string::npos;
+      if (!option && !argument) {
+        return Status::error(field + ".ssh_options[" + std::to_string(k) + "]: '" + o +
+                             "' is neither an ssh option (-x) nor the argument of one (-i KEY, -o Key=Value)");
+      }
+    }
+    if (!h.work_dir().empty() && h.work_dir().front() != '/') {
+      return Status::error(field + ".work_dir: must be an absolute path (got '" + h.work_dir() + "')");
+    }
+    if (h.gpus() < 0) return Status::error(field + ".gpus: must be >= 0 (got " + std::to_string(h.gpus()) + ")");
+    if (!h.netns().empty()) {
+      if (!local) {
+        return Status::error(field + ".netns: network namespaces are for the LOCAL launcher (launch.launcher is " +
+                             launcherName + ")");
+      }
+      if (!word(h.netns()) || h.netns().find('/') != std::string::npos) {
+        return Status::error(field + ".netns: '" + h.netns() + "' is not a namespace name");
+      }
+    }
+  }
+  if (!local && names.empty()) {
+    return Status::error(std::string("launch.hosts: the ") + launcherName +
+                         " launcher needs at least one host (name, address) to place nodes on");
+  }
+  const auto& placement = launch.placement();
+  auto known = [&](const std::string& field, const std::string& host) -> Status {
+    if (names.empty()) return Status::error(field + ": names host '" + host + "', but launch.hosts is empty");
+    if (!contains(names, host)) {
+      return Status::error(field + ": unknown host '" + host + "' (hosts: " + joined(names) + ")");
+    }
+    return Status::ok();
+  };
+  for (int i = 0; i < placement.servers_size(); ++i) {
+    if (auto st = known("launch.placement.servers[" + std::to_string(i) + "]", placement.servers(i)); !st) return st;
+  }
+  if (!placement.evaluator().empty()) {
+    if (auto st = known("launch.placement.evaluator", placement.evaluator()); !st) return st;
+  }
+  for (int i = 0; i < placement.workers_size(); ++i) {
+    if (auto st = known("launch.placement.workers[" + std::to_string(i) + "]", placement.workers(i)); !st) return st;
+  }
+  const double timeout = launch.connect_timeout_s();
+  if (launch.has_connect_timeout_s() && !(timeout > 0 && std::isfinite(timeout))) {
+    return Status::error("launch.connect_timeout_s: must be > 0 (got " + num(timeout) + ")");
+  }
+  const int replicas = spec.recovery().mode() == v1::RecoverySpec::CHAIN
+                           ? (spec.recovery().has_replicas() ? spec.recovery().replicas() : 3)
+                           : 1;
+  if (launch.server_port() < 0 || launch.server_port() + replicas - 1 > 65535) {
+    return Status::error("launch.server_port: must be in [0, 65535] for every replica (got " +
+                         std::to_string(launch.server_port()) + ")");
+  }
+  return Status::ok();
+}
+
+// The model, the dataset and the learning-rate grid.
+Status validateModelAndData(const ExperimentSpec& spec) {
+  const auto& model = spec.model().name();
+  if (!model.empty() && !contains(knownModels(), model)) {
+    return bad("model.name", "unknown model '" + model + "' (known: " + joined(knownModels()) +
+                                 ")");
+  }
+  if (spec.model().has_hidden() && spec.model().hidden() <= 0) {
+    return bad("model.hidden", "must be > 0 (got " + std::to_string(spec.model().hidden()) + ")");
+  }
+  const auto& data = spec.dataset();
+  if (!data.name().empty() && !contains(knownDatasets(), data.name())) {
+    return bad("dataset.name", "unknown dataset '" + data.name() + "' (known: " +
+                                   joined(knownDatasets()) + ")");
+  }
+  if ((data.name() == "mnist" || data.name() == "cifar10") && data.path().empty()) {
+    return bad("dataset.path", "required for dataset '" + data.name() + "'");
+  }
+  for (int i = 0; i < spec.lr_grid_size(); ++i) {
+    if (!(std::isfinite(spec.lr_grid(i)) && spec.lr_grid(i) > 0)) {
+      return bad("lr_grid[" + std::to_string(i) + "]", "must be a finite learning rate > 0 (got " + num(spec.lr_grid(i)) + ")");
+    }
+  }
+  if (data.train_limit() < 0) return bad("dataset.train_limit", "must be >= 0");
+  if (data.test_limit() < 0) return bad("dataset.test_limit", "must be >= 0");
+  if (data.has_dirichlet_alpha() && !(data.dirichlet_alpha() > 0)) {
+    return bad("dataset.dirichlet_alpha",
+               "must be > 0 (got " + num(data.dirichlet_alpha()) + ")");
+  }
+  const auto& syn = data.synthetic();
+  if (syn.has_classes() && syn.classes() < 2) return bad("dataset.synthetic.classes", "must be >= 2");
+  if (syn.has_dimension() && syn.dimension() < 1) {
+    return bad("dataset.synthetic.dimension", "must be >= 1");
+  }
+  if (syn.has_train_count() && syn.train_count() < 1) {
+    return bad("dataset.synthetic.train_count", "must be >= 1");
+  }
+  if (syn.has_test_count() && syn.test_count() < 1) {
+    return bad("dataset.synthetic.test_count", "must be >= 1");
+  }
+  return Status::ok();
+}
+
+// The optimizer and the batch size.
+Status validateOptimizer(const ExperimentSpec& spec) {
+  const auto& opt = spec.optimizer();
+  if (opt.has_lr() && !(opt.lr() > 0 && std::isfinite(opt.lr()))) {
+    return bad("optimizer.lr", "must be a positive number (got " + num(opt.lr()) + ")");
+  }
+  if (opt.has_momentum() && !(opt.momentum() >= 0 && opt.momentum() < 1)) {
+    return bad("optimizer.momentum", "must be in [0, 1) (got " + num(opt.momentum()) + ")");
+  }
+  if (!(opt.weight_decay() >= 0)) {
+    return bad("optimizer.weight_decay", "must be >= 0 (got " + num(opt.weight_decay()) + ")");
+  }
+  if (opt.decay().has_every_steps() && opt.decay().every_steps() <= 0) {
+    return bad("optimizer.decay.every_steps", "must be > 0");
+  }
+  if (opt.decay().has_gamma() && !(opt.decay().gamma() > 0 && opt.decay().gamma() <= 1)) {
+    return bad("optimizer.decay.gamma", "must be in (0, 1] (got " + num(opt.decay().gamma()) + ")");
+  }
+  if (spec.has_batch_size() && spec.batch_size() <= 0) {
+    return bad("batch_size", "must be > 0 (got " + std::to_string(spec.batch_size()) + ")");
+  }
+  return Status::ok();
+}
+
+// The cluster: counts, slowdowns, per-worker speed profiles.
+Status validateCluster(const ExperimentSpec& spec) {
+  const auto& cluster = spec.cluster();
+  if (cluster.has_count() && cluster.count() <= 0) {
+    return bad("cluster.count", "must be > 0 (got " + std::to_string(cluster.count()) + ")");
+  }
+  for (int i = 0; i < cluster.slowdowns_size(); ++i) {
+    if (!(cluster.slowdowns(i) > 0)) {
+      return bad("cluster.slowdowns[" + std::to_string(i) + "]",
+                 "must be > 0 (got " + num(cluster.slowdowns(i)) + ")");
+    }
+  }
+  if (cluster.base_iteration_ms() < 0) return bad("cluster.base_iteration_ms", "must be >= 0");
+  for (int i = 0; i < cluster.workers_size(); ++i) {
+    const auto& speed = cluster.workers(i).speed();
+    const std::string field = "cluster.workers[" + std::to_string(i) + "].speed";
+    if (speed.has_slowdown() && !(speed.slowdown() > 0)) {
+      return bad(field + ".slowdown", "must be > 0 (got " + num(speed.slowdown()) + ")");
+    }
+    if (speed.base_iteration_ms() < 0) return bad(field + ".base_iteration_ms", "must be >= 0");
+    if (speed.jitter() < 0 || speed.jitter() > 1) {
+      return bad(field + ".jitter", "must be in [0, 1] (got " + num(speed.jitter()) + ")");
+    }
+    for (int c = 0; c < speed.changes_size(); ++c) {
+      if (!(speed.changes(c).slowdown() > 0) || speed.changes(c).at_s() < 0) {
+        return bad(field + ".changes[" + std::to_string(c) + "]",
+                   "needs at_s >= 0 and slowdown > 0");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+// The strategy and every suite entry's.
+Status validateStrategies(const ExperimentSpec& spec) {
+  auto checkStrategy = [&](const v1::StrategySpec& s, const std::string& prefix) -> Status {
+    if (!s.name().empty() && !contains(knownStrategies(), s.name())) {
+      return bad(prefix + "name", "unknown strategy '" + s.name() + "' (known: " +
+                                      joined(knownStrategies()) + ")");
+    }
+    if (s.ssp().has_staleness() && s.ssp().staleness() < 0) {
+      return bad(prefix + "ssp.staleness", "must be >= 0");
+    }
+    const int lo = s.dssp().has_s_low() ? s.dssp().s_low() : 3;
+    const int hi = s.dssp().has_s_high() ? s.dssp().s_high() : 15;
+    if (lo < 0 || hi < lo) {
+      return bad(prefix + "dssp", "needs 0 <= s_low <= s_high (got " + std::to_string(lo) +
+                                      ", " + std::to_string(hi) + ")");
+    }
+    if (s.backup().has_backup_workers() && s.backup().backup_workers() < 0) {
+      return bad(prefix + "backup.backup_workers", "must be >= 0");
+    }
+    const auto& d = s.dasp();
+    if (d.has_alpha() && !(d.alpha() > 0 && d.alpha() <= 1)) {
+      return bad(prefix + "dasp.alpha", "must be in (0, 1] (got " + num(d.alpha()) + ")");
+    }
+    if (d.has_delta() && !(d.delta() >= 0)) return bad(prefix + "dasp.delta", "must be >= 0");
+    if (d.has_kappa() && !(d.kappa() >= 1)) return bad(prefix + "dasp.kappa", "must be >= 1");
+    if (d.has_s_max() && d.s_max() < 0) return bad(prefix + "dasp.s_max", "must be >= 0");
+    if (d.has_s_high() && d.s_high() < 0) return bad(prefix + "dasp.s_high", "must be >= 0");
+    if (d.has_hysteresis() && d.hysteresis() < 1) {
+      return bad(prefix + "dasp.hysteresis", "must be >= 1");
+    }
+    if (d.has_min_batch() && d.min_batch() < 1) {
+      return bad(prefix + "dasp.min_batch", "must be >= 1 (got " + std::to_string(d.min_batch()) + ")");
+    }
+    if (d.has_change_band() && !(d.change_band() > 0 && d.change_band() < 1)) {
+      return bad(prefix + "dasp.change_band", "must be in (0, 1) (got " + num(d.change_band()) + ")");
+    }
+    if (s.has_barrier_timeout_s() && !(s.barrier_timeout_s() > 0)) {
+      return bad(prefix + "barrier_timeout_s", "must be > 0");
+    }
+    return Status::ok();
+  };
+  if (auto st = checkStrategy(spec.strategy(), "strategy."); !st) return st;
+  for (int i = 0; i < spec.suite_size(); ++i) {
+    if (auto st = checkStrategy(spec.suite(i).strategy(),
+                                "suite[" + std::to_string(i) + "].strategy.");
+        !st) {
+      return st;
+    }
+    if (spec.suite(i).workers() < 0) {
+      return bad("suite[" + std::to_string(i) + "].workers", "must be >= 0");
+    }
+  }
+  return Status::ok();
+}
+
+// The stop condition and the evaluation schedule.
+Status validateStopAndEvaluation(const ExperimentSpec& spec) {
+  const auto& stop = spec.stop();
+  if (stop.target_accuracy() < 0 || stop.target_accuracy() > 1) {
+    return bad("stop.target_accuracy", "must be in [0, 1] (got " + num(stop.target_accuracy()) + ")");
+  }
+  if (stop.max_seconds() < 0) return bad("stop.max_seconds", "must be >= 0");
+  if (stop.epochs() < 0) return bad("stop.epochs", "must be >= 0");
+  if (stop.max_updates() < 0) return bad("stop.max_updates", "must be >= 0");
+  if (stop.has_stop_at_target() && !stop.stop_at_target() && stop.max_seconds() <= 0 && stop.epochs() <= 0 &&
+      stop.max_updates() <= 0) {
+    return bad("stop.stop_at_target", "false needs another limit (max_seconds, epochs or max_updates)");
+  }
+  if (spec.evaluation().has_every_steps() && spec.evaluation().every_steps() <= 0) {
+    return bad("evaluation.every_steps", "must be > 0");
+  }
+  if (spec.evaluation().every_s() < 0) return bad("evaluation.every_s", "must be >= 0");
+  if (spec.evaluation().test_subset() < 0) return bad("evaluation.test_subset", "must be >= 0");
+  return Status::ok();
+}
+
+// The recovery mode and every suite entry's.
+Status validateRecoveries(const ExperimentSpec& spec) {
+  auto checkRecovery = [&](const v1::RecoverySpec& r, const std::string& prefix) -> Status {
+    if (r.has_checkpoint_every_updates() && r.checkpoint_every_updates() < 0) {
+      return bad(prefix + "checkpoint_every_updates", "must be >= 0");
+    }
+    if (!(r.checkpoint_every_s() >= 0)) return bad(prefix + "checkpoint_every_s", "must be >= 0");
+    if (r.mode() == v1::RecoverySpec::CHECKPOINT && r.has_checkpoint_every_updates() &&
+        r.checkpoint_every_updates() == 0 && r.checkpoint_every_s() <= 0) {
+      return bad(prefix + "checkpoint_every_updates", "0 needs checkpoint_every_s > 0 (otherwise nothing is saved)");
+    }
+    if (r.has_checkpoint_keep() && r.checkpoint_keep() < 1) return bad(prefix + "checkpoint_keep", "must be >= 1");
+    if (r.has_replicas() && (r.replicas() < 2 || r.replicas() > 16)) {
+      return bad(prefix + "replicas", "must be in [2, 16] (got " + std::to_string(r.replicas()) + ")");
+    }
+    if (r.has_forward_every() && r.forward_every() < 1) return bad(prefix + "forward_every", "must be >= 1");
+    if (r.has_backlog_max_gradients() && r.backlog_max_gradients() < 1) {
+      return bad(prefix + "backlog_max_gradients", "must be >= 1");
+    }
+    if (r.has_backlog_max_mb() && !(r.backlog_max_mb() > 0)) return bad(prefix + "backlog_max_mb", "must be > 0");
+    if (r.has_backlog_lr_scale() && !(r.backlog_lr_scale() > 0 && r.backlog_lr_scale() <= 1)) {
+      return bad(prefix + "backlog_lr_scale", "must be in (0, 1] (got " + num(r.backlog_lr_scale()) + ")");
+    }
+    if (r.has_backlog_lr_threshold() && r.backlog_lr_threshold() < 0) {
+      return bad(prefix + "backlog_lr_threshold", "must be >= 0");
+    }
+    if (r.has_reconnect_timeout_s() && !(r.reconnect_timeout_s() > 0)) {
+      return bad(prefix + "reconnect_timeout_s", "must be > 0");
+    }
+    return Status::ok();
+  };
+  if (auto st = checkRecovery(spec.recovery(), "recovery."); !st) return st;
+  for (int i = 0; i < spec.suite_size(); ++i) {
+    if (auto st = checkRecovery(spec.suite(i).recovery(), "suite[" + std::to_string(i) + "].recovery."); !st) return st;
+  }
+  return Status::ok();
+}
+
+// The fault drills.
+Status validateFaults(const ExperimentSpec& spec) {
+  // Fault drills name nodes of this run: server (the head), server-N (chain replicas),
+  // evaluator, or a worker.
+  std::vector<std::string> nodes{"server", "evaluator"};
+  if (spec.recovery().mode() == v1::RecoverySpec::CHAIN) {
+    const int replicas = spec.recovery().has_replicas() ? spec.recovery().replicas() : 3;
+    for (int r = 0; r < replicas; ++r) nodes.push_back("server-" + std::to_string(r));
+  }
+  for (const auto& w : expandWorkers(spec)) nodes.push_back(w.name());
+  for (int i = 0; i < spec.faults_size(); ++i) {
+    const auto& f = spec.faults(i);
+    const std::string field = "faults[" + std::to_string(i) + "]";
+    if (!contains(nodes, f.node())) {
+      return bad(field + ".node", "no node '" + f.node() + "' in this run (nodes: " + joined(nodes) + ")");
+    }
+    if (!(f.at_s() >= 0)) return bad(field + ".at_s", "must be >= 0 (got " + num(f.at_s()) + ")");
+    if (f.has_restart_after_s() && !(f.restart_after_s() >= 0)) {
+      return bad(field + ".restart_after_s", "must be >= 0 (got " + num(f.restart_after_s()) + ")");
+    }
+  }
+  return Status::ok();
+}
+
+// Node security.
+Status validateSecurity(const ExperimentSpec& spec) {
+  // Node traffic security: TLS needs both PEM files (whether they can be read is checked
+  // where the server and the nodes start: the files may live on other hosts); the bind
+  // address is a host or IP literal without a port.
+  const auto& security = spec.security();
+  if (security.tls() && security.tls_cert().empty()) {
+    return bad("security.tls_cert", "required when security.tls is true (PEM certificate; tools/make-lab-cert.sh "
+                                    "makes one)");
+  }
+  if (security.tls() && security.tls_key().empty()) {
+    return bad("security.tls_key", "required when security.tls is true (PEM private key of security.tls_cert)");
+  }
+  if (!security.bind().empty()) {
+    const auto& bind = security.bind();
+    static const std::regex hostPattern(R"(^[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?$)");
+    // IPv6 literals have two colons at least, so "10.0.0.1:5000" (a port) is refused.
+    static const std::regex ipv6Pattern(R"(^[0-9A-Fa-f.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*$)");
+    if (!std::regex_match(bind, hostPattern) && !std::regex_match(bind, ipv6Pattern)) {
+      return bad("security.bind", "must be a host name or an IP address without a port (got '" + bind +
+                                      "'; 0.0.0.0 or :: for all interfaces)");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status validateSpec(const ExperimentSpec& spec) {
+  for (auto* check : {validateModelAndData, validateOptimizer, validateCluster, validateStrategies,
+                      validateStopAndEvaluation, validateRecoveries, validateFaults, validateSecurity,
+                      validateEngine, validateLaunch}) {
+    if (auto st = check(spec); !st) return st;
+  }
+  const auto& device = spec.device();
+  static const std::regex devicePattern(R"(^(auto|cpu|cuda(:\d+)?)$)");
+  if (!device.empty() && !std::regex_match(device, devicePattern)) {
+    return bad("device", "must be auto, cpu or cuda:N (got '" + device + "')");
+  }
+  if (spec.has_threads() && spec.threads() < 1) {
+    return bad("threads", "must be >= 1 (got " + std::to_string(spec.threads()) + ")");
+  }
+  return Status::ok();
+}
+
+}  // namespace dasp

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Transfer benchmarks behind `dasp bench ps`: push+pull of a large flat model through our
+// parameter server over loopback gRPC, against a raw TCP loopback echo of the same bytes
+// measured in the same run (the ceiling: kernel copies only).
+// Threading: each function runs its own server/threads and returns when done.
+
+#include "core/common/result.h"
+
+#include <cstdint>
+
+namespace dasp::net {
+
+struct TransferBench {
+  std::int64_t floats = 0;
+  int roundTrips = 0;
+  double seconds = 0;
+  double gbps = 0;  // bytes moved in both directions / seconds / 1e9
+};
+
+// Raw TCP on 127.0.0.1: the client sends floats×4 bytes, the server echoes them back.
+Result<TransferBench> benchTcpEcho(std::int64_t floats, int roundTrips);
+
+// One worker pushes a gradient of `floats` values and pulls the parameters back, ASP
+// policy, over loopback gRPC to an in-process ParameterServer.
+Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips);
+
+}  // namespace dasp::net

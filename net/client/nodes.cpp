@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: MIT
+#include "net/client/nodes.h"
+
+#include "net/client/link_emulation.h"
+
+#include "net/client/ps_client.h"
+
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <random>
+#include <thread>
+
+namespace dasp::net {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+bool cancelled(const WorkerOptions& o) { return o.cancel != nullptr && o.cancel->load(); }
+
+void say(const WorkerOptions& o, const std::string& text) {
+  if (o.log) o.log(text);
+}
+
+// Retries a call while the server is unreachable, with exponential backoff (0.2 s → 2 s),
+// for at most connectTimeoutS; says so once per attempt.
+template <typename Call>
+grpc::Status withRetry(const WorkerOptions& o, const char* what, NodeStats& stats, Call&& call) {
+  const auto start = Clock::now();
+  double backoff = 0.2;
+  int attempt = 0;
+  while (true) {
+    auto status = call();
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE || cancelled(o)) return status;
+    ++attempt;
+    ++stats.retries;
+    if (secondsSince(start) + backoff > o.connectTimeoutS) return status;
+    say(o, std::string(what) + ": server " + o.server + " unreachable (" + describe(status) + "); retry " +
+               std::to_string(attempt) + " in " + std::to_string(backoff).substr(0, 4) + " s");
+    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+    backoff = std::min(backoff * 2, 2.0);
+  }
+}
+
+// The node's emulated iteration time: slowdown × base (or × the real compute), jittered,
+// with scheduled changes by server time and live overrides from the server.
+class SpeedProfile {
+ public:
+  SpeedProfile(const v1::NodeSpec& node, std::uint64_t seed) : m_node(node), m_rng(seed) {}
+  // `batchFactor` = this iteration's batch ÷ the spec's: an emulated base time scales with
+  // the batch as real compute does (the real compute time already does).
+  double targetSeconds(double computeS, double serverT, double overrideSlowdown, double batchFactor) {
+    double slowdown = slowdownAt(m_node.speed(), serverT);
+    if (overrideSlowdown > 0) slowdown = overrideSlowdown;
+    const double base = m_node.speed().base_iteration_ms() > 0 ? batchFactor * m_node.speed().base_iteration_ms() / 1000.0
+                                                               : computeS;
+    double factor = 1.0;
+    if (m_node.speed().jitter() > 0) factor = std::max(0.1, 1.0 + m_node.speed().jitter() * m_normal(m_rng));
+    return slowdown * base * factor;
+  }
+
+ private:
+  v1::NodeSpec m_node;
+  std::mt19937_64 m_rng;
+  std::normal_distribution<double> m_normal{0.0, 1.0};
+};
+
+}  // namespace
+
+namespace {
+
+std::vector<std::string> serverList(const WorkerOptions& options) {
+  if (!options.servers.empty()) return options.servers;
+  return {options.server};
+}
+
+// A status that means "no server here (any more)": the node looks for one.
+bool isOutage(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+         status.error_code() == grpc::StatusCode::CANCELLED;
+}
+
+}  // namespace
+
+Result<JoinInfo> joinServer(const WorkerOptions& options, const std::string& role) {
+  pb::JoinRequest request;
+  request.set_role(role);
+  request.set_name(options.name);
+  request.set_model(options.model);
+  request.set_parameter_count(options.parameters);
+  request.set_requested_rank(options.requestedRank);
+  pb::JoinReply reply;
+  NodeStats stats;
+  const auto servers = serverList(options);
+  // An unreachable server fails each attempt at once (UNAVAILABLE); withRetry backs off,
+  // says so, and gives up after connectTimeoutS. With several servers (a chain), a replica
+  // that is not the head answers FAILED_PRECONDITION and the next one is asked.
+  grpc::Status status;
+  auto started = Clock::now();
+  do {
+    for (const auto& address : servers) {
+      PsClient client(address, options.parameters, options.security);
+      WorkerOptions single = options;
+      single.server = address;
+      const double left = std::max(0.2, options.connectTimeoutS - secondsSince(started));
+      single.connectTimeoutS = servers.size() > 1 ? 0.0 : left;
+      status = withRetry(single, "join", stats, [&] { return client.join(request, reply, 10.0); });
+      if (status.ok()) break;
+    }
+    if (status.ok() || servers.size() == 1 || !isOutage(status) || cancelled(options)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  } while (secondsSince(started) < options.connectTimeoutS);
+  if (!status.ok()) return Status::error(options.name + ": cannot join " + options.server + ": " + describe(status));
+  JoinInfo info;
+  info.rank = reply.rank();
+  info.worldSize = reply.world_size();
+  info.spec = reply.spec();
+  info.serverTimeAtJoin = reply.server_t_s();
+  return info;
+}
+
+namespace {
+
+// The gradients a stateless worker computed while no server answered: a bounded FIFO
+// whose buffers are reused (the oldest is dropped, and counted, beyond the bound).
+class Backlog {
+ public:
+  Backlog(std::size_t maxCount, double maxBytes, std::size_t parameters)
+      : m_maxCount(std::max<std::size_t>(1, maxCount)),
+        m_maxBytes(maxBytes),
+        m_parameters(parameters) {}
+  // A buffer to compute the next gradient into; commit() adds it.
+  float* next() {
+    if (m_spare.empty()) m_spare.emplace_back(m_parameters);
+    return m_spare.back().data();
+  }
+  void commit(std::int64_t baseVersion, double computedAt) {
+    m_items.push_back({std::move(m_spare.back()), baseVersion, computedAt});
+    m_spare.pop_back();
+    const double bytesEach = static_cast<double>(m_parameters) * sizeof(float);
+    while (m_items.size() > m_maxCount || static_cast<double>(m_items.size()) * bytesEach > m_maxBytes) {
+      m_spare.push_back(std::move(m_items.front().gradient));
+      m_items.pop_front();
+      ++m_dropped;
+    }
+  }
+  std::size_t size() const { return m_items.size(); }
+  bool empty() const { return m_items.empty(); }
+  std::int64_t dropped() const { return m_dropped; }
+  struct Item {
+    std::vector<float> gradient;
+    std::int64_t baseVersion;
+    double computedAt;  // seconds on the worker's clock
+  };
+  const Item& at(std::size_t i) const { return m_items[i]; }
+  void clear() {
+    while (!m_items.empty()) {
+      m_spare.push_back(std::move(m_items.front().gradient));
+      m_items.pop_front();
+    }
+    m_dropped = 0;
+  }
+
+ private:
+  std::size_t m_maxCount;
+  double m_maxBytes;
+  std::size_t m_parameters;
+  std::deque<Item> m_items;
+  std::vector<std::vector<float>> m_spare;
+  std::int64_t m_dropped = 0;
+};
+
+void recoveryLine(const WorkerOptions& o, const std::string& text) { say(o, "dasp-recovery " + text); }
+
+}  // namespace
+
+namespace {
+
+// One worker's loop: pull, compute (at the node's emulated speed), push; through a server
+// outage it reconnects (to the next replica of a chain) and, under stateless recovery,
+// keeps computing on its last parameters into a bounded backlog that it flushes to the
+// server it finds. Threading: one worker thread.
+class WorkerLoop {
+ public:
+  WorkerLoop(const WorkerOptions& options, const JoinInfo& join, GradientSource& source);
+  Result<NodeStats> run();
+
+ private:
+  // Computes one gradient on `p` into `out` and emulates the node's speed.
+  struct Step {
+    double loss = 0, computeS = 0, emulatedS = 0;
+    bool overrun = false;
+  };
+  Result<Step> compute(const float* p, float* out, double slowdown);
+  // The outage loop: find the server (the head, in a chain), rejoin, flush the backlog.
+  // `inFlight`: a computed gradient whose push was not acknowledged.
+  Status recover(const grpc::Status& why, bool inFlight);
+  pb::JoinRequest rejoinRequest() const;
+  Status flushBacklog(double outageS);
+  // A plain pull; a pull that times out while parked is simply asked again; an outage is
+  // recovered from and the pull asked of the server found.
+  grpc::Status pullNext();
+  void keepParameters();
+  // One iteration after a pull: false when the loop ends (stop, or `m_result` says why).
+  bool iterate(grpc::Status& status);
+
+  const WorkerOptions& m_options;
+  const JoinInfo& m_join;
+  GradientSource& m_source;
+  const std::vector<std::string> m_servers;
+  std::size_t m_current = 0;
+  std::unique_ptr<PsClient> m_client;
+  NodeStats m_stats;
+  const Clock::time_point m_joinedAt = Clock::now();
+  v1::NodeSpec m_node;
+  SpeedProfile m_profile;
+  LinkEmulation m_link;
+  std::size_t m_modelBytes;
+  double m_pullTimeout;
+  const double m_pushTimeout = 60.0;
+  const v1::RecoverySpec& m_recovery;
+  bool m_stateless;
+  std::size_t m_parameterCount;
+
+  std::vector<float> m_gradient;
+  pb::PullRequest m_pullRequest;
+  pb::PullReply m_pullReply;
+  pb::PushRequest m_pushRequest;  // reused: its gradient buffer keeps its capacity
+  pb::PushReply m_pushReply;
+  double m_prevPushS = 0;
+  double m_pullS = 0;
+  const float* m_params = nullptr;
+  // Stateless: the last parameters and their version, kept to compute on during an outage.
+  std::vector<float> m_lastParams;
+  std::int64_t m_lastVersion = -1;
+  Backlog m_backlog;
+  std::optional<Status> m_result;  // set when iterate() ends the loop with an error
+};
+
+v1::NodeSpec nodeOf(const JoinInfo& join) {
+  const auto workers = expandWorkers(join.spec);
+  return join.rank < static_cast<int>(workers.size()) ? workers[static_cast<std::size_t>(join.rank)] : v1::NodeSpec();
+}
+
+WorkerLoop::WorkerLoop(const WorkerOptions& options, const JoinInfo& join, GradientSource& source)
+    : m_options(options),
+      m_join(join),
+      m_source(source),
+      m_servers(serverList(options)),
+      m_client(std::make_unique<PsClient>(m_servers[0], options.parameters, options.security)),
+      m_node(nodeOf(join)),
+      m_profile(m_node, join.spec.seed() * 7919 + static_cast<std::uint64_t>(join.rank)),
+      // The spec's link of this worker (if any), emulated here in the sender: every push
+      // waits before it leaves and every pull after it arrives, so both show as transfer time.
+      m_link(LinkEmulation::of(effectiveLink(m_node, join.spec))),
+      m_modelBytes(static_cast<std::size_t>(source.parameterCount()) * sizeof(float)),
+      // Pull waits can be long under synchronous rules; a pull that times out is retried.
+      m_pullTimeout(std::max(30.0, 3 * join.spec.strategy().barrier_timeout_s())),
+      m_recovery(join.spec.recovery()),
+      m_stateless(m_recovery.mode() == v1::RecoverySpec::STATELESS),
+      m_parameterCount(static_cast<std::size_t>(source.parameterCount())),
+      m_gradient(m_parameterCount),
+      m_backlog(static_cast<std::size_t>(m_recovery.backlog_max_gradients()), m_recovery.backlog_max_mb() * 1e6,
+                m_parameterCount) {
+  m_pullRequest.set_rank(join.rank);
+  m_pullRequest.set_min_version(-1);
+  m_pushRequest.set_rank(join.rank);
+}
+
+Result<WorkerLoop::Step> WorkerLoop::compute(const float* p, float* out, double slowdown) {
+  const auto computeStart = Clock::now();
+  auto loss = m_source.computeGradient(p, out);
+  if (!loss) return Status::error(m_options.name + ": " + loss.message());
+  Step step;
+  step.loss = loss.value();
+  step.computeS = secondsSince(computeStart);
+  const double serverT = m_join.serverTimeAtJoin + secondsSince(m_joinedAt);
+  const double batchFactor = static_cast<double>(m_source.batchSize()) / static_cast<double>(m_join.spec.batch_size());
+  const double target = m_profile.targetSeconds(step.computeS, serverT, slowdown, batchFactor);
+  if (target > step.computeS) {
+    // Emulated slowness: the node really takes this long, as a slower machine would.
+    std::this_thread::sleep_for(std::chrono::duration<double>(target - step.computeS));
+    step.emulatedS = secondsSince(computeStart) - step.computeS;
+  } else if (target < step.computeS * 0.999 && m_node.speed().base_iteration_ms() > 0) {
+    ++m_stats.overruns;
+    step.overrun = true;
+  }
+  return step;
+}
+
+pb::JoinRequest WorkerLoop::rejoinRequest() const {
+  pb::JoinRequest request;
+  request.set_role("worker");
+  request.set_name(m_options.name);
+  request.set_model(m_options.model);
+  request.set_parameter_count(m_options.parameters);
+  request.set_requested_rank(m_join.rank);
+  request.set_rejoin(true);
+  if (m_stateless && m_lastVersion >= 0) {
+    request.set_held_version(m_lastVersion);
+    request.mutable_held_parameters()->assign(reinterpret_cast<const char*>(m_lastParams.data()),
+                                              m_lastParams.size() * sizeof(float));
+  }
+  return request;
+}
+
+// Flush the backlog: the server applies it in one step when the last one arrives.
+Status WorkerLoop::flushBacklog(double outageS) {
+  const std::size_t total = m_backlog.size();
+  const double now = secondsSince(m_joinedAt);
+  for (std::size_t b = 0; b < total; ++b) {
+    const auto& item = m_backlog.at(b);
+    m_pushRequest.set_base_version(item.baseVersion);
+    m_pushRequest.set_compute_s(0);
+    m_pushRequest.set_emulated_s(0);
+    m_pushRequest.set_overrun(false);
+    m_pushRequest.set_batch_size(m_source.batchSize());
+    m_pushRequest.set_backlog_total(static_cast<int>(total));
+    m_pushRequest.set_backlog_index(static_cast<int>(b));
+    m_pushRequest.set_backlog_age_s(now - m_backlog.at(0).computedAt);
+    m_pushRequest.set_backlog_dropped(m_backlog.dropped());
+    m_pushRequest.set_backlog_outage_s(outageS);
+    m_pushReply.Clear();
+    auto pushed = m_client->pushGradient(m_pushRequest, item.gradient.data(), m_pushReply, m_pushTimeout);
+    if (!pushed.ok()) {
+      m_pushRequest.set_backlog_total(0);
+      return Status::error(m_options.name + ": flushing the backlog failed: " + describe(pushed));
+    }
+  }
+  m_pushRequest.set_backlog_total(0);
+  m_pushRequest.set_backlog_index(0);
+  return Status::ok();
+}
+
+Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
+  ++m_stats.outages;
+  const auto outageStart = Clock::now();
+  recoveryLine(m_options, "outage_detected node=" + m_options.name + " server=" + m_servers[m_current] +
+                              " status=\"" + describe(why) + "\"");
+  std::int64_t computed = 0;
+  std::int64_t discarded = 0;
+  if (inFlight) {
+    if (m_stateless && m_lastVersion >= 0) {
+      std::copy(m_gradient.begin(), m_gradient.end(), m_backlog.next());
+      m_backlog.commit(m_lastVersion, secondsSince(m_joinedAt));
+    } else {
+      discarded = 1;
+    }
+  }
+  double backoff = 0.1;
+  while (true) {
+    if (cancelled(m_options)) return Status::error(m_options.name + ": cancelled during a server outage");
+    if (secondsSince(outageStart) > m_recovery.reconnect_timeout_s()) {
+      std::string all;
+      for (const auto& a : m_servers) all += (all.empty() ? "" : ", ") + a;
+      return Status::error(m_options.name + ": no server answered at " + all + " for " +
+                           std::to_string(static_cast<int>(m_recovery.reconnect_timeout_s())) +
+                           " s (recovery.reconnect_timeout_s); last error: " + describe(why));
+    }
+    if (m_stateless && m_lastVersion >= 0) {
+      // Keep computing on the last parameters, as the stateless server's workers do.
+      auto step = compute(m_lastParams.data(), m_backlog.next(), m_pullReply.slowdown());
+      if (!step) return step.status();
+      m_backlog.commit(m_lastVersion, secondsSince(m_joinedAt));
+      ++computed;
+    } else {
+      std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+      backoff = std::min(backoff * 1.5, 0.5);
+    }
+    const pb::JoinRequest request = rejoinRequest();
+    for (std::size_t k = 0; k < m_servers.size(); ++k) {
+      const std::size_t i = (m_current + k) % m_servers.size();
+      auto candidate = std::make_unique<PsClient>(m_servers[i], m_options.parameters, m_options.security);
+      pb::JoinReply reply;
+      // A restarted stateless server answers once it has adopted parameters (seconds).
+      auto status = candidate->join(request, reply, m_stateless ? 15.0 : 5.0);
+      if (!status.ok()) continue;
+      m_current = i;
+      m_client = std::move(candidate);
+      const double outageS = secondsSince(outageStart);
+      const std::size_t total = m_backlog.size();
+      if (auto st = flushBacklog(outageS); !st) return st;
+      recoveryLine(m_options, "reconnected node=" + m_options.name + " server=" + m_servers[m_current] +
+                                  " outage_s=" + std::to_string(outageS) + " computed=" + std::to_string(computed) +
+                                  " dropped=" + std::to_string(m_backlog.dropped()) + " discarded=" +
+                                  std::to_string(discarded) + " flushed=" + std::to_string(total));
+      m_backlog.clear();
+      return Status::ok();
+    }
+  }
+}
+
+grpc::Status WorkerLoop::pullNext() {
+  while (true) {
+    const auto pullStart = Clock::now();
+    grpc::Status r;
+    do {
+      m_pullReply.Clear();
+      r = m_client->pullParameters(m_pullRequest, m_pullReply, m_params, m_pullTimeout);
+    } while (r.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(m_options));
+    if (r.ok()) m_link.hold(m_modelBytes);
+    m_pullS = std::max(0.0, secondsSince(pullStart) - m_pullReply.wait_s());
+    if (!isOutage(r) || cancelled(m_options)) return r;
+    if (auto st = recover(r, false); !st) return grpc::Status(grpc::StatusCode::UNAVAILABLE, st.message());
+  }
+}
+
+void WorkerLoop::keepParameters() {
+  if (!m_stateless || m_params == nullptr) return;
+  m_lastParams.assign(m_params, m_params + m_parameterCount);
+  m_lastVersion = m_pullReply.version();
+}
+
+bool WorkerLoop::iterate(grpc::Status& status) {
+  auto fail = [&](Status st) {
+    m_result = std::move(st);
+    return false;
+  };
+  if (!status.ok()) return fail(Status::error(m_options.name + ": pull failed: " + describe(status)));
+  if (m_pullReply.stop()) return false;
+  if (m_params == nullptr) {
+    return fail(Status::error(m_options.name + ": server sent parameters of the wrong size (expected " +
+                              std::to_string(m_source.parameterCount()) + " floats)"));
+  }
+  keepParameters();
+  // The server may size this node's batch (DASP's ADAPTIVE rule); 0 = the spec's.
+  const int batch = m_pullReply.batch_size() > 0 ? m_pullReply.batch_size() : m_join.spec.batch_size();
+  if (batch != m_source.batchSize() && !m_source.setBatchSize(batch)) {
+    return fail(Status::error(m_options.name + ": cannot compute the batch of " + std::to_string(batch) +
+                              " samples the server asked for (pull reply batch_size)"));
+  }
+  auto step = compute(m_params, m_gradient.data(), m_pullReply.slowdown());
+  if (!step) return fail(step.status());
+  m_pushRequest.set_base_version(m_pullReply.version());
+  m_pushRequest.set_compute_s(step->computeS);
+  m_pushRequest.set_emulated_s(step->emulatedS);
+  m_pushRequest.set_overrun(step->overrun);
+  m_pushRequest.set_train_loss(step->loss);
+  m_pushRequest.set_batch_size(m_source.batchSize());
+  m_pushRequest.set_pull_s(m_pullS);
+  m_pushRequest.set_prev_push_s(m_prevPushS);
+  m_link.hold(m_modelBytes);  // the push on the wire; the server sees it arrive this much later
+  const auto pushStart = Clock::now();
+  if (!m_client->chunked()) {
+    // One call pushes and brings the next parameters; its transfer time (both ways) is
+    // reported as the next iteration's pull.
+    m_pullReply.Clear();
+    status = m_client->pushPull(m_pushRequest, m_gradient.data(), m_pullReply, m_params, m_pullTimeout);
+    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      // The push was handled; only the release took too long: pull again, never re-push.
+      ++m_stats.iterations;
+      status = pullNext();
+      return true;
+    }
+    if (isOutage(status) && !cancelled(m_options)) {
+      if (auto st = recover(status, true); !st) return fail(st);
+      status = pullNext();
+      return true;
+    }
+    if (!status.ok()) return fail(Status::error(m_options.name + ": push failed: " + describe(status)));
+    ++m_stats.iterations;
+    m_link.hold(m_modelBytes);  // the parameters coming back
+    m_pullS = std::max(0.0, secondsSince(pushStart) - m_pullReply.wait_s());
+    m_prevPushS = 0;
+    return true;
+  }
+  m_pushReply.Clear();
+  status = m_client->pushGradient(m_pushRequest, m_gradient.data(), m_pushReply, m_pushTimeout);
+  if (isOutage(status) && !cancelled(m_options)) {
+    if (auto st = recover(status, true); !st) return fail(st);
+    status = pullNext();
+    return true;
+  }
+  if (!status.ok()) return fail(Status::error(m_options.name + ": push failed: " + describe(status)));
+  m_prevPushS = secondsSince(pushStart);
+  ++m_stats.iterations;
+  if (m_pushReply.stop()) return false;
+  status = pullNext();
+  return true;
+}
+
+Result<NodeStats> WorkerLoop::run() {
+  auto status = pullNext();
+  while (!cancelled(m_options) && iterate(status)) {
+  }
+  if (m_result) return *m_result;
+  m_stats.bytesSent = m_client->bytesSent();
+  m_stats.bytesReceived = m_client->bytesReceived();
+  return m_stats;
+}
+
+}  // namespace
+
+Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, GradientSource& source) {
+  WorkerLoop loop(options, join, source);
+  return loop.run();
+}
+
+Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& join, ParameterEvaluator& evaluator,
+                               ParameterEvaluator& finalEvaluator) {
+  const auto servers = serverList(options);
+  std::size_t current = 0;
+  auto client = std::make_unique<PsClient>(servers[current], options.parameters, options.security);
+  NodeStats stats;
+  const auto& eval = join.spec.evaluation();
+  const std::int64_t everyVersions = eval.every_steps() > 0 ? eval.every_steps() : 0;
+  const double everyS = eval.every_s() > 0 ? eval.every_s() : 0;
+  const double reconnectTimeoutS = join.spec.recovery().reconnect_timeout_s();
+  std::int64_t lastVersion = -1;
+  std::uint64_t lastIncarnation = 0;
+  bool stop = false;
+  // A pull that survives outages: on one, every server is tried in chain order until one
+  // answers (a restarted server may hold an older version: the schedule starts over).
+  auto pull = [&](pb::PullRequest& request, pb::PullReply& reply, const float*& params, double timeout) {
+    auto status = client->pullParameters(request, reply, params, timeout);
+    if (!isOutage(status) || cancelled(options)) return status;
+    ++stats.outages;
+    const auto outageStart = Clock::now();
+    recoveryLine(options, "outage_detected node=" + options.name + " server=" + servers[current] + " status=\"" +
+                              describe(status) + "\"");
+    request.set_min_version(0);
+    while (!cancelled(options) && secondsSince(outageStart) < reconnectTimeoutS) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (std::size_t k = 0; k < servers.size(); ++k) {
+        const std::size_t i = (current + k) % servers.size();
+        auto candidate = std::make_unique<PsClient>(servers[i], options.parameters, options.security);
+        reply.Clear();
+        status = candidate->pullParameters(request, reply, params, 5.0);
+        if (!isOutage(status)) {
+          current = i;
+          client = std::move(candidate);
+          lastVersion = -1;
+          recoveryLine(options, "reconnected node=" + options.name + " server=" + servers[current] +
+                                    " outage_s=" + std::to_string(secondsSince(outageStart)));
+          return status;
+        }
+      }
+    }
+    return status;
+  };
+  while (!cancelled(options) && !stop) {
+    pb::PullRequest request;
+    request.set_rank(-1);
+    request.set_min_version(lastVersion < 0 ? 0 : lastVersion + std::max<std::int64_t>(1, everyVersions));
+    pb::PullReply reply;
+    // Wait for enough new versions, but no longer than every_s (then take what there is).
+    const double timeout = everyS > 0 ? everyS : 60.0;
+    const float* params = nullptr;
+    auto status = pull(request, reply, params, timeout);
+    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      request.set_min_version(0);
+      reply.Clear();
+      status = pull(request, reply, params, 30.0);
+    }
+    if (!status.ok()) return Status::error(options.name + ": pull failed: " + describe(status));
+    stop = reply.stop();
+    if (reply.version() == lastVersion && reply.incarnation() == lastIncarnation && !stop) continue;
+    if (params == nullptr) {
+      return Status::error(options.name + ": server sent parameters of the wrong size (expected " +
+                           std::to_string(evaluator.parameterCount()) + " floats)");
+    }
+    const auto t0 = Clock::now();
+    const Evaluation e = stop ? finalEvaluator.evaluate(params) : evaluator.evaluate(params);
+    pb::EvaluationReport report;
+    report.set_version(reply.version());
+    report.set_loss(e.loss);
+    report.set_accuracy(e.accuracy);
+    report.set_samples(e.samples);
+    report.set_version_t_s(reply.version_t_s());
+    report.set_eval_s(secondsSince(t0));
+    pb::ReportReply reportReply;
+    status = client->report(report, reportReply, 30.0);
+    if (isOutage(status)) {
+      // The server went away after the pull: this evaluation has no one to go to.
+      say(options, options.name + ": evaluation of version " + std::to_string(reply.version()) +
+                       " not reported (" + describe(status) + ")");
+    } else if (!status.ok()) {
+      return Status::error(options.name + ": report failed: " + describe(status));
+    }
+    lastVersion = reply.version();
+    lastIncarnation = reply.incarnation();
+    ++stats.iterations;
+  }
+  stats.bytesReceived = client->bytesReceived();
+  return stats;
+}
+
+}  // namespace dasp::net

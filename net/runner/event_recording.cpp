@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+#include "net/runner/event_recording.h"
+
+#include <algorithm>
+
+namespace dasp::net {
+
+namespace pb = dasp::ps::v1;
+
+IterationTimeline iterationTimeline(const pb::ClusterEvent& e) {
+  IterationTimeline t;
+  t.release = e.release_t_s();
+  t.waitStart = t.release - e.wait_s();
+  t.pullEnd = t.release + e.pull_s();
+  t.computeEnd = std::min(e.t_s(), t.pullEnd + e.compute_s() + e.emulated_s());
+  t.pushEnd = e.t_s();
+  return t;
+}
+
+EventRecording::EventRecording(RunRecorder& recorder, std::vector<std::string> nodeNames, double targetAccuracy)
+    : m_recorder(recorder), m_names(std::move(nodeNames)), m_target(targetAccuracy) {}
+
+std::string EventRecording::nodeName(int rank) const {
+  if (rank < 0) return "server";
+  if (rank < static_cast<int>(m_names.size())) return m_names[static_cast<std::size_t>(rank)];
+  return "worker-" + std::to_string(rank);
+}
+
+RunFigures EventRecording::figures() const {
+  std::lock_guard<std::mutex> lock(m_mu);
+  return m_figures;
+}
+
+void EventRecording::record(const pb::EventBatch& batch) {
+  const std::int64_t runId = m_recorder.runId();
+  std::lock_guard<std::mutex> lock(m_mu);
+  auto& f = m_figures;
+  for (const auto& e : batch.events()) {
+    f.lastT = std::max(f.lastT, e.t_s());
+    const std::string node = e.kind() == pb::ClusterEvent::EVALUATION ? "evaluator" : nodeName(e.rank());
+    switch (e.kind()) {
+      case pb::ClusterEvent::ITERATION: {
+        ++f.gradients;
+        f.samples += e.batch_size();
+        f.waitSum += e.wait_s();
+        f.computeSum += e.compute_s() + e.emulated_s();
+        const auto tl = iterationTimeline(e);
+        auto interval = [&](const char* state, double t0, double t1) {
+          if (t1 <= t0) return;
+          m_recorder.record(StateIntervalRow{runId, node, state, e.parallel_state(), t0, t1});
+        };
+        interval("WAIT", tl.waitStart, tl.release);
+        interval("PULL", tl.release, tl.pullEnd);
+        interval("COMPUTE", tl.pullEnd, tl.computeEnd);
+        interval("PUSH", tl.computeEnd, tl.pushEnd);
+        m_recorder.record(SampleRow{runId, node, "wait_s", e.t_s(), e.version(), e.wait_s()});
+        m_recorder.record(SampleRow{runId, node, "train_loss", e.t_s(), e.version(), e.loss()});
+        m_recorder.record(SampleRow{runId, node, "compute_s", e.t_s(), e.version(), e.compute_s()});
+        if (e.emulated_s() > 0) {
+          m_recorder.record(SampleRow{runId, node, "emulated_s", e.t_s(), e.version(), e.emulated_s()});
+        }
+        break;
+      }
+      case pb::ClusterEvent::APPLY:
+        ++f.applied;
+        f.version = std::max(f.version, e.version());
+        f.stalenessSum += static_cast<double>(e.staleness());
+        f.maxStaleness = std::max(f.maxStaleness, e.staleness());
+        m_recorder.record(SampleRow{runId, node, "staleness", e.t_s(), e.version(), static_cast<double>(e.staleness())});
+        break;
+      case pb::ClusterEvent::DECISION: {
+        if (e.decision() == "Drop") ++f.dropped;
+        std::string what = e.decision();
+        if (e.decision() == "StateChange") what += " " + e.parallel_state() + "->" + e.state();
+        if (e.decision() == "Drop" || e.decision() == "Grant") what += " " + std::to_string(e.staleness());
+        m_recorder.record(DecisionRow{runId, e.t_s(), e.rank() < 0 ? "cluster" : node, what, e.detail()});
+        if (e.decision() == "StateChange" && e.state() == "Down" && e.rank() >= 0) f.downRanks.push_back(e.rank());
+        break;
+      }
+      case pb::ClusterEvent::EVALUATION: {
+        EvaluationRow row;
+        row.runId = runId;
+        row.tS = e.version_t_s();
+        row.version = e.version();
+        row.updates = e.version();
+        row.samples = f.samples;
+        row.loss = e.loss();
+        row.accuracy = e.accuracy();
+        m_recorder.record(row);
+        f.haveEvaluation = true;
+        f.lastAccuracy = e.accuracy();
+        f.lastLoss = e.loss();
+        f.lastEvaluatedVersion = e.version();
+        if (m_target > 0 && e.accuracy() >= m_target && !f.targetT) f.targetT = e.version_t_s();
+        break;
+      }
+      case pb::ClusterEvent::NODE:
+        m_recorder.record(EventRow{runId, e.t_s(), "node", node, e.state() + ": " + e.detail()});
+        break;
+      case pb::ClusterEvent::REJECT:
+        m_recorder.record(EventRow{runId, e.t_s(), "reject", node, e.detail()});
+        break;
+      case pb::ClusterEvent::CONTROL:
+        m_recorder.record(EventRow{runId, e.t_s(), "control", e.rank() < 0 ? "cluster" : node, e.detail()});
+        break;
+      case pb::ClusterEvent::RECOVERY:
+        m_recorder.record(EventRow{runId, e.t_s(), "recovery", e.rank() < 0 ? "server" : node,
+                                   e.decision() + ": " + e.detail()});
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace dasp::net

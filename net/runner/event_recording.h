@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// EventRecording: turns the server's event stream into run-store rows (state intervals,
+// waits, staleness, losses, decisions, evaluations, node events) and keeps the running
+// figures the runner's stop condition and summary need.
+// Threading: fed by the runner's watch thread; figures() may be read from another thread
+// (it takes the lock).
+
+#include "core/store/run_store.h"
+#include "dasp/ps/v1/parameter_server.pb.h"
+
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace dasp::net {
+
+// An ITERATION event's timeline from the server's times: WAIT ends at the release, then
+// the pull transfer, the compute (real + emulated), and the push up to its arrival. The
+// recorder and the live view draw the same segments from it.
+struct IterationTimeline {
+  double waitStart = 0, release = 0, pullEnd = 0, computeEnd = 0, pushEnd = 0;
+};
+IterationTimeline iterationTimeline(const dasp::ps::v1::ClusterEvent& iteration);
+
+struct RunFigures {
+  std::int64_t version = 0;
+  std::int64_t gradients = 0;   // iterations pushed
+  std::int64_t samples = 0;     // training samples consumed (pushed)
+  std::int64_t applied = 0;
+  std::int64_t dropped = 0;
+  double waitSum = 0, computeSum = 0;
+  double stalenessSum = 0;
+  std::int64_t maxStaleness = 0;
+  double lastT = 0;              // latest server time seen
+  std::optional<double> targetT; // version time of the first evaluation at/above target
+  bool haveEvaluation = false;
+  double lastAccuracy = 0, lastLoss = 0;
+  std::int64_t lastEvaluatedVersion = -1;
+  std::vector<int> downRanks;
+};
+
+class EventRecording {
+ public:
+  EventRecording(RunRecorder& recorder, std::vector<std::string> nodeNames, double targetAccuracy);
+  void record(const dasp::ps::v1::EventBatch& batch);
+  RunFigures figures() const;
+  std::string nodeName(int rank) const;
+
+ private:
+  RunRecorder& m_recorder;
+  std::vector<std::string> m_names;
+  double m_target;
+  mutable std::mutex m_mu;
+  RunFigures m_figures;
+};
+
+}  // namespace dasp::net

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+#include "net/runner/fault_tracker.h"
+
+#include <algorithm>
+#include <regex>
+
+namespace dasp::net {
+namespace {
+
+namespace pb = dasp::ps::v1;
+
+const std::regex kRecoveryLine(R"(dasp-recovery (outage_detected|reconnected) node=(\S+)(.*))");
+
+std::int64_t field(const std::string& text, const std::string& key) {
+  const std::regex re("\\b" + key + R"(=(\d+))");
+  std::smatch m;
+  return std::regex_search(text, m, re) ? std::stoll(m[1].str()) : 0;
+}
+
+}  // namespace
+
+FaultTracker::FaultTracker(const std::vector<v1::FaultSpec>& faults) {
+  for (const auto& f : faults) {
+    Drill d;
+    d.spec = f;
+    m_drills.push_back(d);
+  }
+  std::stable_sort(m_drills.begin(), m_drills.end(),
+                   [](const Drill& a, const Drill& b) { return a.spec.at_s() < b.spec.at_s(); });
+  for (std::size_t i = 0; i < m_drills.size(); ++i) {
+    auto& r = m_drills[i].record;
+    r.index = static_cast<int>(i);
+    r.node = m_drills[i].spec.node();
+    r.action = m_drills[i].spec.action() == v1::FaultSpec::PAUSE ? "pause" : "kill";
+  }
+}
+
+std::vector<FaultTracker::Due> FaultTracker::due(double now) {
+  std::lock_guard<std::mutex> lock(m_mu);
+  std::vector<Due> out;
+  for (std::size_t i = 0; i < m_drills.size(); ++i) {
+    auto& d = m_drills[i];
+    if (!d.firedDone && now >= d.spec.at_s()) {
+      out.push_back({static_cast<int>(i), d.spec, false});
+      d.firedDone = true;
+    } else if (d.firedDone && !d.restartDone && d.spec.has_restart_after_s() &&
+               now >= d.record.atS + d.spec.restart_after_s()) {
+      out.push_back({static_cast<int>(i), d.spec, true});
+      d.restartDone = true;
+    }
+  }
+  return out;
+}
+
+void FaultTracker::fired(int index, double t, const std::string& target, bool serverFault, bool chain) {
+  std::lock_guard<std::mutex> lock(m_mu);
+  auto& d = m_drills[static_cast<std::size_t>(index)];
+  d.record.atS = t;
+  d.record.node = target;
+  d.record.versionBefore = m_version;
+  d.serverFault = serverFault;
+  d.chain = chain;
+  d.timed = true;
+}
+
+void FaultTracker::restarted(int index, double t) {
+  std::lock_guard<std::mutex> lock(m_mu);
+  m_drills[static_cast<std::size_t>(index)].record.restartAtS = t;
+}
+
+void FaultTracker::addDetail(int index, const std::string& text) {
+  std::lock_guard<std::mutex> lock(m_mu);
+  auto& detail = m_drills[static_cast<std::size_t>(index)].record.detail;
+  detail += (detail.empty() ? "" : "; ") + text;
+}
+
+bool FaultTracker::restartPending(const std::string& node) const {
+  std::lock_guard<std::mutex> lock(m_mu);
+  for (const auto& d : m_drills) {
+    if (d.firedDone && !d.restartDone && d.record.node == node && d.record.action == "kill" &&
+        (d.spec.has_restart_after_s() || d.manual)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int FaultTracker::addManual(const v1::FaultSpec& spec, double t, const std::string& target, bool serverFault,
+                            bool chain) {
+  std::lock_guard<std::mutex> lock(m_mu);
+  Drill d;
+  d.spec = spec;
+  d.spec.clear_restart_after_s();
+  d.manual = true;
+  d.firedDone = true;
+  d.timed = true;
+  d.serverFault = serverFault;
+  d.chain = chain;
+  d.record.index = static_cast<int>(m_drills.size());
+  d.record.node = target;
+  d.record.action = spec.action() == v1::FaultSpec::PAUSE ? "pause" : "kill";
+  d.record.atS = t;
+  d.record.versionBefore = m_version;
+  d.record.detail = "by hand";
+  m_drills.push_back(d);
+  return d.record.index;
+}
+
+void FaultTracker::restartedManual(const std::string& node, double t) {
+  std::lock_guard<std::mutex> lock(m_mu);
+  for (auto it = m_drills.rbegin(); it != m_drills.rend(); ++it) {
+    if (it->manual && !it->restartDone && it->record.node == node) {
+      it->restartDone = true;
+      it->record.restartAtS = t;
+      return;
+    }
+  }
+}
+
+std::vector<int> FaultTracker::resumedWithoutCpu() const {
+  std::lock_guard<std::mutex> lock(m_mu);
+  std::vector<int> out;
+  for (std::size_t i = 0; i < m_drills.size(); ++i) {
+    if (m_drills[i].record.resumedAtS && !m_drills[i].cpuTaken) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+void FaultTracker::setCpu(int index, double cpuS) {
+  std::lock_guard<std::mutex> lock(m_mu);
+  auto& d = m_drills[static_cast<std::size_t>(index)];
+  d.record.cpuS = cpuS;
+  d.cpuTaken = true;
+}
+
+FaultTracker::Drill* FaultTracker::latestServerDrillLocked(double t) {
+  Drill* latest = nullptr;
+  for (auto& d : m_drills) {
+    if (d.timed && d.serverFault && d.record.atS <= t + 1e-9) latest = &d;
+  }
+  return latest;
+}
+
+void FaultTracker::observe(const pb::EventBatch& batch, const std::function<std::string(int)>& nodeName) {
+  std::lock_guard<std::mutex> lock(m_mu);
+  for (const auto& e : batch.events()) {
+    switch (e.kind()) {
+      case pb::ClusterEvent::APPLY:
+        m_version = e.version();
+        for (auto& d : m_drills) {
+          // Training progresses again with the first update after the fault: on a worker
+          // fault, any later update; on a chain head's death, one of the promoted head; on
+          // any other server fault, one made after the restart (or resume), never an
+          // update of the old server delivered late.
+          if (!d.timed || d.record.resumedAtS || e.t_s() <= d.record.atS) continue;
+          if (d.serverFault) {
+            if (d.chain && d.record.action == "kill") {
+              if (!d.record.versionAfter) continue;
+            } else if (!d.record.restartAtS || e.t_s() < *d.record.restartAtS) {
+              continue;
+            }
+          }
+          d.record.resumedAtS = e.t_s();
+        }
+        break;
+      case pb::ClusterEvent::EVALUATION:
+        if (e.accuracy() == e.accuracy()) m_evaluations.push_back({e.t_s(), e.version(), e.accuracy()});
+        break;
+      case pb::ClusterEvent::NODE:
+        if (e.state() != "DOWN") break;
+        for (auto& d : m_drills) {
+          if (d.timed && !d.record.detectedAtS && d.record.node == nodeName(e.rank()) && e.t_s() >= d.record.atS) {
+            d.record.detectedAtS = e.t_s();
+          }
+        }
+        break;
+      case pb::ClusterEvent::RECOVERY: {
+        const auto& what = e.decision();
+        if (what != "restored" && what != "started_fresh" && what != "adopted" && what != "promoted") break;
+        if (Drill* d = latestServerDrillLocked(e.t_s())) {
+          if (!d->record.versionAfter) {
+            d->record.versionAfter = e.version();
+            d->record.detail += (d->record.detail.empty() ? "" : "; ") + e.detail();
+          }
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+void FaultTracker::observeLine(const std::string& node, const std::string& line, double now) {
+  std::smatch m;
+  if (line.find("dasp-recovery") == std::string::npos || !std::regex_search(line, m, kRecoveryLine)) return;
+  (void)node;
+  std::lock_guard<std::mutex> lock(m_mu);
+  Drill* d = latestServerDrillLocked(now);
+  if (d == nullptr) return;
+  const std::string rest = m[3].str();
+  if (m[1].str() == "outage_detected") {
+    if (!d->record.detectedAtS) d->record.detectedAtS = now;
+  } else {
+    d->record.gradientsDuringOutage += field(rest, "computed");
+    d->record.gradientsDropped += field(rest, "dropped");
+    d->record.gradientsDiscarded += field(rest, "discarded");
+  }
+}
+
+std::int64_t FaultTracker::currentVersion() const {
+  std::lock_guard<std::mutex> lock(m_mu);
+  return m_version;
+}
+
+std::vector<FaultRecord> FaultTracker::records() const {
+  std::lock_guard<std::mutex> lock(m_mu);
+  std::vector<FaultRecord> out;
+  for (const auto& d : m_drills) {
+    if (d.firedDone) out.push_back(d.record);
+  }
+  return out;
+}
+
+std::vector<EvalPoint> FaultTracker::evaluations() const {
+  std::lock_guard<std::mutex> lock(m_mu);
+  return m_evaluations;
+}
+
+}  // namespace dasp::net

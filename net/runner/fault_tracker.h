@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// FaultTracker: the runner's book of a run's fault drills (spec.faults). It says which
+// drill is due (a kill or pause, then its restart or resume) and observes what follows:
+// from the server's event stream the version before the fault, the recovered server's
+// starting version (restored / promoted / adopted) and the first update after it, the
+// evaluation series; from the nodes' log lines ("dasp-recovery outage_detected …",
+// "… reconnected … computed=N dropped=D discarded=K") when the outage was noticed and
+// what the workers did meanwhile. records() turns it into core's FaultRecords.
+//
+// Threading: every method may be called from any thread (the runner's loop, its watch
+// thread and its output pump); one mutex guards the state.
+
+#include "core/results/recovery_metrics.h"
+#include "core/spec/spec.h"
+#include "dasp/ps/v1/parameter_server.pb.h"
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dasp::net {
+
+class FaultTracker {
+ public:
+  explicit FaultTracker(const std::vector<v1::FaultSpec>& faults);
+
+  struct Due {
+    int index = 0;
+    v1::FaultSpec spec;
+    bool restart = false;  // false: fire the fault; true: restart / resume the node
+  };
+  // Drills due at run time `now`, in order; each is returned once.
+  std::vector<Due> due(double now);
+  // The runner carried out drill `index` at `t` on `target` (the node it resolved to).
+  void fired(int index, double t, const std::string& target, bool serverFault, bool chain = false);
+  void restarted(int index, double t);
+  void addDetail(int index, const std::string& text);
+  // A fault done by hand (the GUI's kill / pause), recorded like a drill; returns its index.
+  int addManual(const v1::FaultSpec& spec, double t, const std::string& target, bool serverFault, bool chain = false);
+  // The node was restarted / resumed by hand: closes its latest open manual fault.
+  void restartedManual(const std::string& node, double t);
+  // A KILL of `node` whose restart has not happened yet.
+  bool restartPending(const std::string& node) const;
+  // Drills whose first update after the fault was seen but whose CPU figure is not taken.
+  std::vector<int> resumedWithoutCpu() const;
+  void setCpu(int index, double cpuS);
+
+  // The server's events (rank → node name through `nodeName`).
+  void observe(const dasp::ps::v1::EventBatch& batch, const std::function<std::string(int)>& nodeName);
+  // A node's log line, seen at run time `now`.
+  void observeLine(const std::string& node, const std::string& line, double now);
+
+  std::int64_t currentVersion() const;
+  std::vector<FaultRecord> records() const;
+  std::vector<EvalPoint> evaluations() const;
+  bool any() const { return !m_drills.empty(); }
+
+ private:
+  struct Drill {
+    v1::FaultSpec spec;
+    bool firedDone = false;
+    bool restartDone = false;
+    bool serverFault = false;
+    bool cpuTaken = false;
+    bool manual = false;
+    bool timed = false;  // fired() has set the fault's time
+    bool chain = false;  // a chain head's kill: training resumes at the promotion
+    FaultRecord record;
+  };
+  // The latest fired drill on a server (outage lines and recovery events belong to it).
+  Drill* latestServerDrillLocked(double t);
+
+  mutable std::mutex m_mu;
+  std::vector<Drill> m_drills;
+  std::int64_t m_version = 0;
+  std::vector<EvalPoint> m_evaluations;
+};
+
+}  // namespace dasp::net

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+#include "net/runner/run_nodes.h"
+
+#include "net/security/bind_address.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace dasp::net {
+
+RunNodes::RunNodes(Config config, OutputPump& pump, RunRecorder& recorder, NodeLines& lines)
+    : m_config(std::move(config)), m_pump(pump), m_recorder(recorder), m_lines(lines) {}
+
+bool RunNodes::isServer(const std::string& node) const {
+  const auto& s = m_config.serverNames;
+  return std::find(s.begin(), s.end(), node) != s.end();
+}
+
+const char* RunNodes::roleOf(const std::string& node) const {
+  return isServer(node) ? "server" : node == "evaluator" ? "evaluator" : "worker";
+}
+
+int RunNodes::rankOf(const std::string& node) const {
+  const auto& w = m_config.workerNames;
+  const auto it = std::find(w.begin(), w.end(), node);
+  return it == w.end() ? -1 : static_cast<int>(it - w.begin());
+}
+
+std::string RunNodes::nameOf(int rank) const {
+  const auto& w = m_config.workerNames;
+  return rank >= 0 && rank < static_cast<int>(w.size()) ? w[static_cast<std::size_t>(rank)] : std::string("server");
+}
+
+Status RunNodes::launch(const std::string& name, const std::vector<std::string>& args) {
+  NodeStart start;
+  start.name = name;
+  start.host = m_config.placement->hostOf(name);
+  start.args = args;
+  start.env = m_config.env;
+  auto child = m_config.launcher->start(start);
+  if (!child) return child.status();
+  m_pump.add(name, child.value()->stdoutFd(), false);
+  m_pump.add(name, child.value()->stderrFd(), true);
+  NodeRow row;
+  row.runId = m_config.runId;
+  row.node = name;
+  row.role = roleOf(name);
+  row.host = start.host.name();
+  row.pid = child.value()->pid();
+  m_recorder.record(row);
+  m_children[name] = std::move(child).value();
+  return Status::ok();
+}
+
+Result<std::string> RunNodes::startServer(const std::string& name, const std::string& port,
+                                          const std::vector<std::string>& extra) {
+  {
+    std::lock_guard<std::mutex> lock(m_lines.mu);
+    m_lines.listen.erase(name);
+  }
+  // The server binds to its host's address (127.0.0.1 without placement) unless the
+  // spec says otherwise; nodes dial that host.
+  const auto& spec = *m_config.spec;
+  const auto& host = m_config.placement->hostOf(name);
+  const std::string bind = serverBindAddress(spec, m_config.placement->placed ? host.address() : std::string());
+  std::vector<std::string> args{"server", "--spec", m_config.specPathOn[host.name()], "--workers",
+                                std::to_string(m_config.workerNames.size()), "--bind", bind, "--port", port,
+                                "--name", name};
+  args.insert(args.end(), m_config.tlsServerArgs.begin(), m_config.tlsServerArgs.end());
+  if (!m_config.checkpointDir.empty()) args.insert(args.end(), {"--checkpoint-dir", m_config.checkpointDir});
+  args.insert(args.end(), extra.begin(), extra.end());
+  if (auto st = launch(name, args); !st) return st;
+  auto& child = m_children[name];
+  std::unique_lock<std::mutex> lock(m_lines.mu);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(m_config.startTimeoutS);
+  while (m_lines.listen[name].empty() && std::chrono::steady_clock::now() < until && child->running()) {
+    m_lines.cv.wait_for(lock, std::chrono::milliseconds(100));
+    lock.unlock();
+    child->poll();
+    lock.lock();
+  }
+  if (m_lines.listen[name].empty()) {
+    return Status::error(name + " did not start: " +
+                         (child->exitInfo() ? child->exitInfo()->describe() : std::string("timed out")) +
+                         (m_lines.serverStderrTail.empty() ? "" : " (" + m_lines.serverStderrTail + ")"));
+  }
+  const auto& listening = m_lines.listen[name];
+  m_serverAddress[name] = serverDialAddress(bind, host, listening.substr(listening.rfind(':') + 1));
+  return m_serverAddress[name];
+}
+
+Status RunNodes::startServers(bool chain) {
+  const auto& names = m_config.serverNames;
+  for (int i = static_cast<int>(names.size()) - 1; i >= 0; --i) {
+    std::vector<std::string> extra;
+    if (chain && i > 0) extra.push_back("--replica");
+    if (chain && i + 1 < static_cast<int>(names.size())) {
+      extra.insert(extra.end(), {"--chain-next", m_serverAddress[names[static_cast<std::size_t>(i) + 1]]});
+    }
+    // launch.server_port: replica i listens on server_port + i (0: any free port).
+    const int fixedPort = m_config.spec->launch().server_port();
+    auto started = startServer(names[static_cast<std::size_t>(i)],
+                               fixedPort > 0 ? std::to_string(fixedPort + i) : std::string("0"), extra);
+    if (!started) return started.status();
+  }
+  m_serverList.clear();
+  for (const auto& name : names) m_serverList += (m_serverList.empty() ? "" : ",") + m_serverAddress[name];
+  return Status::ok();
+}
+
+std::string RunNodes::portOf(const std::string& server) {
+  const auto& a = m_serverAddress[server];
+  return a.substr(a.rfind(':') + 1);
+}
+
+std::vector<std::string> RunNodes::workerArgs(int rank) const {
+  std::vector<std::string> args{"worker", "--server", m_serverList, "--rank", std::to_string(rank), "--name",
+                                m_config.workerNames[static_cast<std::size_t>(rank)], "--connect-timeout",
+                                std::to_string(m_config.spec->recovery().reconnect_timeout_s())};
+  args.insert(args.end(), m_config.tlsClientArgs.begin(), m_config.tlsClientArgs.end());
+  return args;
+}
+
+std::vector<std::string> RunNodes::evaluatorArgs() const {
+  std::vector<std::string> args{"evaluator", "--server", m_serverList, "--connect-timeout",
+                                std::to_string(m_config.spec->recovery().reconnect_timeout_s())};
+  args.insert(args.end(), m_config.tlsClientArgs.begin(), m_config.tlsClientArgs.end());
+  return args;
+}
+
+Status RunNodes::startWorker(int rank) { return launch(nameOf(rank), workerArgs(rank)); }
+
+Status RunNodes::startEvaluator() { return launch("evaluator", evaluatorArgs()); }
+
+NodeProcess* RunNodes::process(const std::string& name) {
+  const auto it = m_children.find(name);
+  return it == m_children.end() ? nullptr : it->second.get();
+}
+
+void RunNodes::finish(double graceS) {
+  for (auto& [name, child] : m_children) {
+    if (isServer(name)) continue;
+    if (!child->waitFor(graceS)) child->signal(SIGKILL);
+  }
+  for (auto& [name, child] : m_children) {
+    if (isServer(name)) continue;
+    child->waitFor(5.0);
+  }
+  for (auto& [name, child] : m_children) {
+    if (!isServer(name)) continue;
+    child->signal(SIGTERM);
+    if (!child->waitFor(10.0)) {
+      child->signal(SIGKILL);
+      child->waitFor(5.0);
+    }
+  }
+}
+
+void RunNodes::recordFinalRows() {
+  for (auto& [name, child] : m_children) {
+    NodeRow row;
+    row.runId = m_config.runId;
+    row.node = name;
+    row.role = roleOf(name);
+    row.host = m_config.placement->hostOf(name).name();
+    row.pid = child->pid();
+    if (const auto& e = child->exitInfo()) {
+      row.exitCode = e->exitCode;
+      row.signal = e->signal;
+      row.cpuS = e->cpuS;
+      row.maxRssKb = e->maxRssKb;
+    }
+    {
+      std::lock_guard<std::mutex> lock(m_lines.mu);
+      if (auto it = m_lines.bytes.find(name); it != m_lines.bytes.end()) {
+        row.bytesSent = it->second.first;
+        row.bytesReceived = it->second.second;
+      }
+    }
+    m_recorder.record(row);
+  }
+}
+
+}  // namespace dasp::net

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// ParameterServer: the gRPC parameter server of one run. It owns the ParameterStore and
+// the SyncPolicy; a pull is answered only when the policy releases the worker (parked
+// pulls hold no thread: gRPC's callback API), a push is validated (size, NaN/Inf) and then
+// applied, held for a round or dropped as the policy says. Every iteration, applied
+// gradient, decision and evaluation is streamed to Watch subscribers (the runner) in
+// batches.
+//
+// Fault tolerance (spec.recovery): a server restarted after a failure resumes the run's
+// clock (`resumeAtS`) and starts from the initial parameters (none), the latest valid
+// checkpoint (checkpoint: written every K updates / T seconds by a background writer), or
+// the highest-version parameters the rejoining workers hold (stateless: it then applies
+// each worker's backlog in one step). In a chain, the head applies updates and forwards
+// them to its successor (net/server/replicator.h); with forward_every 1 a worker's pull — the
+// acknowledgement of its push — is answered only once the tail holds the update. Replicas
+// refuse worker traffic until the runner promotes one to head.
+//
+// Security: every RPC must carry the run's token (options.security); a call without it or
+// with another one is refused with PERMISSION_DENIED before anything else happens, counted
+// (ServerStats::unauthorized) and reported as a REJECT event (rate-limited: a flood of
+// refused calls cannot fill the event queue). With TLS material the server listens with
+// TLS only.
+//
+// Threading: start() and shutdown() from one owning thread; the RPC handlers run on gRPC's
+// threads and share one mutex; a ticker thread drives the policy's time-based decisions;
+// the checkpoint writer and the replicator have a thread each.
+
+#include "core/common/result.h"
+#include "core/spec/spec.h"
+#include "net/security/node_security.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dasp::net {
+
+struct ServerOptions {
+  std::string bindAddress = "127.0.0.1";  // never all interfaces unless asked
+  int port = 0;                           // 0 = pick a free port
+  ExperimentSpec spec;                    // resolved (withDefaults)
+  int workers = 1;
+  std::string modelName;
+  std::vector<float> initialParameters;
+  std::string name = "server";            // in messages, e.g. server-1
+  // Recovery: a restarted (or promoted) server continues the run's clock at this time
+  // (< 0: a fresh run, whose clock starts when every worker has joined).
+  double resumeAtS = -1;
+  std::string checkpointDir;              // checkpoint mode: where checkpoints go
+  bool restoreCheckpoint = false;         // load the latest valid checkpoint first
+  bool adoptFromWorkers = false;          // stateless restart: take the workers' parameters
+  bool replica = false;                   // chain: start as a replica, not the head
+  std::string chainNext;                  // chain: the successor's address (empty: tail)
+  std::function<void(const std::string&)> log;  // recovery messages (any thread)
+  // The run's token every call must carry (never empty), and TLS (null: plaintext). The
+  // chain replicator uses the same to reach the successor.
+  NodeSecurity security;
+};
+
+struct ServerStats {
+  std::int64_t version = 0;
+  std::int64_t pushes = 0;
+  std::int64_t applied = 0;   // gradients applied
+  std::int64_t dropped = 0;   // gradients dropped by the policy
+  std::int64_t rejected = 0;  // pushes rejected (size, NaN/Inf, unknown rank)
+  std::int64_t bytesReceived = 0;
+  std::int64_t bytesSent = 0;
+  std::int64_t checkpoints = 0;         // checkpoints written
+  std::int64_t checkpointFailures = 0;  // checkpoints that could not be written
+  std::int64_t backlogApplied = 0;      // stateless: backlog gradients applied
+  std::int64_t unauthorized = 0;        // calls refused: missing or wrong run token
+};
+
+class ParameterServer {
+ public:
+  static Result<std::unique_ptr<ParameterServer>> start(ServerOptions options);
+  ~ParameterServer();
+  ParameterServer(const ParameterServer&) = delete;
+  ParameterServer& operator=(const ParameterServer&) = delete;
+
+  int port() const;
+  // Answers every parked and future pull with stop=true.
+  void requestStop();
+  bool stopRequested() const;
+  // Blocks until requestStop() was called (or the server shuts down).
+  void waitForStop();
+  // Stops serving (after the deadline, open calls are cancelled) and joins threads.
+  void shutdown(double graceSeconds = 2.0);
+  ServerStats stats() const;
+  // A copy of the current parameters and their version.
+  std::int64_t snapshot(std::vector<float>& out) const;
+
+ private:
+  struct Impl;
+  explicit ParameterServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace dasp::net

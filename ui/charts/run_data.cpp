@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+#include "ui/charts/run_data.h"
+
+#include "core/store/run_store.h"
+#include "core/spec/spec.h"
+
+#include <algorithm>
+
+namespace dasp::ui {
+
+void setSpecIdentity(RunData& run, const v1::ExperimentSpec& spec) {
+  run.referenceOf = QString::fromStdString(spec.reference_of());
+  run.label = run.referenceOf.isEmpty() ? QString::fromStdString(strategyLabel(spec.strategy()))
+                                        : QStringLiteral("reference");
+}
+
+void setSpecIdentity(RunData& run) {
+  auto spec = parseSpecJson(run.specJson.toStdString(), "run spec");
+  if (!spec) return;
+  setSpecIdentity(run, spec.value());
+}
+
+const char* toString(NodeState state) {
+  switch (state) {
+    case NodeState::Compute: return "COMPUTE";
+    case NodeState::Push: return "PUSH";
+    case NodeState::Wait: return "WAIT";
+    case NodeState::Pull: return "PULL";
+    case NodeState::Down: return "DOWN";
+    case NodeState::Idle: return "IDLE";
+  }
+  return "?";
+}
+
+std::optional<NodeState> nodeStateFromString(const QString& text) {
+  for (auto s : {NodeState::Compute, NodeState::Push, NodeState::Wait, NodeState::Pull, NodeState::Down,
+                 NodeState::Idle}) {
+    if (text.compare(QLatin1String(toString(s)), Qt::CaseInsensitive) == 0) return s;
+  }
+  return std::nullopt;
+}
+
+Parallel parallelFromString(const QString& text) {
+  if (text.compare(QLatin1String("SYNC"), Qt::CaseInsensitive) == 0) return Parallel::Sync;
+  if (text.compare(QLatin1String("ASYNC"), Qt::CaseInsensitive) == 0) return Parallel::Async;
+  if (text.compare(QLatin1String("DOWN"), Qt::CaseInsensitive) == 0) return Parallel::Down;
+  return Parallel::None;
+}
+
+const char* toString(Parallel p) {
+  switch (p) {
+    case Parallel::Sync: return "SYNC";
+    case Parallel::Async: return "ASYNC";
+    case Parallel::Down: return "DOWN";
+    case Parallel::None: return "";
+  }
+  return "";
+}
+
+namespace {
+
+// worker-10 sorts after worker-9: compare the trailing number when the prefixes match.
+bool nodeBefore(const QString& a, const QString& b) {
+  const int da = a.lastIndexOf('-'), db = b.lastIndexOf('-');
+  if (da > 0 && db > 0 && a.left(da) == b.left(db)) {
+    bool okA = false, okB = false;
+    const int na = a.mid(da + 1).toInt(&okA), nb = b.mid(db + 1).toInt(&okB);
+    if (okA && okB) return na < nb;
+  }
+  return a < b;
+}
+
+}  // namespace
+
+NodeData& RunData::node(const QString& nodeName) {
+  auto it = std::find_if(nodes.begin(), nodes.end(), [&](const NodeData& n) { return n.name == nodeName; });
+  if (it != nodes.end()) return *it;
+  auto pos = std::find_if(nodes.begin(), nodes.end(), [&](const NodeData& n) { return nodeBefore(nodeName, n.name); });
+  NodeData fresh;
+  fresh.name = nodeName;
+  return *nodes.insert(pos, std::move(fresh));
+}
+
+const NodeData* RunData::findNode(const QString& nodeName) const {
+  auto it = std::find_if(nodes.begin(), nodes.end(), [&](const NodeData& n) { return n.name == nodeName; });
+  return it == nodes.end() ? nullptr : &*it;
+}
+
+std::optional<double> RunData::timeToTarget(double target) const {
+  for (const auto& e : evaluations) {
+    if (e.accuracy >= target) return e.t;
+  }
+  return std::nullopt;
+}
+
+Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
+  auto row = store.run(runId);
+  if (!row) return row.status();
+  RunData d;
+  d.runId = runId;
+  d.name = QString::fromStdString(row->name);
+  d.kind = QString::fromStdString(row->kind);
+  d.model = QString::fromStdString(row->model);
+  d.dataset = QString::fromStdString(row->dataset);
+  d.strategy = QString::fromStdString(row->strategy);
+  d.recovery = QString::fromStdString(row->recovery);
+  d.engine = QString::fromStdString(row->engine);
+  d.status = QString::fromLatin1(toString(row->status));
+  d.seed = row->seed;
+  d.specJson = QString::fromStdString(row->specJson);
+  setSpecIdentity(d);
+  auto bump = [&](double t) { d.endT = std::max(d.endT, t); };
+
+  auto evals = store.evaluations(runId);
+  if (!evals) return evals.status();
+  for (const auto& e : evals.value()) {
+    d.evaluations.push_back({e.tS, e.version, e.samples, e.loss, e.accuracy});
+    bump(e.tS);
+  }
+  // Worker lanes first, so they exist in rank order even before any interval.
+  auto nodes = store.nodes(runId);
+  if (!nodes) return nodes.status();
+  for (const auto& n : nodes.value()) {
+    if (n.role == "worker" || n.role == "trainer") d.node(QString::fromStdString(n.node));
+  }
+  auto intervals = store.stateIntervals(runId);
+  if (!intervals) return intervals.status();
+  for (const auto& i : intervals.value()) {
+    auto state = nodeStateFromString(QString::fromStdString(i.state));
+    if (!state) continue;
+    auto& n = d.node(QString::fromStdString(i.node));
+    n.intervals.push_back({i.t0S, i.t1S, *state, parallelFromString(QString::fromStdString(i.parallelState))});
+    n.lastT = std::max(n.lastT, i.t1S);
+    bump(i.t1S);
+  }
+  auto samples = store.samples(runId);
+  if (!samples) return samples.status();
+  for (const auto& s : samples.value()) {
+    auto& n = d.node(QString::fromStdString(s.node));
+    const Point p{s.tS, s.version, s.value};
+    if (s.series == "wait_s") {
+      n.wait.push_back(p);
+      ++n.iterations;
+    } else if (s.series == "staleness") {
+      n.staleness.push_back(p);
+    } else if (s.series == "train_loss") {
+      n.trainLoss.push_back(p);
+    } else if (s.series == "compute_s") {
+      n.compute.push_back(p);
+    }
+    n.lastT = std::max(n.lastT, s.tS);
+    bump(s.tS);
+  }
+  auto decisions = store.decisions(runId);
+  if (!decisions) return decisions.status();
+  for (const auto& x : decisions.value()) {
+    d.decisions.push_back({x.tS, QString::fromStdString(x.node), QString::fromStdString(x.decision),
+                           QString::fromStdString(x.reason)});
+  }
+  auto events = store.events(runId);
+  if (!events) return events.status();
+  for (const auto& e : events.value()) {
+    d.events.push_back({e.tS, QString::fromStdString(e.kind), QString::fromStdString(e.node),
+                        QString::fromStdString(e.detail)});
+  }
+  auto summary = store.summary(runId);
+  if (!summary) return summary.status();
+  for (const auto& s : summary.value()) {
+    if (s.value) {
+      d.summary[QString::fromStdString(s.key)] = *s.value;
+    } else {
+      d.summaryText[QString::fromStdString(s.key)] = QString::fromStdString(s.text);
+    }
+  }
+  auto faults = store.faults(runId);
+  if (!faults) return faults.status();
+  d.faults = std::move(faults).value();
+  d.lrConvention = d.summaryText.count("lr_convention") ? d.summaryText["lr_convention"] : QString();
+  // Single-node runs have no wait series: count their iterations from the loss series.
+  for (auto& n : d.nodes) {
+    if (n.iterations == 0) n.iterations = static_cast<std::int64_t>(n.trainLoss.size());
+  }
+  return d;
+}
+
+}  // namespace dasp::ui

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// RunData: everything the workbench draws about one run, in plain arrays — the node lanes
+// (state intervals with the parallel state), per-node wait/staleness/loss series, policy
+// decisions, events, evaluations, the summary and the fault drills' recovery metrics. It
+// is filled either from the store (a finished run, for replay, compare and reports:
+// loadRunData) or incrementally from the live event stream (LiveRunFeed,
+// ui/live/live_run_feed.h; no fault metrics there, the runner writes them at the end). Charts
+// read it; nothing in it talks to the network or the disk.
+// Threading: a RunData is owned and read by the GUI thread (or the report tool's thread).
+
+#include "core/results/recovery_metrics.h"
+#include "core/common/result.h"
+
+#include <QString>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace dasp {
+class RunStore;
+namespace v1 {
+class ExperimentSpec;
+}
+}  // namespace dasp
+
+namespace dasp::ui {
+
+enum class NodeState : std::uint8_t { Compute, Push, Wait, Pull, Down, Idle };
+const char* toString(NodeState state);
+std::optional<NodeState> nodeStateFromString(const QString& text);
+
+enum class Parallel : std::uint8_t { None, Sync, Async, Down };
+Parallel parallelFromString(const QString& text);
+const char* toString(Parallel p);
+
+struct Interval {
+  double t0 = 0, t1 = 0;  // seconds of run time
+  NodeState state = NodeState::Compute;
+  Parallel parallel = Parallel::None;
+};
+
+struct Point {
+  double t = 0;            // seconds of run time
+  std::int64_t version = 0;
+  double value = 0;
+};
+
+struct Decision {
+  double t = 0;
+  QString node;            // "cluster" for cluster-wide decisions
+  QString decision;        // e.g. "state_change SYNC->ASYNC", "drop 9", "barrier_timeout"
+  QString reason;
+};
+
+struct Event {
+  double t = 0;
+  QString kind;            // node, exit, control, reject, fault, speed ...
+  QString node;
+  QString detail;
+};
+
+struct Evaluation {
+  double t = 0;            // server time at which the evaluated version was made
+  std::int64_t version = 0;
+  std::int64_t samples = 0;
+  double loss = 0;
+  double accuracy = 0;
+};
+
+struct NodeData {
+  QString name;                   // "worker-0", ...
+  std::vector<Interval> intervals;
+  std::vector<Point> wait;        // wait_s per iteration
+  std::vector<Point> staleness;   // per applied gradient
+  std::vector<Point> trainLoss;   // per iteration
+  std::vector<Point> compute;     // real compute seconds per iteration
+  std::int64_t iterations = 0;
+  double lastT = 0;               // latest time seen for this node
+};
+
+struct RunData {
+  std::int64_t runId = 0;
+  QString name, kind, model, dataset, strategy, recovery, engine, status;
+  std::int64_t seed = 0;
+  QString specJson;
+  QString lrConvention;
+  // spec.reference_of: the experiment this run is the homogeneous-equivalent reference of
+  // (empty for every other run).
+  QString referenceOf;
+  // The strategy as the results tables name it (core strategyLabel(): ssp(3), dasp-r, …;
+  // "reference" for a reference run); empty when the spec cannot be read.
+  QString label;
+  std::vector<Evaluation> evaluations;
+  std::vector<NodeData> nodes;    // workers in rank order (the server is not a lane of its own)
+  std::vector<Decision> decisions;
+  std::vector<Event> events;
+  std::map<QString, double> summary;      // numeric summary figures
+  std::map<QString, QString> summaryText; // text figures (stop_reason, lr_convention)
+  std::vector<RecoveryMetrics> faults;    // fault drills with their recovery metrics, by index
+  double endT = 0;                        // latest time of anything in the run
+
+  NodeData& node(const QString& nodeName);    // finds or appends (keeps worker-N order)
+  const NodeData* findNode(const QString& nodeName) const;
+  // The first evaluation at or above `target`, if any.
+  std::optional<double> timeToTarget(double target) const;
+};
+
+// Sets `run.referenceOf` (spec.reference_of) and `run.label`: "reference" for a
+// homogeneous-equivalent reference run, else the strategy's table label (core
+// strategyLabel()).
+void setSpecIdentity(RunData& run, const v1::ExperimentSpec& spec);
+// The same from `run.specJson`; both stay empty when it cannot be read as a spec.
+void setSpecIdentity(RunData& run);
+
+// Reads a whole run from the store.
+Result<RunData> loadRunData(RunStore& store, std::int64_t runId);
+
+}  // namespace dasp::ui

@@ -1,0 +1,699 @@
+// SPDX-License-Identifier: MIT
+#include "ui/designer/spec_designer.h"
+
+#include "ui/designer/cluster_table.h"
+#include "ui/designer/fault_table.h"
+
+#include "resources/resources.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QLocale>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QScrollArea>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+namespace dasp::ui {
+
+namespace pb = google::protobuf;
+
+namespace {
+
+// The leaf field of a dotted path and the message holding it; null when a message on the
+// way is absent (nothing to read or clear there).
+const pb::Message* walk(const pb::Message& root, const std::string& path, const pb::FieldDescriptor** leaf) {
+  const pb::Message* m = &root;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    const std::string name = path.substr(start, dot == std::string::npos ? dot : dot - start);
+    const pb::FieldDescriptor* field = m->GetDescriptor()->FindFieldByName(name);
+    if (field == nullptr) return nullptr;
+    if (dot == std::string::npos) {
+      *leaf = field;
+      return m;
+    }
+    if (!m->GetReflection()->HasField(*m, field)) return nullptr;
+    m = &m->GetReflection()->GetMessage(*m, field);
+    start = dot + 1;
+  }
+}
+
+QString number(double v) { return QString::number(v, 'g', QLocale::FloatingPointShortest); }
+
+QString scalarText(const pb::Message& m, const pb::FieldDescriptor* f, int index) {
+  const auto* r = m.GetReflection();
+  const bool rep = f->is_repeated();
+  switch (f->cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_INT32: return QString::number(rep ? r->GetRepeatedInt32(m, f, index) : r->GetInt32(m, f));
+    case pb::FieldDescriptor::CPPTYPE_INT64:
+      return QString::number(static_cast<qlonglong>(rep ? r->GetRepeatedInt64(m, f, index) : r->GetInt64(m, f)));
+    case pb::FieldDescriptor::CPPTYPE_UINT32: return QString::number(rep ? r->GetRepeatedUInt32(m, f, index) : r->GetUInt32(m, f));
+    case pb::FieldDescriptor::CPPTYPE_UINT64:
+      return QString::number(static_cast<qulonglong>(rep ? r->GetRepeatedUInt64(m, f, index) : r->GetUInt64(m, f)));
+    case pb::FieldDescriptor::CPPTYPE_DOUBLE: return number(rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f));
+    case pb::FieldDescriptor::CPPTYPE_FLOAT: return number(rep ? r->GetRepeatedFloat(m, f, index) : r->GetFloat(m, f));
+    case pb::FieldDescriptor::CPPTYPE_BOOL:
+      return (rep ? r->GetRepeatedBool(m, f, index) : r->GetBool(m, f)) ? QStringLiteral("true") : QStringLiteral("false");
+    case pb::FieldDescriptor::CPPTYPE_STRING:
+      return QString::fromStdString(rep ? r->GetRepeatedString(m, f, index) : r->GetString(m, f));
+    case pb::FieldDescriptor::CPPTYPE_ENUM:
+      return QString::fromStdString(rep ? r->GetRepeatedEnum(m, f, index)->name() : r->GetEnum(m, f)->name());
+    case pb::FieldDescriptor::CPPTYPE_MESSAGE: break;
+  }
+  return {};
+}
+
+// The field's value as the form shows it: "" when unset (or the zero value of a field
+// without presence), lists comma-separated.
+QString readPath(const ExperimentSpec& spec, const std::string& path) {
+  const pb::FieldDescriptor* f = nullptr;
+  const pb::Message* m = walk(spec, path, &f);
+  if (m == nullptr || f == nullptr) return {};
+  if (f->is_repeated()) {
+    QStringList items;
+    for (int i = 0; i < m->GetReflection()->FieldSize(*m, f); ++i) items << scalarText(*m, f, i);
+    return items.join(QStringLiteral(", "));
+  }
+  if (!m->GetReflection()->HasField(*m, f)) return {};
+  return scalarText(*m, f, 0);
+}
+
+void clearPath(ExperimentSpec& spec, const std::string& path) {
+  const pb::FieldDescriptor* f = nullptr;
+  const pb::Message* m = walk(spec, path, &f);
+  // `m` is a sub-message of `spec` reached through present fields: safe to modify.
+  if (m != nullptr && f != nullptr) m->GetReflection()->ClearField(const_cast<pb::Message*>(m), f);
+}
+
+QString widgetValue(QWidget* w) {
+  if (auto* edit = qobject_cast<QLineEdit*>(w)) return edit->text().trimmed();
+  if (auto* combo = qobject_cast<QComboBox*>(w)) return combo->currentData().toString();
+  return {};
+}
+
+void setWidgetValue(QWidget* w, const QString& value) {
+  if (auto* edit = qobject_cast<QLineEdit*>(w)) {
+    edit->setText(value);
+  } else if (auto* combo = qobject_cast<QComboBox*>(w)) {
+    int index = combo->findData(value);
+    if (index < 0) {  // a value this build does not offer: kept, so validation can name it
+      combo->addItem(value, value);
+      index = combo->count() - 1;
+    }
+    combo->setCurrentIndex(index);
+  }
+}
+
+// A titled form section of the designer's page.
+QFormLayout* addSection(QWidget* page, QVBoxLayout* layout, const QString& title) {
+  auto* box = new QGroupBox(title, page);
+  auto* form = new QFormLayout(box);
+  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  layout->addWidget(box);
+  return form;
+}
+
+QStringList qtNames(const std::vector<std::string>& list) {
+  QStringList out;
+  for (const auto& s : list) out << QString::fromStdString(s);
+  return out;
+}
+
+// A spec file, or an embedded preset (":/presets/…", which only Qt can open).
+Result<ExperimentSpec> readSpec(const QString& path) {
+  if (!path.startsWith(QLatin1String(":/"))) return loadSpecFile(path.toStdString());
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return Status::error(path.toStdString() + ": " + file.errorString().toStdString());
+  return parseSpecJson(file.readAll().toStdString(), path.toStdString());
+}
+
+QString withoutSetPrefix(const std::string& message) {
+  QString text = QString::fromStdString(message);
+  if (text.startsWith(QLatin1String("--set "))) text.remove(0, 6);
+  return text;
+}
+
+}  // namespace
+
+SpecDesigner::SpecDesigner(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* top = new QHBoxLayout;
+  m_presets = new QComboBox(this);
+  m_presets->setObjectName(QStringLiteral("presetCombo"));
+  m_presets->setToolTip(tr("Presets from %1").arg(experimentsDir()));
+  auto* open = new QPushButton(tr("Open…"), this);
+  auto* saveAs = new QPushButton(tr("Save As…"), this);
+  auto* check = new QPushButton(tr("Check"), this);
+  check->setToolTip(tr("Validate the spec as `dasp validate` does."));
+  top->addWidget(new QLabel(tr("Preset:"), this));
+  top->addWidget(m_presets, 1);
+  top->addWidget(open);
+  top->addWidget(saveAs);
+  top->addWidget(check);
+  layout->addLayout(top);
+
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidgetResizable(true);
+  scroll->setWidget(buildForm());
+  layout->addWidget(scroll, 1);
+
+  m_message = new QLabel(this);
+  m_message->setObjectName(QStringLiteral("specMessage"));
+  m_message->setWordWrap(true);
+  m_message->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(m_message);
+
+  connect(m_presets, &QComboBox::activated, this, [this](int index) {
+    const QString path = m_presets->itemData(index).toString();
+    if (!path.isEmpty()) loadFile(path);
+  });
+  connect(open, &QPushButton::clicked, this, &SpecDesigner::openFile);
+  connect(saveAs, &QPushButton::clicked, this, &SpecDesigner::saveFileAs);
+  connect(check, &QPushButton::clicked, this, [this] {
+    if (validate()) showMessage(tr("The spec is valid."), false);
+  });
+  connect(m_cluster, &ClusterTable::changed, this, &SpecDesigner::updateFaultNodes);
+  connect(m_cluster, &ClusterTable::changed, this, &SpecDesigner::onEdited);
+  connect(m_faults, &FaultTable::changed, this, &SpecDesigner::onEdited);
+  reloadPresets();
+  setSpec(ExperimentSpec());
+}
+
+QLineEdit* SpecDesigner::addText(QFormLayout* form, const QString& label, const std::string& path,
+                                 const QString& placeholder, const QString& tip) {
+  auto* edit = new QLineEdit(form->parentWidget());
+  edit->setObjectName(QStringLiteral("spec.") + QString::fromStdString(path));
+  edit->setPlaceholderText(placeholder);
+  edit->setToolTip(tip.isEmpty() ? QString::fromStdString(path) : QString::fromStdString(path) + QStringLiteral(": ") + tip);
+  form->addRow(label, edit);
+  m_bindings.push_back({edit, path});
+  connect(edit, &QLineEdit::textEdited, this, &SpecDesigner::onEdited);
+  return edit;
+}
+
+QComboBox* SpecDesigner::addChoice(QFormLayout* form, const QString& label, const std::string& path,
+                                   const QString& defaultText, const QStringList& values) {
+  auto* combo = new QComboBox(form->parentWidget());
+  combo->setObjectName(QStringLiteral("spec.") + QString::fromStdString(path));
+  combo->setToolTip(QString::fromStdString(path));
+  combo->addItem(tr("default (%1)").arg(defaultText), QString());
+  for (const QString& v : values) combo->addItem(v, v);
+  form->addRow(label, combo);
+  m_bindings.push_back({combo, path});
+  connect(combo, &QComboBox::activated, this, &SpecDesigner::onEdited);
+  return combo;
+}
+
+QComboBox* SpecDesigner::addBool(QFormLayout* form, const QString& label, const std::string& path, bool defaultValue) {
+  auto* combo = addChoice(form, label, path, defaultValue ? tr("yes") : tr("no"), {});
+  combo->addItem(tr("yes"), QStringLiteral("true"));
+  combo->addItem(tr("no"), QStringLiteral("false"));
+  return combo;
+}
+
+// The names of an enum field's values other than 0 (0 is the documented default).
+QStringList SpecDesigner::enumValues(const std::string& path) const {
+  ExperimentSpec probe;
+  std::size_t start = 0;
+  const pb::Descriptor* d = probe.GetDescriptor();
+  const pb::FieldDescriptor* f = nullptr;
+  while (d != nullptr) {
+    const auto dot = path.find('.', start);
+    f = d->FindFieldByName(path.substr(start, dot == std::string::npos ? dot : dot - start));
+    if (f == nullptr || dot == std::string::npos) break;
+    d = f->message_type();
+    start = dot + 1;
+  }
+  QStringList out;
+  if (f == nullptr || f->enum_type() == nullptr) return out;
+  for (int i = 0; i < f->enum_type()->value_count(); ++i) {
+    if (f->enum_type()->value(i)->number() != 0) out << QString::fromStdString(f->enum_type()->value(i)->name());
+  }
+  return out;
+}
+
+QWidget* SpecDesigner::buildForm() {
+  auto* page = new QWidget;
+  auto* layout = new QVBoxLayout(page);
+  auto section = [&](const QString& title) { return addSection(page, layout, title); };
+  QFormLayout* f = section(tr("Experiment"));
+  addText(f, tr("Name"), "name", tr("the file name"));
+  addText(f, tr("Description"), "description", QString());
+  addText(f, tr("Seed"), "seed", QStringLiteral("1"), tr("parameters, data order and jitter"));
+  addText(f, tr("Seeds"), "seeds", tr("= seed"), tr("comma list; a suite runs once per seed"));
+  addText(f, tr("Device"), "device", QStringLiteral("auto"), tr("auto | cpu | cuda:N"));
+  addText(f, tr("Threads"), "threads", QStringLiteral("1"), tr("intra-op threads per trainer process"));
+  buildEngineSection(page, layout);
+  buildModelSections(page, layout);
+  buildStrategySection(page, layout);
+  buildRecoverySection(page, layout);
+  buildRunSections(page, layout);
+  buildSuiteBox(page, layout);
+  layout->addStretch(1);
+  return page;
+}
+
+// The engine and, for sim, its cost model.
+void SpecDesigner::buildEngineSection(QWidget* page, QVBoxLayout* layout) {
+  auto section = [&](const QString& title) { return addSection(page, layout, title); };
+  QFormLayout* f = section(tr("Engine"));
+  m_engine = addChoice(f, tr("Engine"), "engine", QStringLiteral("real"), {QStringLiteral("real"), QStringLiteral("sim")});
+  m_engine->setToolTip(tr("engine: real — a parameter server and worker processes over gRPC, in wall-clock time; "
+                          "sim — the virtual-cluster engine: one process, a virtual clock, modelled compute and "
+                          "communication times"));
+  m_simKnobs = new QWidget(f->parentWidget());
+  m_simKnobs->setObjectName(QStringLiteral("simKnobs"));
+  auto* sim = new QFormLayout(m_simKnobs);
+  sim->setContentsMargins(16, 0, 0, 0);
+  f->addRow(m_simKnobs);
+  QComboBox* gradients = addChoice(sim, tr("Gradients"), "sim.gradients", QStringLiteral("REAL"), enumValues("sim.gradients"));
+  gradients->setToolTip(tr("sim.gradients: REAL — the spec's model computes every worker's gradient on its shard; "
+                           "POLICY_ONLY — a softmax-regression model in plain C++, cheap enough for thousands of "
+                           "workers (use dataset synthetic)"));
+  addText(sim, tr("Compute (ms)"), "sim.compute_ms", tr("0 = measured on this machine"),
+          tr("one iteration at slowdown 1, for workers without a base iteration time"));
+  addText(sim, tr("Push overhead (ms)"), "sim.push_overhead_ms", QStringLiteral("0.05"),
+          tr("server time to take in one push"));
+  addText(sim, tr("Apply cost (ns/parameter)"), "sim.apply_ns_per_param", QStringLiteral("1"),
+          tr("server time to fold one gradient into the parameters"));
+  addText(sim, tr("Restart (ms)"), "sim.restart_ms", QStringLiteral("500"),
+          tr("time a restarted node takes before it answers or pushes again"));
+  addText(sim, tr("Failover (ms)"), "sim.failover_ms", QStringLiteral("250"),
+          tr("CHAIN: time to notice a dead head and promote the next replica"));
+  addText(sim, tr("Link latency (ms)"), "cluster.link.latency_ms", QStringLiteral("0.1"),
+          tr("every worker's one-way latency to the server (a transfer takes latency + bytes / bandwidth)"));
+  addText(sim, tr("Link bandwidth (Mbit/s)"), "cluster.link.mbit", QStringLiteral("8000"),
+          tr("every worker's bandwidth, 10^6 bytes per second"));
+  connect(m_engine, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateEngineKnobs);
+}
+
+// Model and data, optimizer, and the cluster table.
+void SpecDesigner::buildModelSections(QWidget* page, QVBoxLayout* layout) {
+  auto section = [&](const QString& title) { return addSection(page, layout, title); };
+  QFormLayout* f = section(tr("Model and data"));
+  m_model = addChoice(f, tr("Model"), "model.name", QStringLiteral("mlp"), qtNames(knownModels()));
+  m_hidden = addText(f, tr("Hidden width"), "model.hidden", QStringLiteral("128"), tr("mlp only"));
+  addChoice(f, tr("Dataset"), "dataset.name", QStringLiteral("fashion-mnist"), qtNames(knownDatasets()));
+  addText(f, tr("Path"), "dataset.path", QStringLiteral("/usr/share/datasets/fashion-mnist"),
+          tr("directory with the files; mnist and cifar10 need one"));
+  addText(f, tr("Train limit"), "dataset.train_limit", tr("0 = all"));
+  addText(f, tr("Test limit"), "dataset.test_limit", tr("0 = all"));
+  addChoice(f, tr("Partition"), "dataset.partition", QStringLiteral("IID"), enumValues("dataset.partition"));
+  addText(f, tr("Dirichlet α"), "dataset.dirichlet_alpha", QStringLiteral("0.5"), tr("smaller = more label skew"));
+  addBool(f, tr("Normalize"), "dataset.normalize", true);
+
+  f = section(tr("Optimizer"));
+  addText(f, tr("Learning rate"), "optimizer.lr", QStringLiteral("0.01"));
+  addText(f, tr("Momentum"), "optimizer.momentum", QStringLiteral("0.9"));
+  addText(f, tr("Weight decay"), "optimizer.weight_decay", QStringLiteral("0"));
+  addChoice(f, tr("LR convention"), "optimizer.lr_convention", QStringLiteral("PER_GRADIENT"),
+            enumValues("optimizer.lr_convention"));
+  addText(f, tr("Batch size"), "batch_size", QStringLiteral("64"), tr("per worker"));
+
+  auto* clusterBox = new QGroupBox(tr("Cluster (one row per worker)"), page);
+  auto* clusterLayout = new QVBoxLayout(clusterBox);
+  m_cluster = new ClusterTable(clusterBox);
+  clusterLayout->addWidget(m_cluster);
+  layout->addWidget(clusterBox);
+}
+
+// The strategy and each strategy's knobs (shown for the strategy chosen).
+void SpecDesigner::buildStrategySection(QWidget* page, QVBoxLayout* layout) {
+  auto section = [&](const QString& title) { return addSection(page, layout, title); };
+  QFormLayout* f = section(tr("Strategy"));
+  m_strategy = addChoice(f, tr("Strategy"), "strategy.name", QStringLiteral("bsp"), qtNames(knownStrategies()));
+  auto knobGroup = [&](const QString& strategy) {
+    auto* group = new QWidget(f->parentWidget());
+    auto* form = new QFormLayout(group);
+    form->setContentsMargins(16, 0, 0, 0);
+    f->addRow(group);
+    m_knobs.emplace_back(strategy, group);
+    return form;
+  };
+  QFormLayout* k = knobGroup(QStringLiteral("ssp"));
+  addText(k, tr("Staleness s"), "strategy.ssp.staleness", QStringLiteral("3"), tr("max lead in clocks"));
+  k = knobGroup(QStringLiteral("dssp"));
+  addText(k, tr("s_L"), "strategy.dssp.s_low", QStringLiteral("3"));
+  addText(k, tr("s_H"), "strategy.dssp.s_high", QStringLiteral("15"));
+  k = knobGroup(QStringLiteral("backup"));
+  addText(k, tr("Backup workers b"), "strategy.backup.backup_workers", QStringLiteral("1"));
+  k = knobGroup(QStringLiteral("dasp"));
+  addChoice(k, tr("Rule"), "strategy.dasp.rule", QStringLiteral("ADAPTIVE"), enumValues("strategy.dasp.rule"))
+      ->setToolTip(tr("strategy.dasp.rule: ADAPTIVE — speed-proportional batches under one SYNC barrier (the "
+                      "default); PAPER — the paper's SYNC/ASYNC groups (DASP-R, label dasp-r)"));
+  addText(k, tr("α (EMA)"), "strategy.dasp.alpha", QStringLiteral("0.2"), tr("weight of a new compute-time sample"));
+  addText(k, tr("δ (SYNC band)"), "strategy.dasp.delta", QStringLiteral("0.3"),
+          tr("PAPER: SYNC when within (1+δ) of the fastest"));
+  addText(k, tr("κ (barrier timeout)"), "strategy.dasp.kappa", QStringLiteral("1.5"),
+          tr("a round waits κ × a member's expected compute time"));
+  addText(k, tr("s_max (drop)"), "strategy.dasp.s_max", QStringLiteral("8"),
+          tr("ASYNC gradients staler than this are dropped"));
+  addText(k, tr("s_H (lead cap)"), "strategy.dasp.s_high", QStringLiteral("15"));
+  addBool(k, tr("Staleness scaling"), "strategy.dasp.staleness_scaling", true);
+  addBool(k, tr("Lead cap"), "strategy.dasp.lead_cap", false);
+  addText(k, tr("Hysteresis"), "strategy.dasp.hysteresis", QStringLiteral("2"), tr("PAPER: agreeing re-partitions"));
+  addBool(k, tr("Balance batches"), "strategy.dasp.balance_batches", true)
+      ->setToolTip(tr("strategy.dasp.balance_batches (ADAPTIVE): batches in proportion to the measured speed"));
+  addChoice(k, tr("Batch budget"), "strategy.dasp.batch_budget", QStringLiteral("FASTEST_AT_NOMINAL"),
+            enumValues("strategy.dasp.batch_budget"))
+      ->setToolTip(tr("strategy.dasp.batch_budget (ADAPTIVE): FASTEST_AT_NOMINAL — the fastest node keeps the "
+                      "batch size, rounds at its pace; CLUSTER_TOTAL — the batches sum to batch size × nodes"));
+  addText(k, tr("Min batch"), "strategy.dasp.min_batch", tr("batch size / 16"),
+          tr("ADAPTIVE: a node whose share falls below it runs ASYNC"));
+  addText(k, tr("Change band"), "strategy.dasp.change_band", QStringLiteral("0.5"),
+          tr("ADAPTIVE: relative band of the speed-change detector"));
+  addText(f, tr("Barrier timeout (s)"), "strategy.barrier_timeout_s", QStringLiteral("10"));
+  connect(m_strategy, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateStrategyKnobs);
+  connect(m_model, &QComboBox::currentIndexChanged, this, [this] {
+    const QString model = m_model->currentData().toString();
+    m_hidden->setEnabled(model.isEmpty() || model == QLatin1String("mlp"));
+  });
+}
+
+// The recovery mode and each mode's knobs.
+void SpecDesigner::buildRecoverySection(QWidget* page, QVBoxLayout* layout) {
+  auto section = [&](const QString& title) { return addSection(page, layout, title); };
+  QFormLayout* f = section(tr("Recovery"));
+  m_recoveryMode = addChoice(f, tr("Mode"), "recovery.mode", QStringLiteral("NONE"), enumValues("recovery.mode"));
+  m_recoveryMode->setToolTip(tr("recovery.mode: how a killed parameter server resumes — NONE (from the initial "
+                                "parameters), CHECKPOINT, CHAIN (replicas), STATELESS (workers' parameters and backlogs)"));
+  auto recoveryGroup = [&](const QString& mode) {
+    auto* group = new QWidget(f->parentWidget());
+    group->setObjectName(QStringLiteral("recoveryKnobs.") + mode);
+    auto* form = new QFormLayout(group);
+    form->setContentsMargins(16, 0, 0, 0);
+    f->addRow(group);
+    m_recoveryKnobs.emplace_back(mode, group);
+    return form;
+  };
+  QFormLayout* k = recoveryGroup(QStringLiteral("CHECKPOINT"));
+  addText(k, tr("Every (updates)"), "recovery.checkpoint_every_updates", QStringLiteral("100"), tr("0 = by time only"));
+  addText(k, tr("Every (s)"), "recovery.checkpoint_every_s", tr("0 = by updates only"));
+  addText(k, tr("Keep"), "recovery.checkpoint_keep", QStringLiteral("2"),
+          tr("checkpoints kept; a corrupt latest one falls back to the one before"));
+  addText(k, tr("Directory"), "recovery.checkpoint_dir", tr("the run's temporary directory"));
+  k = recoveryGroup(QStringLiteral("CHAIN"));
+  m_replicas = addText(k, tr("Replicas"), "recovery.replicas", QStringLiteral("3"),
+                       tr("server replicas, head first: server-0 … server-{R-1}"));
+  addText(k, tr("Forward every"), "recovery.forward_every", QStringLiteral("1"),
+          tr("1: every update, acknowledged once the tail has it; K > 1: the whole state every K updates"));
+  k = recoveryGroup(QStringLiteral("STATELESS"));
+  addText(k, tr("Backlog (gradients)"), "recovery.backlog_max_gradients", QStringLiteral("1000"),
+          tr("gradients a worker buffers while no server answers; the oldest beyond are dropped"));
+  addText(k, tr("Backlog (MB)"), "recovery.backlog_max_mb", QStringLiteral("1024"));
+  m_backlogRule = addChoice(k, tr("Backlog rule"), "recovery.backlog_rule", QStringLiteral("SUM"),
+                            enumValues("recovery.backlog_rule"));
+  m_scaledLrKnobs.push_back(addText(k, tr("Backlog lr scale"), "recovery.backlog_lr_scale", QStringLiteral("0.1"),
+                                    tr("SCALED_LR: the learning-rate factor for a large backlog")));
+  m_scaledLrKnobs.push_back(addText(k, tr("Backlog lr threshold"), "recovery.backlog_lr_threshold",
+                                    QStringLiteral("50"), tr("SCALED_LR: backlogs larger than this get the scale")));
+  addText(f, tr("Reconnect timeout (s)"), "recovery.reconnect_timeout_s", QStringLiteral("120"),
+          tr("how long workers and the evaluator keep trying to reach a server"));
+  connect(m_recoveryMode, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateRecoveryKnobs);
+  connect(m_backlogRule, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateRecoveryKnobs);
+  connect(m_replicas, &QLineEdit::textChanged, this, &SpecDesigner::updateFaultNodes);
+}
+
+// Fault drills, the stop condition and the evaluation schedule.
+void SpecDesigner::buildRunSections(QWidget* page, QVBoxLayout* layout) {
+  auto section = [&](const QString& title) { return addSection(page, layout, title); };
+  auto* faultBox = new QGroupBox(tr("Fault drills"), page);
+  faultBox->setToolTip(tr("Kill or pause a node at a run time and restart or resume it later; the run records "
+                          "each drill's detection, downtime, lost updates and accuracy dip."));
+  auto* faultLayout = new QVBoxLayout(faultBox);
+  m_faults = new FaultTable(faultBox);
+  faultLayout->addWidget(m_faults);
+  layout->addWidget(faultBox);
+
+  QFormLayout* f = section(tr("Stop condition"));
+  addText(f, tr("Target accuracy"), "stop.target_accuracy", tr("0 = none"));
+  addBool(f, tr("Stop at target"), "stop.stop_at_target", true);
+  addText(f, tr("Max seconds"), "stop.max_seconds", tr("0 = no limit"));
+  addText(f, tr("Epochs"), "stop.epochs", tr("1 when nothing else is set"));
+  addText(f, tr("Max updates"), "stop.max_updates", tr("0 = no limit"));
+
+  f = section(tr("Evaluation"));
+  addText(f, tr("Every (s)"), "evaluation.every_s", tr("0 = by steps only"));
+  addText(f, tr("Every (steps)"), "evaluation.every_steps", QStringLiteral("200"));
+  addText(f, tr("Test subset"), "evaluation.test_subset", tr("0 = the whole test set"));
+}
+
+// The suite the spec runs (strategies x seeds), read-only here.
+void SpecDesigner::buildSuiteBox(QWidget* page, QVBoxLayout* layout) {
+  m_suiteBox = new QGroupBox(tr("Suite"), page);
+  auto* suiteLayout = new QVBoxLayout(m_suiteBox);
+  m_suite = new QListWidget(m_suiteBox);
+  m_suite->setObjectName(QStringLiteral("suiteList"));
+  m_suite->setMaximumHeight(140);
+  m_suiteNote = new QLabel(m_suiteBox);
+  m_suiteNote->setWordWrap(true);
+  auto* clear = new QPushButton(tr("Clear suite (run only the strategy above)"), m_suiteBox);
+  connect(clear, &QPushButton::clicked, this, &SpecDesigner::clearSuite);
+  suiteLayout->addWidget(m_suiteNote);
+  suiteLayout->addWidget(m_suite);
+  suiteLayout->addWidget(clear, 0, Qt::AlignLeft);
+  layout->addWidget(m_suiteBox);
+}
+
+QString SpecDesigner::experimentsDir() {
+  const QString fromEnv = qEnvironmentVariable("DASP_EXPERIMENTS_DIR");
+  if (!fromEnv.isEmpty()) return fromEnv;
+  const QString bin = QCoreApplication::applicationDirPath();
+  // The source tree beside build/bin, the installed share/ beside PREFIX/bin, ./experiments,
+  // else the presets compiled into the workbench (read-only).
+  for (const QString& dir : {QDir::cleanPath(bin + QStringLiteral("/../../experiments")),
+                             QDir::cleanPath(bin + QStringLiteral("/../share/dasp-workbench/experiments")),
+                             QDir::current().absoluteFilePath(QStringLiteral("experiments"))}) {
+    if (QFileInfo(dir).isDir()) return dir;
+  }
+  resources::initResources();
+  return resources::embeddedPresetsDir();
+}
+
+void SpecDesigner::reloadPresets() {
+  const QSignalBlocker block(m_presets);
+  m_presets->clear();
+  const QDir dir(experimentsDir());
+  const QFileInfoList files = dir.entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
+  m_presets->addItem(files.isEmpty() ? tr("(no presets in %1)").arg(dir.path()) : tr("Choose a preset…"), QString());
+  for (const QFileInfo& file : files) m_presets->addItem(file.completeBaseName(), file.absoluteFilePath());
+}
+
+void SpecDesigner::setSpec(const ExperimentSpec& spec) {
+  m_base = spec;
+  m_filling = true;
+  for (const Binding& b : m_bindings) setWidgetValue(b.widget, readPath(spec, b.path));
+  m_cluster->setCluster(spec.cluster());
+  m_faults->setFaults(spec.faults());
+  m_filling = false;
+  updateEngineKnobs();
+  updateStrategyKnobs();
+  updateRecoveryKnobs();
+  updateSuite();
+}
+
+Result<ExperimentSpec> SpecDesigner::buildSpec() const {
+  ExperimentSpec s = m_base;
+  // The cluster table first: the form's link fields (cluster.link.*) go over its cluster.
+  auto cluster = m_cluster->cluster();
+  if (!cluster) return cluster.status();
+  if (m_base.has_cluster() || cluster->ByteSizeLong() > 0) {
+    *s.mutable_cluster() = cluster.value();
+  } else {
+    s.clear_cluster();  // not `"cluster": {}` for a spec that had none
+  }
+  for (const Binding& b : m_bindings) {
+    clearPath(s, b.path);
+    const QString value = widgetValue(b.widget);
+    if (value.isEmpty()) continue;
+    if (auto st = applyOverride(s, b.path + "=" + value.toStdString()); !st) {
+      return Status::error(withoutSetPrefix(st.message()).toStdString());
+    }
+  }
+  dropEmptyParts(s);
+  auto faults = m_faults->faults();
+  if (!faults) return faults.status();
+  s.clear_faults();
+  for (const auto& f : faults.value()) *s.add_faults() = f;
+  return s;
+}
+
+ExperimentSpec SpecDesigner::spec() const {
+  ExperimentSpec s = m_base;
+  if (auto cluster = m_cluster->cluster(); cluster && (m_base.has_cluster() || cluster->ByteSizeLong() > 0)) {
+    *s.mutable_cluster() = cluster.value();
+  }
+  for (const Binding& b : m_bindings) {
+    clearPath(s, b.path);
+    const QString value = widgetValue(b.widget);
+    if (!value.isEmpty()) {
+      ExperimentSpec trial = s;
+      if (applyOverride(trial, b.path + "=" + value.toStdString())) s = std::move(trial);
+    }
+  }
+  dropEmptyParts(s);
+  if (auto faults = m_faults->faults()) {
+    s.clear_faults();
+    for (const auto& f : faults.value()) *s.add_faults() = f;
+  }
+  return s;
+}
+
+void SpecDesigner::dropEmptyParts(ExperimentSpec& s) const {
+  // Fields set and cleared again in the form leave empty messages behind: dropped, unless
+  // the spec last set had them (a preset read back gives the same message).
+  if (s.cluster().has_link() && s.cluster().link().ByteSizeLong() == 0 && !m_base.cluster().has_link()) {
+    s.mutable_cluster()->clear_link();
+  }
+  if (s.has_cluster() && s.cluster().ByteSizeLong() == 0 && !m_base.has_cluster()) s.clear_cluster();
+  if (s.has_sim() && s.sim().ByteSizeLong() == 0 && !m_base.has_sim()) s.clear_sim();
+}
+
+Status SpecDesigner::validate() {
+  auto built = buildSpec();
+  Status st = built ? validateSpec(built.value()) : built.status();
+  if (!st) {
+    showMessage(QString::fromStdString(st.message()), true);
+  } else if (m_messageIsError) {
+    showMessage(QString(), false);
+  }
+  return st;
+}
+
+bool SpecDesigner::loadFile(const QString& path) {
+  auto loaded = readSpec(path);
+  if (!loaded) {
+    QString text = QString::fromStdString(loaded.message());
+    if (!text.contains(path) && !text.contains(QFileInfo(path).fileName())) text = path + QStringLiteral(": ") + text;
+    showMessage(tr("Cannot load the preset: %1").arg(text), true);
+    return false;
+  }
+  setSpec(loaded.value());
+  m_currentFile = path;
+  if (validate()) showMessage(tr("Loaded %1.").arg(QDir::toNativeSeparators(path)), false);
+  Q_EMIT specLoaded(path);
+  return true;
+}
+
+bool SpecDesigner::saveFile(const QString& path) {
+  auto built = buildSpec();
+  Status st = built ? validateSpec(built.value()) : built.status();
+  if (!st) {
+    showMessage(tr("Not saved: %1").arg(QString::fromStdString(st.message())), true);
+    return false;
+  }
+  QSaveFile file(path);  // written whole or not at all
+  const QByteArray json = QByteArray::fromStdString(specToJson(built.value())) + '\n';
+  if (!file.open(QIODevice::WriteOnly) || file.write(json) != json.size() || !file.commit()) {
+    showMessage(tr("Cannot save %1: %2").arg(path, file.errorString()), true);
+    return false;
+  }
+  m_currentFile = path;
+  showMessage(tr("Saved %1.").arg(QDir::toNativeSeparators(path)), false);
+  if (QFileInfo(path).absoluteDir() == QDir(experimentsDir())) reloadPresets();
+  return true;
+}
+
+void SpecDesigner::openFile() {
+  const QString start = m_currentFile.isEmpty() ? experimentsDir() : QFileInfo(m_currentFile).absolutePath();
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open Experiment"), start, tr("Experiments (*.json);;All files (*)"));
+  if (!path.isEmpty()) loadFile(path);
+}
+
+void SpecDesigner::saveFileAs() {
+  const QString start = m_currentFile.isEmpty() ? experimentsDir() : m_currentFile;
+  QString path = QFileDialog::getSaveFileName(this, tr("Save Experiment As"), start, tr("Experiments (*.json)"));
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".json");
+  saveFile(path);
+}
+
+void SpecDesigner::clearSuite() {
+  m_base.clear_suite();
+  updateSuite();
+  onEdited();
+}
+
+QString SpecDesigner::message() const { return m_message->text(); }
+
+void SpecDesigner::showMessage(const QString& text, bool isError) {
+  m_messageIsError = isError && !text.isEmpty();
+  m_message->setText(text);
+  m_message->setStyleSheet(m_messageIsError ? QStringLiteral("QLabel { color: #b00020; }") : QString());
+}
+
+void SpecDesigner::updateEngineKnobs() {
+  m_simKnobs->setVisible(m_engine->currentData().toString() == QLatin1String("sim"));
+}
+
+void SpecDesigner::updateStrategyKnobs() {
+  QString name = m_strategy->currentData().toString();
+  if (name.isEmpty()) name = QStringLiteral("bsp");
+  for (auto& [strategy, group] : m_knobs) group->setVisible(strategy == name);
+}
+
+void SpecDesigner::updateRecoveryKnobs() {
+  QString mode = m_recoveryMode->currentData().toString();
+  if (mode.isEmpty()) mode = QStringLiteral("NONE");
+  for (auto& [name, group] : m_recoveryKnobs) group->setVisible(name == mode);
+  const bool scaled = m_backlogRule->currentData().toString() == QLatin1String("SCALED_LR");
+  for (QLineEdit* edit : m_scaledLrKnobs) edit->setEnabled(scaled);
+  updateFaultNodes();
+}
+
+void SpecDesigner::updateFaultNodes() {
+  QStringList names{QStringLiteral("server")};
+  if (m_recoveryMode->currentData().toString() == QLatin1String("CHAIN")) {
+    bool ok = false;
+    int replicas = m_replicas->text().trimmed().toInt(&ok);
+    if (!ok || replicas < 2 || replicas > 16) replicas = 3;  // the default (a bad value is validate()'s)
+    for (int i = 0; i < replicas; ++i) names << QStringLiteral("server-%1").arg(i);
+  }
+  names << QStringLiteral("evaluator") << m_cluster->workerNames();
+  m_faults->setNodeNames(names);
+}
+
+void SpecDesigner::updateSuite() {
+  m_suite->clear();
+  for (int i = 0; i < m_base.suite_size(); ++i) {
+    const auto& entry = m_base.suite(i);
+    QString text = entry.has_strategy() ? QString::fromStdString(entry.strategy().name()) : tr("(the strategy above)");
+    v1::StrategySpec knobs = entry.strategy();
+    knobs.clear_name();
+    if (knobs.ByteSizeLong() > 0) text += QStringLiteral("  ") + QString::fromStdString(knobs.ShortDebugString());
+    if (entry.has_recovery()) {
+      text += tr("  recovery %1").arg(QString::fromStdString(v1::RecoverySpec::Mode_Name(entry.recovery().mode())));
+    }
+    if (entry.workers() > 0) text += tr("  %1 workers").arg(entry.workers());
+    m_suite->addItem(QStringLiteral("%1. %2").arg(i + 1).arg(text));
+  }
+  const int seeds = std::max(1, spec().seeds_size());
+  m_suiteNote->setText(tr("Launch runs each entry × %n seed(s) in turn (%1 runs), like `dasp run`.", nullptr, seeds)
+                           .arg(m_base.suite_size() * seeds));
+  m_suiteBox->setVisible(m_base.suite_size() > 0);
+}
+
+void SpecDesigner::onEdited() {
+  if (m_filling) return;
+  if (m_base.suite_size() > 0) updateSuite();  // the run count follows the seeds
+  validate();  // the CLI's message as soon as a field goes wrong, cleared once it is right
+}
+
+}  // namespace dasp::ui

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+#include "ui/live/live_charts.h"
+
+#include "ui/charts/convergence_chart.h"
+#include "ui/charts/node_bars.h"
+#include "ui/charts/node_lanes.h"
+#include "ui/charts/staleness_histogram.h"
+#include "ui/charts/run_data.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSignalBlocker>
+#include <QSlider>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace dasp::ui {
+
+namespace {
+
+constexpr int kSlowRefreshMs = 500;  // bars and histogram while live (they scan every sample)
+// The scroll areas show every lane / bar row up to these heights, then scroll.
+constexpr int kMaxLanesHeight = 320;
+constexpr int kMaxBarsHeight = 220;
+
+// A scroll area that lets a custom-painted chart grow with its rows (32 workers need more
+// height than a dock has) and otherwise fills the space.
+QScrollArea* scrolled(QWidget* chart, QWidget* parent) {
+  auto* area = new QScrollArea(parent);
+  area->setWidget(chart);
+  area->setWidgetResizable(true);
+  area->setFrameShape(QFrame::NoFrame);
+  area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  return area;
+}
+
+}  // namespace
+
+LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent), m_cursor(std::numeric_limits<double>::quiet_NaN()) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+
+  // Replay bar: hidden while live.
+  m_replayBar = new QWidget(this);
+  m_replayBar->setObjectName(QStringLiteral("replayBar"));
+  auto* bar = new QHBoxLayout(m_replayBar);
+  bar->setContentsMargins(0, 0, 0, 0);
+  m_replayLabel = new QLabel(m_replayBar);
+  bar->addWidget(m_replayLabel);
+  m_slider = new QSlider(Qt::Horizontal, m_replayBar);
+  m_slider->setObjectName(QStringLiteral("replaySlider"));
+  m_slider->setRange(0, kSliderSteps);
+  m_slider->setToolTip(tr("Time cursor: scrubs the lanes, the convergence chart, the bars and the node table"));
+  bar->addWidget(m_slider, 1);
+  m_timeLabel = new QLabel(m_replayBar);
+  m_timeLabel->setObjectName(QStringLiteral("replayTime"));
+  m_timeLabel->setMinimumWidth(fontMetrics().horizontalAdvance(QStringLiteral("t = 0000.0 / 0000.0 s")));
+  bar->addWidget(m_timeLabel);
+  m_liveButton = new QPushButton(tr("Show Live Run"), m_replayBar);
+  m_liveButton->setObjectName(QStringLiteral("showLiveButton"));
+  m_liveButton->setEnabled(false);
+  bar->addWidget(m_liveButton);
+  m_replayBar->hide();
+  layout->addWidget(m_replayBar);
+
+  auto* vertical = new QSplitter(Qt::Vertical, this);
+  vertical->setObjectName(QStringLiteral("liveChartSplitter"));
+  vertical->setChildrenCollapsible(false);
+  m_lanes = new NodeLanes;
+  m_lanes->setObjectName(QStringLiteral("nodeLanes"));
+  m_lanesArea = scrolled(m_lanes, vertical);
+  vertical->addWidget(m_lanesArea);
+
+  auto* horizontal = new QSplitter(Qt::Horizontal, vertical);
+  horizontal->setChildrenCollapsible(false);
+  auto* convergenceBox = new QWidget(horizontal);
+  auto* convergenceLayout = new QVBoxLayout(convergenceBox);
+  convergenceLayout->setContentsMargins(0, 0, 0, 0);
+  auto* options = new QHBoxLayout;
+  m_metric = new QComboBox(convergenceBox);
+  m_metric->setObjectName(QStringLiteral("liveMetric"));
+  m_metric->addItem(tr("Test accuracy"), static_cast<int>(ConvergenceChart::Metric::Accuracy));
+  m_metric->addItem(tr("Test loss"), static_cast<int>(ConvergenceChart::Metric::Loss));
+  m_xAxis = new QComboBox(convergenceBox);
+  m_xAxis->setObjectName(QStringLiteral("liveXAxis"));
+  m_xAxis->addItem(tr("against wall time"), static_cast<int>(ConvergenceChart::XAxis::Time));
+  m_xAxis->addItem(tr("against updates"), static_cast<int>(ConvergenceChart::XAxis::Updates));
+  options->addWidget(m_metric);
+  options->addWidget(m_xAxis);
+  options->addStretch(1);
+  convergenceLayout->addLayout(options);
+  m_convergence = new ConvergenceChart(convergenceBox);
+  m_convergence->setObjectName(QStringLiteral("liveConvergence"));
+  m_convergence->setMinimumSize(260, 180);
+  convergenceLayout->addWidget(m_convergence, 1);
+  horizontal->addWidget(convergenceBox);
+
+  auto* right = new QSplitter(Qt::Vertical, horizontal);
+  right->setChildrenCollapsible(false);
+  m_bars = new NodeBars;
+  m_bars->setObjectName(QStringLiteral("nodeBars"));
+  m_barsArea = scrolled(m_bars, right);
+  right->addWidget(m_barsArea);
+  m_histogram = new StalenessHistogram(right);
+  m_histogram->setObjectName(QStringLiteral("stalenessHistogram"));
+  right->addWidget(m_histogram);
+  horizontal->addWidget(right);
+  horizontal->setStretchFactor(0, 3);
+  horizontal->setStretchFactor(1, 2);
+
+  vertical->addWidget(horizontal);
+  vertical->setStretchFactor(0, 1);
+  vertical->setStretchFactor(1, 1);
+  layout->addWidget(vertical, 1);
+
+  connect(m_metric, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+    m_convergence->setMetric(static_cast<ConvergenceChart::Metric>(m_metric->currentData().toInt()));
+  });
+  connect(m_xAxis, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+    m_convergence->setXAxis(static_cast<ConvergenceChart::XAxis>(m_xAxis->currentData().toInt()));
+  });
+  connect(m_slider, &QSlider::valueChanged, this, &LiveCharts::onSlider);
+  connect(m_liveButton, &QPushButton::clicked, this, &LiveCharts::liveRequested);
+  showLive(nullptr);
+}
+
+LiveCharts::~LiveCharts() = default;
+
+void LiveCharts::setRun(const RunData* run) {
+  m_run = run;
+  m_shownRunId = run != nullptr ? run->runId : -1;
+  m_evaluationsSeen = run != nullptr ? run->evaluations.size() : 0;
+  m_eventsSeen = run != nullptr ? run->events.size() : 0;
+  m_lanes->setRun(run);
+  m_convergence->setRuns(run != nullptr ? std::vector<const RunData*>{run} : std::vector<const RunData*>{});
+  m_bars->setRun(run);
+  m_histogram->setRun(run);
+  m_slowRefresh.start();
+  fitAreas();
+}
+
+void LiveCharts::fitAreas() {
+  // A scroll area does not pass its widget's minimum size on: without this the lanes of
+  // four workers would get a scroll bar while the splitter gives the space elsewhere.
+  const int lanes = m_run != nullptr ? static_cast<int>(m_run->nodes.size()) : 0;
+  if (lanes == m_fittedLanes) return;
+  m_fittedLanes = lanes;
+  m_lanesArea->setMinimumHeight(std::min(m_lanes->sizeHint().height() + 2, kMaxLanesHeight));
+  m_barsArea->setMinimumHeight(std::min(m_bars->sizeHint().height() + 2, kMaxBarsHeight));
+}
+
+void LiveCharts::showLive(const RunData* run) {
+  m_replay = false;
+  m_cursor = std::numeric_limits<double>::quiet_NaN();
+  m_replayBar->hide();
+  m_lanes->setFollow(kFollowSeconds);
+  m_lanes->setCursor(m_cursor);
+  m_convergence->setCursor(m_cursor);
+  m_bars->setLastSeconds(kBarsSeconds);
+  m_histogram->setUntil(m_cursor);
+  setRun(run);
+}
+
+void LiveCharts::showReplay(const RunData* run) {
+  m_replay = true;
+  setRun(run);
+  m_replayLabel->setText(run != nullptr ? tr("Replay of run %1").arg(run->runId) : tr("Replay"));
+  m_replayBar->show();
+  const double end = endTime();
+  m_lanes->setWindow(0, end > 0 ? end : 1);
+  m_cursor = end;
+  {
+    const QSignalBlocker block(m_slider);  // applyCursor() below; no second round
+    m_slider->setValue(kSliderSteps);
+  }
+  applyCursor();
+}
+
+double LiveCharts::endTime() const {
+  return m_run != nullptr && std::isfinite(m_run->endT) && m_run->endT > 0 ? m_run->endT : 0.0;
+}
+
+void LiveCharts::setCursorTime(double t) {
+  if (!m_replay || !std::isfinite(t)) return;
+  const double end = endTime();
+  m_cursor = std::clamp(t, 0.0, end);
+  {
+    const QSignalBlocker block(m_slider);
+    m_slider->setValue(end > 0 ? static_cast<int>(std::lround(m_cursor / end * kSliderSteps)) : 0);
+  }
+  applyCursor();
+}
+
+void LiveCharts::onSlider(int value) {
+  if (!m_replay) return;
+  m_cursor = endTime() * static_cast<double>(value) / kSliderSteps;
+  applyCursor();
+}
+
+void LiveCharts::applyCursor() {
+  m_lanes->setCursor(m_cursor);
+  m_convergence->setCursor(m_cursor);
+  m_bars->setWindow(0, m_cursor);
+  m_histogram->setUntil(m_cursor);
+  updateReplayLabel();
+  Q_EMIT cursorMoved(m_cursor);
+}
+
+void LiveCharts::updateReplayLabel() {
+  m_timeLabel->setText(tr("t = %1 / %2 s").arg(m_cursor, 0, 'f', 1).arg(endTime(), 0, 'f', 1));
+}
+
+void LiveCharts::setLiveAvailable(bool available) { m_liveButton->setEnabled(available); }
+
+void LiveCharts::refresh() {
+  if (m_run != nullptr && m_run->runId != m_shownRunId) {
+    setRun(m_run);  // the next run of a suite replaced the data: new lanes and series
+  }
+  m_lanes->refresh();
+  if (m_run == nullptr) return;
+  fitAreas();  // lanes of nodes first heard of now
+  // The convergence chart re-decimates every series on refresh: only when it has news.
+  if (m_run->evaluations.size() != m_evaluationsSeen || m_run->events.size() != m_eventsSeen) {
+    m_evaluationsSeen = m_run->evaluations.size();
+    m_eventsSeen = m_run->events.size();
+    m_convergence->refresh();
+  }
+  // Replay data does not grow: the cursor (applyCursor) and setRun() recompute those two.
+  if (!m_replay && (!m_slowRefresh.isValid() || m_slowRefresh.elapsed() >= kSlowRefreshMs ||
+                    m_run->status != QLatin1String("running"))) {
+    m_bars->refresh();
+    m_histogram->refresh();
+    m_slowRefresh.start();
+  }
+}
+
+}  // namespace dasp::ui
