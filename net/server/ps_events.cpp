@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+// The parameter server's event hub (internal: net/server/ps_server_impl.h): every event is
+// appended, under Impl::mu, to the first watcher's pending batch (others get a copy), or
+// kept in `unwatched` while nobody watches; the Watch RPC subscribes.
+#include "net/server/ps_reactors.h"
+
+namespace dasp::net {
+
+pb::ClusterEvent* ParameterServer::Impl::newEventLocked() {
+  // The first watcher gets the event; others copy it (usually there is one: the runner).
+  if (watchers.empty()) return unwatched.events_size() < kUnwatchedMax ? unwatched.add_events() : nullptr;
+  return (*watchers.begin())->pending.add_events();
+}
+
+void ParameterServer::Impl::publishLocked(pb::ClusterEvent* e) {
+  if (e == nullptr) return;
+  bool first = true;
+  for (auto* w : watchers) {
+    if (first) {
+      first = false;
+    } else {
+      *w->pending.add_events() = *e;
+    }
+  }
+  for (auto* w : watchers) w->flushLocked();
+}
+
+void ParameterServer::Impl::emitDecisionsLocked() {
+  for (const auto& d : out.decisions) {
+    auto* e = newEventLocked();
+    if (e == nullptr) return;
+    e->set_kind(pb::ClusterEvent::DECISION);
+    e->set_t_s(d.t);
+    e->set_rank(d.rank);
+    e->set_version(policy->version());
+    e->set_decision(toString(d.kind));
+    e->set_state(toString(d.to));
+    e->set_parallel_state(toString(d.from));
+    e->set_staleness(d.value);
+    e->set_detail(d.reason);
+    publishLocked(e);
+  }
+}
+
+// A RECOVERY event; kept for the first watcher when nobody watches yet (a restarted
+// server restores before the runner has reconnected).
+void ParameterServer::Impl::emitRecoveryLocked(const std::string& what, const std::string& detail, std::int64_t version,
+                                               int rank, std::int64_t count, double ageS, std::int64_t dropped,
+                                               double outageS) {
+  pb::ClusterEvent e;
+  e.set_kind(pb::ClusterEvent::RECOVERY);
+  e.set_t_s(now());
+  e.set_rank(rank);
+  e.set_version(version);
+  e.set_decision(what);
+  e.set_detail(detail);
+  e.set_count(count);
+  e.set_age_s(ageS);
+  e.set_dropped(dropped);
+  e.set_outage_s(outageS);
+  say(detail);
+  if (auto* slot = newEventLocked()) {
+    *slot = e;
+    publishLocked(slot);
+  }
+}
+
+grpc::ServerWriteReactor<pb::EventBatch>* ParameterServer::Impl::Watch(grpc::CallbackServerContext* ctx,
+                                                                       const pb::WatchRequest*) {
+  if (auto st = authorize(ctx, "Watch"); !st.ok()) return new RefusedWriter<pb::EventBatch>(st);
+  auto* w = new WatchReactor(this);
+  std::lock_guard<std::mutex> lock(mu);
+  watchers.insert(w);
+  if (unwatched.events_size() > 0) {
+    w->pending.Swap(&unwatched);
+    unwatched.Clear();
+    w->flushLocked();
+  }
+  return w;
+}
+
+}  // namespace dasp::net

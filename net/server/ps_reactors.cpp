@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+// The parameter server's call objects (internal: net/server/ps_reactors.h).
+#include "net/server/ps_reactors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace dasp::net {
+namespace {
+
+// Chunk size of chunked pulls (a few MB: gRPC moves such messages several times faster
+// than one message of a whole large model).
+constexpr std::size_t kChunkBytes = 2u << 20;
+
+}  // namespace
+
+// --- PullStreamReactor ----------------------------------------------------------------------
+
+void ParameterServer::Impl::PullStreamReactor::setParameters(const float* params, std::size_t bytes) {
+  m_buffer = &m_impl->sendBuffer(rank());
+  m_buffer->resize(bytes);
+  std::memcpy(m_buffer->data(), params, bytes);
+}
+
+void ParameterServer::Impl::PullStreamReactor::writeNext() {
+  const std::size_t total = m_buffer ? m_buffer->size() : 0;
+  if (m_offset >= total && m_sentFirst) {
+    Finish(grpc::Status::OK);
+    return;
+  }
+  const std::size_t n = std::min(kChunkBytes, total - m_offset);
+  if (m_sentFirst) m_chunk.clear_header();
+  m_chunk.mutable_data()->assign(m_buffer ? m_buffer->data() + m_offset : nullptr, n);
+  m_offset += n;
+  m_sentFirst = true;
+  StartWrite(&m_chunk);
+}
+
+// --- PushStreamReactor ----------------------------------------------------------------------
+
+void ParameterServer::Impl::PushStreamReactor::OnReadDone(bool ok) {
+  if (!ok) {  // the client has sent everything
+    Finish(m_failed ? m_status : m_impl->handlePush(m_header, m_buffer, m_received, m_reply));
+    return;
+  }
+  if (!m_failed) {
+    if (m_chunk.has_header()) {
+      m_header = m_chunk.header();
+      const int r = m_header.rank();
+      if (r < 0 || r >= m_impl->options.workers) {
+        fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "push from unknown rank " + std::to_string(r)));
+      } else {
+        m_buffer = m_impl->receiveBuffer(r);
+      }
+    }
+    const auto& data = m_chunk.data();
+    if (!m_failed && m_buffer == nullptr) {
+      fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunked push without a header"));
+    } else if (!m_failed && m_received + data.size() > m_impl->gradientBytes()) {
+      fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "gradient from worker " + std::to_string(m_header.rank()) + " has more than the model's " +
+                            std::to_string(m_impl->store->size()) + " parameters"));
+    } else if (!m_failed) {
+      std::memcpy(reinterpret_cast<char*>(m_buffer) + m_received, data.data(), data.size());
+      m_received += data.size();
+    }
+  }
+  StartRead(&m_chunk);
+}
+
+// --- WatchReactor ---------------------------------------------------------------------------
+
+void ParameterServer::Impl::WatchReactor::OnWriteDone(bool ok) {
+  std::lock_guard<std::mutex> lock(m_impl->mu);
+  writing = false;
+  if (!ok) {
+    finishLocked(grpc::Status::CANCELLED);
+    return;
+  }
+  flushLocked();
+}
+
+void ParameterServer::Impl::WatchReactor::OnCancel() {
+  std::lock_guard<std::mutex> lock(m_impl->mu);
+  finishLocked(grpc::Status::CANCELLED);
+}
+
+void ParameterServer::Impl::WatchReactor::OnDone() {
+  {
+    std::lock_guard<std::mutex> lock(m_impl->mu);
+    m_impl->watchers.erase(this);
+  }
+  delete this;
+}
+
+void ParameterServer::Impl::WatchReactor::flushLocked() {
+  if (writing || done || pending.events_size() == 0) return;
+  inFlight.Clear();
+  inFlight.Swap(&pending);
+  writing = true;
+  StartWrite(&inFlight);
+}
+
+void ParameterServer::Impl::WatchReactor::finishLocked(const grpc::Status& status) {
+  if (done) return;
+  done = true;
+  Finish(status);
+}
+
+}  // namespace dasp::net

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// INTERNAL to the parameter server (see net/server/ps_server_impl.h): the call objects of
+// ParameterServer::Impl. gRPC calls a reactor's reactions one at a time; what a reactor
+// shares with the server is guarded by Impl::mu as each field says.
+
+#include "net/server/ps_server_impl.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dasp::net {
+
+// A parked (or about to be answered) pull, unary or chunked. Answered or cancelled
+// exactly once, under Impl::mu.
+class ParameterServer::Impl::PendingPull {
+ public:
+  PendingPull(int rank, double arrivedAt, std::int64_t minVersion)
+      : m_rank(rank), m_arrivedAt(arrivedAt), m_minVersion(minVersion) {}
+  virtual ~PendingPull() = default;
+  int rank() const { return m_rank; }
+  double arrivedAt() const { return m_arrivedAt; }
+  std::int64_t minVersion() const { return m_minVersion; }
+  virtual pb::PullReply& header() = 0;
+  virtual void setParameters(const float* params, std::size_t bytes) = 0;
+  virtual void complete() = 0;   // the header (and parameters) are set: send
+  virtual void abandon() = 0;    // finish with CANCELLED
+  bool finished = false;         // guarded by Impl::mu
+  // Chain with per-update forwarding: the policy has released this pull, which now waits
+  // until the tail holds `ackVersion` (everything applied when it was released).
+  // Both guarded by Impl::mu.
+  bool cleared = false;
+  std::int64_t ackVersion = 0;
+
+ private:
+  int m_rank;
+  double m_arrivedAt;
+  std::int64_t m_minVersion;
+};
+
+class ParameterServer::Impl::PullReactor final : public grpc::ServerUnaryReactor, public PendingPull {
+ public:
+  PullReactor(Impl* impl, int rank, pb::PullReply* reply, double arrivedAt, std::int64_t minVersion)
+      : PendingPull(rank, arrivedAt, minVersion), m_impl(impl), m_reply(reply) {}
+  void OnCancel() override { m_impl->cancelPull(this); }
+  void OnDone() override { delete this; }
+  pb::PullReply& header() override { return *m_reply; }
+  void setParameters(const float* params, std::size_t bytes) override {
+    m_reply->mutable_parameters()->assign(reinterpret_cast<const char*>(params), bytes);
+  }
+  void complete() override { Finish(grpc::Status::OK); }
+  void abandon() override { Finish(grpc::Status::CANCELLED); }
+
+ private:
+  Impl* m_impl;
+  pb::PullReply* m_reply;
+};
+
+// A chunked pull: the parameters are copied once into the rank's send buffer when the
+// pull is answered (a consistent snapshot), then written in chunks. Its own fields are
+// touched by complete() (under Impl::mu, before the first write) and then only by the
+// write sequence (one write in flight).
+class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteReactor<pb::PullChunk>,
+                                                       public PendingPull {
+ public:
+  PullStreamReactor(Impl* impl, int rank, double arrivedAt, std::int64_t minVersion)
+      : PendingPull(rank, arrivedAt, minVersion), m_impl(impl) {}
+  void OnCancel() override { m_impl->cancelPull(this); }
+  void OnDone() override { delete this; }
+  void OnWriteDone(bool ok) override {
+    if (!ok) return;  // the call is cancelled or broken; OnDone follows
+    writeNext();
+  }
+  pb::PullReply& header() override { return *m_chunk.mutable_header(); }
+  void setParameters(const float* params, std::size_t bytes) override;
+  void complete() override { writeNext(); }
+  void abandon() override { Finish(grpc::Status::CANCELLED); }
+
+ private:
+  void writeNext();
+  Impl* m_impl;
+  pb::PullChunk m_chunk;  // reused for every chunk: its buffer keeps its capacity
+  std::vector<char>* m_buffer = nullptr;
+  std::size_t m_offset = 0;
+  bool m_sentFirst = false;
+};
+
+// A chunked push: chunks are gathered into the rank's receive buffer (allocated once),
+// then handled as one push. Its fields are its own (one read in flight at a time).
+class ParameterServer::Impl::PushStreamReactor final : public grpc::ServerReadReactor<pb::PushChunk> {
+ public:
+  PushStreamReactor(Impl* impl, pb::PushReply* reply) : m_impl(impl), m_reply(reply) { StartRead(&m_chunk); }
+  void OnReadDone(bool ok) override;
+  void OnDone() override { delete this; }
+
+ private:
+  void fail(grpc::Status status) {
+    m_failed = true;
+    m_status = std::move(status);
+  }
+  Impl* m_impl;
+  pb::PushReply* m_reply;
+  pb::PushChunk m_chunk;
+  pb::PushRequest m_header;
+  float* m_buffer = nullptr;
+  std::size_t m_received = 0;
+  bool m_failed = false;
+  grpc::Status m_status;
+};
+
+// One Watch subscriber: events are appended under Impl::mu and written in batches, one
+// write in flight at a time. Its public fields are guarded by Impl::mu.
+class ParameterServer::Impl::WatchReactor final : public grpc::ServerWriteReactor<pb::EventBatch> {
+ public:
+  explicit WatchReactor(Impl* impl) : m_impl(impl) {}
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+  // Called with Impl::mu held.
+  void flushLocked();
+  void finishLocked(const grpc::Status& status);
+  pb::EventBatch pending;
+  pb::EventBatch inFlight;
+  bool writing = false;
+  bool done = false;
+
+ private:
+  Impl* m_impl;
+};
+
+// Streaming calls refused before they start (a missing or wrong run token): the reactor
+// only finishes with the status and deletes itself when gRPC is done with it.
+template <typename Message>
+class ParameterServer::Impl::RefusedWriter final : public grpc::ServerWriteReactor<Message> {
+ public:
+  explicit RefusedWriter(grpc::Status status) { this->Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+template <typename Message>
+class ParameterServer::Impl::RefusedReader final : public grpc::ServerReadReactor<Message> {
+ public:
+  explicit RefusedReader(grpc::Status status) { this->Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace dasp::net

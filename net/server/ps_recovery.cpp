@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+// Recovery in the parameter server (internal: net/server/ps_server_impl.h): where a restarted
+// server's parameters come from, checkpoints (the copy is taken under Impl::mu, the writer
+// thread writes it), stateless adoption of the rejoining workers' parameters, and the
+// backlogs they computed during the outage.
+#include "net/server/ps_reactors.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace dasp::net {
+
+// Called by start() before the server serves (nothing else runs yet, so the *Locked
+// functions are called without the lock): where a restarted server's parameters come
+// from, and whether it waits for the workers' parameters (stateless) or its run goes on
+// at once.
+Status ParameterServer::Impl::restoreBeforeServing() {
+  auto& o = options;
+  const auto& rec = o.spec.recovery();
+  const std::int64_t n = store->size();
+  // Recovery: where a restarted server's parameters come from.
+  if (o.restoreCheckpoint) {
+    if (o.checkpointDir.empty()) return Status::error(o.name + ": restoring needs a checkpoint directory");
+    CheckpointDirectory dir(o.checkpointDir, std::max(1, rec.checkpoint_keep()));
+    std::vector<std::string> skipped;
+    auto latest = dir.loadLatest(&skipped, o.modelName, n);
+    std::string skippedText;
+    for (const auto& line : skipped) skippedText += "; skipped " + line;
+    if (latest) {
+      store->restore(latest->parameters.data(), latest->momentum.data(), latest->version);
+      versionTime.assign(static_cast<std::size_t>(latest->version) + 1, o.resumeAtS > 0 ? o.resumeAtS : 0.0);
+      lastCheckpointVersion = latest->version;
+      emitRecoveryLocked("restored", "restored " + latest->path + " (version " + std::to_string(latest->version) +
+                                         ", taken at " + std::to_string(latest->runTimeS).substr(0, 6) + " s)" +
+                                         skippedText,
+                         latest->version);
+    } else {
+      emitRecoveryLocked("started_fresh", latest.message() + skippedText + "; starting from the initial parameters",
+                         0);
+    }
+  } else if (o.resumeAtS >= 0 && !o.adoptFromWorkers && !o.replica) {
+    emitRecoveryLocked("started_fresh",
+                       "restarted from the initial parameters (recovery " + recoveryName(rec.mode()) + ")", 0);
+  }
+  if (o.resumeAtS >= 0 && !o.replica) {
+    for (auto& j : joined) j = 1;
+    for (auto& c : lastContact) c = o.resumeAtS;
+    if (o.adoptFromWorkers) {
+      // Wait for the workers' parameters: until every worker rejoined, at most a few seconds.
+      adopting = true;
+      adoptDeadline = o.resumeAtS + std::min(5.0, o.spec.strategy().barrier_timeout_s());
+      emitRecoveryLocked("adopting", "restarted; waiting for the rejoining workers' parameters", 0);
+    } else {
+      started = true;
+    }
+  }
+  return Status::ok();
+}
+
+// Called by start(): checkpoint mode opens (and prepares) the directory the writer uses.
+Status ParameterServer::Impl::openCheckpoints() {
+  const auto& rec = options.spec.recovery();
+  if (rec.mode() == v1::RecoverySpec::CHECKPOINT && !options.checkpointDir.empty()) {
+    checkpoints = std::make_unique<CheckpointDirectory>(options.checkpointDir, std::max(1, rec.checkpoint_keep()));
+    if (auto st = checkpoints->prepare(); !st) return st;
+  }
+  return Status::ok();
+}
+
+// After every update: periodic chain forwarding (every K > 1 updates) and checkpoints.
+void ParameterServer::Impl::afterUpdateLocked(double t) {
+  const std::int64_t v = store->version();
+  const auto& rec = options.spec.recovery();
+  if (chainMode() && isHead && replicator && rec.forward_every() > 1 && v % rec.forward_every() == 0 &&
+      replicator->hasSuccessor()) {
+    auto u = replicator->acquire();
+    fillStateLocked(*u);
+    replicator->enqueue(std::move(u));
+  }
+  maybeCheckpointLocked(t);
+}
+
+// Takes the copy for the writer when a checkpoint is due and the writer is free (the
+// writer calls it again when it finishes, so a checkpoint due meanwhile is not lost).
+void ParameterServer::Impl::maybeCheckpointLocked(double t) {
+  const std::int64_t v = store->version();
+  const auto& rec = options.spec.recovery();
+  if (checkpoints && !checkpointDue && v > lastCheckpointVersion) {
+    const bool byUpdates = rec.checkpoint_every_updates() > 0 && v - lastCheckpointVersion >= rec.checkpoint_every_updates();
+    const bool byTime = rec.checkpoint_every_s() > 0 && t - lastCheckpointT >= rec.checkpoint_every_s();
+    if (byUpdates || byTime) {
+      checkpointParams.assign(store->parameters(), store->parameters() + store->size());
+      checkpointMomentum.assign(store->momentumBuffer().begin(), store->momentumBuffer().end());
+      checkpointVersion = v;
+      checkpointT = t;
+      lastCheckpointVersion = v;
+      lastCheckpointT = t;
+      checkpointDue = true;
+      checkpointCv.notify_one();
+    }
+  }
+}
+
+void ParameterServer::Impl::writeCheckpoints() {
+  std::unique_lock<std::mutex> lock(mu);
+  while (true) {
+    checkpointCv.wait(lock, [&] { return checkpointDue || shuttingDown; });
+    if (!checkpointDue) break;
+    const std::int64_t v = checkpointVersion;
+    const double t = checkpointT;
+    lock.unlock();
+    const Status written = checkpoints->write(v, t, options.modelName, checkpointParams.data(),
+                                              checkpointMomentum.data(), store->size());
+    lock.lock();
+    checkpointDue = false;
+    if (written) {
+      ++counters.checkpoints;
+      emitRecoveryLocked("checkpoint", "checkpoint of version " + std::to_string(v) + " written", v);
+    } else {
+      ++counters.checkpointFailures;
+      emitRecoveryLocked("checkpoint_failed", written.message() + "; training goes on", v);
+    }
+    maybeCheckpointLocked(now());
+  }
+}
+
+void ParameterServer::Impl::finishAdoptionLocked() {
+  if (!adopting) return;
+  adopting = false;
+  started = true;
+  const double t = now();
+  for (auto& c : lastContact) c = t;
+  if (adoptedVersion >= 0) {
+    emitRecoveryLocked("adopted", "adopted version " + std::to_string(adoptedVersion) + " from " + adoptedFrom +
+                                      " (the highest any rejoining worker held); momentum restarts from zero",
+                       adoptedVersion);
+  } else {
+    emitRecoveryLocked("started_fresh",
+                       "no rejoining worker offered parameters; starting from the initial parameters (version 0)", 0);
+  }
+  for (auto& j : parkedJoins) {
+    j.reply->set_server_t_s(t);
+    j.reactor->Finish(grpc::Status::OK);
+  }
+  parkedJoins.clear();
+  releaseParkedLocked(t);
+}
+
+// Stateless recovery: the gradients a worker computed while no server answered arrive
+// one by one and are applied together, in one step, by the spec's backlog rule.
+grpc::Status ParameterServer::Impl::handleBacklogLocked(const pb::PushRequest& req, const float* grad, double t,
+                                                        pb::PushReply* reply) {
+  const auto r = static_cast<std::size_t>(req.rank());
+  const auto n = static_cast<std::size_t>(store->size());
+  auto& sum = backlogSum[r];
+  if (sum.size() != n) sum.assign(n, 0.0f);
+  if (req.backlog_index() == 0) {
+    std::fill(sum.begin(), sum.end(), 0.0f);
+    backlogCount[r] = 0;
+    backlogOldestBase[r] = req.base_version();
+  }
+  for (std::size_t i = 0; i < n; ++i) sum[i] += grad[i];
+  ++backlogCount[r];
+  backlogOldestBase[r] = std::min(backlogOldestBase[r], req.base_version());
+  reply->set_stop(stopping);
+  if (req.backlog_index() + 1 < req.backlog_total() || stopping) {
+    reply->set_outcome("held");
+    reply->set_version(store->version());
+    return grpc::Status::OK;
+  }
+  const auto& rec = options.spec.recovery();
+  const std::int64_t count = backlogCount[r];
+  double weight = 1.0;
+  double lr = learningRateAt(options.spec.optimizer(), store->version());
+  std::string rule = "sum";
+  if (rec.backlog_rule() == v1::RecoverySpec::MEAN) {
+    weight = 1.0 / static_cast<double>(count);
+    rule = "mean";
+  } else if (rec.backlog_rule() == v1::RecoverySpec::SCALED_LR) {
+    rule = "scaled lr";
+    if (count > rec.backlog_lr_threshold()) lr *= rec.backlog_lr_scale();
+  }
+  const std::int64_t base = store->version();
+  const float* g = sum.data();
+  store->apply(&g, &weight, 1, lr);
+  versionTime.push_back(t);
+  counters.applied += count;
+  counters.backlogApplied += count;
+  if (auto* e = newEventLocked()) {
+    e->set_kind(pb::ClusterEvent::APPLY);
+    e->set_t_s(t);
+    e->set_rank(req.rank());
+    e->set_parallel_state(stateName(req.rank()));
+    e->set_version(store->version());
+    e->set_staleness(std::max<std::int64_t>(0, base - backlogOldestBase[r]));
+    e->set_scale(weight * static_cast<double>(count));
+    publishLocked(e);
+  }
+  char lrText[32];
+  std::snprintf(lrText, sizeof lrText, "%g", lr);
+  emitRecoveryLocked("backlog",
+                     "worker " + std::to_string(req.rank()) + ": applied a backlog of " + std::to_string(count) +
+                         " gradients in one step (rule " + rule + ", lr " + lrText + "; oldest " +
+                         std::to_string(req.backlog_age_s()).substr(0, 5) + " s old, " +
+                         std::to_string(req.backlog_dropped()) + " dropped by the bound)",
+                     store->version(), req.rank(), count, req.backlog_age_s(), req.backlog_dropped(),
+                     req.backlog_outage_s());
+  afterUpdateLocked(t);
+  releaseParkedLocked(t);
+  reply->set_outcome("applied");
+  reply->set_version(store->version());
+  return grpc::Status::OK;
+}
+
+}  // namespace dasp::net

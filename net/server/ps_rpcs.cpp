@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: MIT
+// The parameter server's RPC handlers (internal: net/server/ps_server_impl.h): authentication
+// first, then Join, Pull, PushPull, PullChunks, Push, PushChunks, Report and Control.
+// (Watch: ps_events.cpp; Replicate: ps_chain.cpp.) They run on gRPC's threads.
+#include "net/server/ps_reactors.h"
+
+#include <algorithm>
+#include <string>
+
+namespace dasp::net {
+
+// The run token of a call: OK, or PERMISSION_DENIED (counted, reported as an event).
+// Called first by every RPC handler, on gRPC's threads; the lock is taken only to count
+// a refusal, so authorized calls pay one constant-time comparison.
+grpc::Status ParameterServer::Impl::authorize(const grpc::CallbackServerContext* ctx, const char* rpc) {
+  const auto& metadata = ctx->client_metadata();
+  const auto it = metadata.find(kTokenMetadataKey);
+  if (it != metadata.end() &&
+      tokensEqual(std::string_view(it->second.data(), it->second.size()), options.security.token)) {
+    return grpc::Status::OK;
+  }
+  const std::string why = it == metadata.end() ? "missing run token" : "wrong run token";
+  const std::string detail = std::string(rpc) + " from " + ctx->peer() + " refused: " + why;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++counters.unauthorized;
+    const double t = sinceStart();
+    refusalBudget = std::min(kRefusalBurst, refusalBudget + (t - refusalBudgetT) * kRefusalsPerSecond);
+    refusalBudgetT = t;
+    if (refusalBudget >= 1) {
+      refusalBudget -= 1;
+      if (auto* e = newEventLocked()) {
+        e->set_kind(pb::ClusterEvent::REJECT);
+        e->set_t_s(now());
+        e->set_rank(-1);
+        e->set_count(refusalsUnreported + 1);
+        e->set_detail(refusalsUnreported == 0
+                          ? detail
+                          : detail + " (and " + std::to_string(refusalsUnreported) +
+                                " more refused calls since the last such event)");
+        publishLocked(e);
+      }
+      refusalsUnreported = 0;
+    } else {
+      ++refusalsUnreported;
+    }
+  }
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                      options.name + ": " + why + " (metadata " + kTokenMetadataKey + "); " + rpc + " refused");
+}
+
+// A unary call refused for its token, already finished; nullptr when it may go on.
+grpc::ServerUnaryReactor* ParameterServer::Impl::refusedUnary(grpc::CallbackServerContext* ctx, const char* rpc) {
+  const grpc::Status st = authorize(ctx, rpc);
+  if (st.ok()) return nullptr;
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(st);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContext* ctx, const pb::JoinRequest* req,
+                                                      pb::JoinReply* reply) {
+  if (auto* refused = refusedUnary(ctx, "Join")) return refused;
+  auto* reactor = ctx->DefaultReactor();
+  if (!isHead) {
+    reactor->Finish(notHead());
+    return reactor;
+  }
+  if (req->role() == "probe") {
+    // A node asks for the run's spec before it builds its model (then it joins for real).
+    reply->set_rank(-1);
+    reply->set_world_size(options.workers);
+    *reply->mutable_spec() = options.spec;
+    reply->set_shard_seed(options.spec.seed());
+    reply->set_server_t_s(now());
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  if (req->model() != options.modelName || req->parameter_count() != store->size()) {
+    reactor->Finish(grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        "join rejected: node " + req->name() + " runs model " + req->model() + " with " +
+            std::to_string(req->parameter_count()) + " parameters, the server has " + options.modelName +
+            " with " + std::to_string(store->size())));
+    return reactor;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  int rank = -1;
+  if (req->role() == "worker") {
+    if (req->requested_rank() >= 0 && req->requested_rank() < options.workers) {
+      rank = req->requested_rank();
+    } else {
+      for (int r = 0; r < options.workers; ++r) {
+        if (!joined[static_cast<std::size_t>(r)]) {
+          rank = r;
+          break;
+        }
+      }
+    }
+    if (rank < 0) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                   "join rejected: all " + std::to_string(options.workers) + " worker ranks are taken"));
+      return reactor;
+    }
+    const bool rejoin = joined[static_cast<std::size_t>(rank)] != 0 || req->rejoin();
+    if (adopting && req->held_version() > adoptedVersion &&
+        req->held_parameters().size() == gradientBytes()) {
+      // Stateless restart: the highest version any worker holds wins; momentum is not
+      // kept by workers, so it restarts from zero.
+      store->restore(reinterpret_cast<const float*>(req->held_parameters().data()), nullptr, req->held_version());
+      versionTime.assign(static_cast<std::size_t>(req->held_version()) + 1, now());
+      adoptedVersion = req->held_version();
+      adoptedFrom = req->name();
+    }
+    joined[static_cast<std::size_t>(rank)] = 1;
+    maybeStartLocked();
+    const double t = now();
+    lastContact[static_cast<std::size_t>(rank)] = t;
+    nodeUpLocked(rank, t, rejoin ? "rejoined" : "joined");
+  }
+  reply->set_rank(rank);
+  reply->set_world_size(options.workers);
+  *reply->mutable_spec() = options.spec;
+  reply->set_shard_seed(options.spec.seed());
+  reply->set_incarnation(incarnation);
+  if (adopting && req->role() == "worker") {
+    // Answered once the parameters are adopted (every worker rejoined, or the wait ended).
+    parkedJoins.push_back({reactor, reply});
+    if (std::count(joined.begin(), joined.end(), 1) >= options.workers) finishAdoptionLocked();
+    return reactor;
+  }
+  reply->set_server_t_s(now());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+// Parks or answers a new pull.
+void ParameterServer::Impl::admitPull(PendingPull* reactor) {
+  std::lock_guard<std::mutex> lock(mu);
+  const double t = now();
+  if (reactor->rank() >= 0) lastContact[static_cast<std::size_t>(reactor->rank())] = t;
+  if (stopping || mayAnswerLocked(reactor, t)) {
+    answerPullLocked(reactor, t);
+  } else {
+    parked.push_back(reactor);
+    tickCv.notify_one();
+  }
+}
+
+grpc::ServerUnaryReactor* ParameterServer::Impl::Pull(grpc::CallbackServerContext* ctx, const pb::PullRequest* req,
+                                                      pb::PullReply* reply) {
+  if (auto* refused = refusedUnary(ctx, "Pull")) return refused;
+  const int rank = req->rank();
+  if (!isHead) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(notHead());
+    return reactor;
+  }
+  if (rank < -1 || rank >= options.workers) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "pull from unknown rank " + std::to_string(rank)));
+    return reactor;
+  }
+  auto* reactor = new PullReactor(this, rank, reply, now(), req->min_version());
+  admitPull(reactor);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServer::Impl::PushPull(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
+                                                          pb::PullReply* reply) {
+  if (auto* refused = refusedUnary(ctx, "PushPull")) return refused;
+  if (!isHead) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(notHead());
+    return reactor;
+  }
+  pb::PushReply pushed;
+  const auto& bytes = req->gradient();
+  auto status = handlePush(*req, reinterpret_cast<const float*>(bytes.data()), bytes.size(), &pushed);
+  if (!status.ok()) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(status);
+    return reactor;
+  }
+  auto* reactor = new PullReactor(this, req->rank(), reply, now(), -1);
+  admitPull(reactor);
+  return reactor;
+}
+
+grpc::ServerWriteReactor<pb::PullChunk>* ParameterServer::Impl::PullChunks(grpc::CallbackServerContext* ctx,
+                                                                           const pb::PullRequest* req) {
+  if (auto st = authorize(ctx, "PullChunks"); !st.ok()) return new RefusedWriter<pb::PullChunk>(st);
+  const int rank = std::max(-1, std::min(req->rank(), options.workers - 1));
+  auto* reactor = new PullStreamReactor(this, rank, now(), req->min_version());
+  if (!isHead) {
+    reactor->Finish(notHead());
+    return reactor;
+  }
+  if (rank != req->rank()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "pull from unknown rank " + std::to_string(req->rank())));
+    return reactor;
+  }
+  admitPull(reactor);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServer::Impl::Push(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
+                                                      pb::PushReply* reply) {
+  if (auto* refused = refusedUnary(ctx, "Push")) return refused;
+  auto* reactor = ctx->DefaultReactor();
+  if (!isHead) {
+    reactor->Finish(notHead());
+    return reactor;
+  }
+  const auto& bytes = req->gradient();
+  reactor->Finish(handlePush(*req, reinterpret_cast<const float*>(bytes.data()), bytes.size(), reply));
+  return reactor;
+}
+
+grpc::ServerReadReactor<pb::PushChunk>* ParameterServer::Impl::PushChunks(grpc::CallbackServerContext* ctx,
+                                                                          pb::PushReply* reply) {
+  if (auto st = authorize(ctx, "PushChunks"); !st.ok()) return new RefusedReader<pb::PushChunk>(st);
+  return new PushStreamReactor(this, reply);
+}
+
+// Validates and handles one push (unary or chunked): `grad` holds `bytes` bytes.
+grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes,
+                                               pb::PushReply* reply) {
+  const int rank = req.rank();
+  auto reject = [&](const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++counters.rejected;
+    if (auto* e = newEventLocked()) {
+      e->set_kind(pb::ClusterEvent::REJECT);
+      e->set_t_s(now());
+      e->set_rank(rank);
+      e->set_detail(why);
+      publishLocked(e);
+    }
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why);
+  };
+  if (!isHead) return notHead();
+  if (rank < 0 || rank >= options.workers) return reject("push from unknown rank " + std::to_string(rank));
+  if (bytes != gradientBytes()) {
+    return reject("gradient from worker " + std::to_string(rank) + " has " + std::to_string(bytes / 4) +
+                  " values (" + std::to_string(bytes) + " bytes), the model has " +
+                  std::to_string(store->size()) + " parameters");
+  }
+  if (!allFinite(grad, store->size())) {
+    return reject("gradient from worker " + std::to_string(rank) +
+                  " contains NaN or Inf; rejected, not applied");
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  const double t = now();
+  ++counters.pushes;
+  counters.bytesReceived += static_cast<std::int64_t>(bytes);
+  lastContact[static_cast<std::size_t>(rank)] = t;
+  if (req.backlog_total() > 0) return handleBacklogLocked(req, grad, t, reply);
+  if (auto* e = newEventLocked()) {
+    e->set_kind(pb::ClusterEvent::ITERATION);
+    e->set_t_s(t);
+    e->set_rank(rank);
+    e->set_parallel_state(stateName(rank));
+    e->set_version(req.base_version());
+    e->set_wait_s(lastWait[static_cast<std::size_t>(rank)]);
+    e->set_pull_s(req.pull_s());
+    e->set_compute_s(req.compute_s());
+    e->set_emulated_s(req.emulated_s());
+    e->set_push_s(req.prev_push_s());
+    e->set_loss(req.train_loss());
+    e->set_release_t_s(lastRelease[static_cast<std::size_t>(rank)]);
+    e->set_batch_size(req.batch_size());
+    publishLocked(e);
+  }
+  if (stopping) {
+    reply->set_stop(true);
+    reply->set_outcome("dropped");
+    reply->set_version(store->version());
+    return grpc::Status::OK;
+  }
+  // The pushed gradient is read in place unless the policy holds it.
+  const auto r = static_cast<std::size_t>(rank);
+  // Marked down for its silence, yet alive: it is a member again.
+  if (policy->state(rank) == ParallelState::Down) nodeUpLocked(rank, t, "pushed again after being marked down");
+  gradientOf[r] = grad;
+  baseVersionOf[r] = req.base_version();
+  out.clear();
+  const PushOutcome outcome = policy->onPush(rank, req.base_version(), t, out);
+  bool consumed = false;
+  for (const auto& g : out.gradients) consumed = consumed || g.rank == rank;
+  applyOutputLocked(t);
+  if (outcome == PushOutcome::Held && !consumed) {
+    held[r].assign(grad, grad + store->size());
+    gradientOf[r] = held[r].data();
+  } else if (gradientOf[r] == grad) {
+    gradientOf[r] = held[r].data();
+  }
+  reply->set_version(store->version());
+  reply->set_outcome(toString(outcome));
+  tickCv.notify_one();
+  return grpc::Status::OK;
+}
+
+grpc::ServerUnaryReactor* ParameterServer::Impl::Report(grpc::CallbackServerContext* ctx,
+                                                        const pb::EvaluationReport* req, pb::ReportReply* reply) {
+  if (auto* refused = refusedUnary(ctx, "Report")) return refused;
+  auto* reactor = ctx->DefaultReactor();
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto* e = newEventLocked()) {
+    e->set_kind(pb::ClusterEvent::EVALUATION);
+    e->set_t_s(now());
+    e->set_rank(-1);
+    e->set_version(req->version());
+    e->set_loss(req->loss());
+    e->set_accuracy(req->accuracy());
+    e->set_version_t_s(req->version_t_s());
+    e->set_compute_s(req->eval_s());
+    publishLocked(e);
+  }
+  reply->set_stop(stopping);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServer::Impl::Control(grpc::CallbackServerContext* ctx,
+                                                         const pb::ControlRequest* req, pb::ControlReply* reply) {
+  if (auto* refused = refusedUnary(ctx, "Control")) return refused;
+  auto* reactor = ctx->DefaultReactor();
+  std::unique_lock<std::mutex> lock(mu);
+  const double t = now();
+  const int rank = req->rank();
+  const bool validRank = rank >= 0 && rank < options.workers;
+  std::string detail;
+  switch (req->action()) {
+    case pb::ControlRequest::STOP:
+      stopping = true;
+      releaseParkedLocked(t);
+      stopCv.notify_all();
+      detail = "stop";
+      break;
+    case pb::ControlRequest::SET_SLOWDOWN:
+      if (!validRank || !(req->slowdown() >= 0)) {
+        reply->set_accepted(false);
+        reply->set_detail("SET_SLOWDOWN needs a worker rank and a slowdown >= 0");
+        reactor->Finish(grpc::Status::OK);
+        return reactor;
+      }
+      slowdownOverride[static_cast<std::size_t>(rank)] = req->slowdown();
+      detail = "slowdown x" + std::to_string(req->slowdown());
+      break;
+    case pb::ControlRequest::MARK_DOWN:
+      if (!validRank) {
+        reply->set_accepted(false);
+        reply->set_detail("MARK_DOWN needs a worker rank");
+        reactor->Finish(grpc::Status::OK);
+        return reactor;
+      }
+      markDownLocked(rank, t, "process exited");
+      detail = "marked down";
+      break;
+    case pb::ControlRequest::PROMOTE:
+      if (isHead) {
+        detail = options.name + " is already the head";
+        break;
+      }
+      promoteLocked(req->t_s());
+      detail = options.name + " promoted to head at version " + std::to_string(store->version());
+      break;
+    case pb::ControlRequest::SET_NEXT:
+      if (!setNextLocked(req->address(), reply, detail)) {
+        reactor->Finish(grpc::Status::OK);
+        return reactor;
+      }
+      break;
+    default:
+      reply->set_accepted(false);
+      reply->set_detail("action not supported by the server");
+      reactor->Finish(grpc::Status::OK);
+      return reactor;
+  }
+  if (auto* e = newEventLocked()) {
+    e->set_kind(pb::ClusterEvent::CONTROL);
+    e->set_t_s(t);
+    e->set_rank(rank);
+    e->set_detail(detail);
+    publishLocked(e);
+  }
+  reply->set_accepted(true);
+  reply->set_detail(detail);
+  reply->set_version(store->version());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace dasp::net

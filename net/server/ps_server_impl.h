@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// INTERNAL to the parameter server: included only by net/ps_*.cpp and net/server/ps_reactors.h,
+// never from outside the server's own files (the public interface is net/server/ps_server.h).
+//
+// ParameterServer::Impl, the gRPC service behind ParameterServer, is defined in parts:
+//   ps_reactors.h/.cpp  the call objects: pull (unary, chunked), chunked push, Watch, refused
+//   ps_rpcs.cpp         authentication and the RPC handlers: Join, Pull, PushPull, PullChunks,
+//                       Push, PushChunks, Report, Control; admitPull and handlePush
+//   ps_policy.cpp       applying the policy's output, answering parked pulls, the start,
+//                       worker membership (up / down)
+//   ps_events.cpp       the event hub: new events, publishing to watchers, the buffer kept
+//                       while nobody watches, decisions, RECOVERY events, the Watch RPC
+//   ps_recovery.cpp     checkpoints and their writer thread, the restore on a restart,
+//                       stateless adoption and backlogs
+//   ps_chain.cpp        chain replication: the Replicate RPC, promotion, SET_NEXT, the
+//                       replicator's set-up and state snapshots
+//   ps_server.cpp       ParameterServer itself: start, stop, shutdown, stats, the ticker
+//
+// Locking contract (one mutex, `mu`; the groups of fields below say what each is under):
+// - Every field in "guarded by mu" is read and written only with `mu` held, by the RPC
+//   handlers (gRPC's threads), the ticker, the checkpoint writer and the replicator's
+//   callbacks. Functions named *Locked expect `mu` held. The one exception is start():
+//   before the server serves, nothing else runs, so it calls *Locked functions without it.
+// - Fields in "written once by start()" are set before the server serves and only read
+//   afterwards, from any thread, without the lock. `store` and `policy` are such pointers;
+//   the objects they point to are guarded by mu, except `store->size()` (constant).
+// - `isHead` is atomic: written under mu (promotion), read by the handlers without it.
+// - Known unlocked reads, kept as they were: a call's arrival time (`now()` in Pull,
+//   PushPull, PullChunks and Join's probe) reads the clock fields (`start`, `started`,
+//   `clockRunning`) without the lock.
+// - The checkpoint copy (`checkpointParams` ... `checkpointT`) is handed over by
+//   `checkpointDue`: written under mu only while it is false; while it is true the writer
+//   thread reads the copy without the lock, and nobody writes it.
+// - Per-rank send/receive buffers belong to that rank's one call in flight (see below).
+// - The server, the ticker and the writer thread objects belong to the owning thread
+//   (start() and shutdown()).
+
+#include "net/server/ps_server.h"
+
+#include "core/params/checkpoint.h"
+#include "core/params/parameter_store.h"
+#include "core/policy/sync_policy.h"
+#include "net/server/replicator.h"
+#include "dasp/ps/v1/parameter_server.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+namespace dasp::net {
+
+namespace pb = dasp::ps::v1;
+using Clock = std::chrono::steady_clock;
+
+struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
+  // --- call objects (ps_reactors.h) -------------------------------------------------------
+  class PendingPull;        // a parked or about-to-be-answered pull
+  class PullReactor;        // unary pull (Pull, PushPull)
+  class PullStreamReactor;  // chunked pull (PullChunks)
+  class PushStreamReactor;  // chunked push (PushChunks)
+  class WatchReactor;       // one Watch subscriber
+  template <typename Message>
+  class RefusedWriter;      // a server-streaming call refused for its token
+  template <typename Message>
+  class RefusedReader;      // a client-streaming call refused for its token
+
+  // REJECT events for refused calls: a burst of this many, then at most one per second
+  // (each says how many were refused meanwhile without an event).
+  static constexpr double kRefusalBurst = 5;
+  static constexpr double kRefusalsPerSecond = 1;
+  static constexpr int kUnwatchedMax = 50000;  // bound of `unwatched`
+
+  // --- written once by start() before the server serves, then read-only -------------------
+  ServerOptions options;
+  std::unique_ptr<ParameterStore> store;     // the pointer (and size()); contents: mu
+  std::unique_ptr<SyncPolicy> policy;        // the pointer; the policy's state: mu
+  int port = 0;
+
+  // --- per rank, owned by that rank's one call in flight (the server relies on a worker
+  // having at most one pull and one push outstanding); the outer vectors: start() --------
+  // sendBuffer(rank) is filled under mu when the pull is answered, then written out by its
+  // reactor without the lock; receiveBuffer(rank) is filled by the chunked push's reactor.
+  std::vector<char>& sendBuffer(int rank) { return sendBuffers[static_cast<std::size_t>(rank + 1)]; }
+  float* receiveBuffer(int rank) {
+    auto& b = receiveBuffers[static_cast<std::size_t>(rank)];
+    if (b.empty()) b.resize(static_cast<std::size_t>(store->size()));
+    return b.data();
+  }
+  std::vector<std::vector<char>> sendBuffers;      // per rank + 1 (evaluator): chunked pulls
+  std::vector<std::vector<float>> receiveBuffers;  // per rank: chunked pushes
+
+  // --- atomic --------------------------------------------------------------------------------
+  std::atomic<bool> isHead{true};            // chain: false for replicas until promoted
+
+  // --- guarded by mu --------------------------------------------------------------------------
+  mutable std::mutex mu;
+  std::condition_variable tickCv;            // wakes the ticker
+  std::condition_variable stopCv;            // waitForStop()
+  std::condition_variable checkpointCv;      // wakes the checkpoint writer
+  PolicyOutput out;                          // the policy's output of one decision (reused)
+  Clock::time_point start = Clock::now();    // the run clock's origin
+  bool stopping = false;
+  bool shuttingDown = false;
+  bool started = false;  // every worker joined: the run's clock runs
+  bool clockRunning = false;                 // now() runs (a resumed server: from the start)
+  std::uint64_t incarnation = 0;             // changes on every (re)start and promotion
+  std::vector<PendingPull*> parked;
+  std::vector<std::vector<float>> held;      // per rank: a gradient the policy holds
+  std::vector<const float*> gradientOf;      // per rank: where its current gradient lives
+  std::vector<std::int64_t> baseVersionOf;   // per rank: base version of its current gradient
+  std::vector<char> joined;
+  std::vector<double> lastContact;           // per rank, server seconds
+  std::vector<double> lastWait;              // per rank, the wait of its last pull
+  std::vector<double> lastRelease;           // per rank, when its last pull was answered
+  std::vector<double> slowdownOverride;      // per rank, 0 = none
+  std::vector<double> versionTime{0.0};      // server time at which each version was made
+  std::vector<const float*> applyPtrs;       // reused per update
+  std::vector<double> applyWeights;
+  ServerStats counters;
+  // Authentication: the REJECT events' rate limit.
+  double refusalBudget = kRefusalBurst;
+  double refusalBudgetT = 0;
+  std::int64_t refusalsUnreported = 0;
+  // Events: the subscribers, and the events while nobody watches (a restarted or promoted
+  // server before the runner has re-subscribed), handed to the next watcher; bounded.
+  std::unordered_set<WatchReactor*> watchers;
+  pb::EventBatch unwatched;
+  // Chain.
+  std::int64_t replicatedVersion = -1;       // chain: the version the tail holds
+  std::vector<float> combined;               // chain: Σ w·g of one update (reused)
+  // Stateless recovery.
+  std::vector<std::vector<float>> backlogSum;  // stateless: per rank, the backlog being flushed
+  std::vector<std::int64_t> backlogCount;
+  std::vector<std::int64_t> backlogOldestBase;
+  // Stateless restart: joins are answered once the parameters are adopted.
+  struct ParkedJoin {
+    grpc::ServerUnaryReactor* reactor;
+    pb::JoinReply* reply;
+  };
+  std::vector<ParkedJoin> parkedJoins;
+  bool adopting = false;
+  double adoptDeadline = 0;                  // start anyway at this run time
+  std::int64_t adoptedVersion = -1;
+  std::string adoptedFrom;
+  // Checkpoints: when the last copy was taken, and whether one waits for the writer.
+  bool checkpointDue = false;                // a copy waits for the writer
+  std::int64_t lastCheckpointVersion = 0;
+  double lastCheckpointT = 0;
+
+  // --- the checkpoint copy: handed to the writer thread by checkpointDue (see the top) ----
+  // Checkpoints: the writer thread writes the copy taken under `mu`.
+  std::vector<float> checkpointParams, checkpointMomentum;
+  std::int64_t checkpointVersion = 0;
+  double checkpointT = 0;
+
+  // --- the owning thread's (start() and shutdown()) -----------------------------------------
+  // Declared last, so destroyed first (in reverse order; keep the order): by then
+  // shutdown() has stopped the replicator, joined the threads and shut the server down.
+  std::unique_ptr<grpc::Server> server;
+  std::thread ticker;
+  // The pointer is guarded by mu (shutdown() moves it out under the lock and destroys it
+  // outside, since its callbacks take the lock); the Replicator is thread-safe.
+  std::unique_ptr<Replicator> replicator;    // chain: the link to the successor
+  std::unique_ptr<CheckpointDirectory> checkpoints;  // set by start(), then used by the writer
+  std::thread checkpointWriter;
+
+  // --- clock and small helpers (here) --------------------------------------------------------
+  double sinceStart() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+  // Run time: 0 until every worker has joined (so nothing before the start, such as join
+  // events or the evaluator's first report, carries start-up time), then seconds since.
+  // A resumed server continues the run's clock from the moment it starts.
+  double now() const { return started || clockRunning ? sinceStart() : 0.0; }
+  void setClock(double t) {
+    start = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t));
+    clockRunning = true;
+  }
+  void say(const std::string& text) const {
+    if (options.log) options.log(options.name + ": " + text);
+  }
+  static std::uint64_t newIncarnation() {
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
+           static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+  }
+  grpc::Status notHead() const {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        options.name + " is a chain replica, not the head");
+  }
+  std::size_t gradientBytes() const { return static_cast<std::size_t>(store->size()) * sizeof(float); }
+  const char* stateName(int rank) const {
+    return rank >= 0 && rank < options.workers ? toString(policy->state(rank)) : "";
+  }
+  bool chainMode() const { return options.spec.recovery().mode() == v1::RecoverySpec::CHAIN; }
+  bool forwardsEachUpdate() const {
+    return chainMode() && isHead && replicator && options.spec.recovery().forward_every() <= 1 &&
+           replicator->hasSuccessor();
+  }
+
+  // --- authentication (ps_rpcs.cpp) ----------------------------------------------------------
+  grpc::Status authorize(const grpc::CallbackServerContext* ctx, const char* rpc);
+  grpc::ServerUnaryReactor* refusedUnary(grpc::CallbackServerContext* ctx, const char* rpc);
+
+  // --- RPCs (ps_rpcs.cpp; Watch: ps_events.cpp; Replicate: ps_chain.cpp) ------------------------
+  grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const pb::JoinRequest* req,
+                                 pb::JoinReply* reply) override;
+  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const pb::PullRequest* req,
+                                 pb::PullReply* reply) override;
+  grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
+                                     pb::PullReply* reply) override;
+  grpc::ServerWriteReactor<pb::PullChunk>* PullChunks(grpc::CallbackServerContext* ctx,
+                                                      const pb::PullRequest* req) override;
+  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
+                                 pb::PushReply* reply) override;
+  grpc::ServerReadReactor<pb::PushChunk>* PushChunks(grpc::CallbackServerContext* ctx, pb::PushReply* reply) override;
+  grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* ctx, const pb::EvaluationReport* req,
+                                   pb::ReportReply* reply) override;
+  grpc::ServerUnaryReactor* Control(grpc::CallbackServerContext* ctx, const pb::ControlRequest* req,
+                                    pb::ControlReply* reply) override;
+  grpc::ServerWriteReactor<pb::EventBatch>* Watch(grpc::CallbackServerContext* ctx, const pb::WatchRequest*) override;
+  grpc::ServerUnaryReactor* Replicate(grpc::CallbackServerContext* ctx, const pb::ReplicaUpdate* req,
+                                      pb::ReplicaAck* reply) override;
+  void admitPull(PendingPull* reactor);
+  grpc::Status handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes, pb::PushReply* reply);
+
+  // --- applying the policy, pulls, start, membership (ps_policy.cpp) ---------------------------
+  void applyOutputLocked(double t);
+  void answerPullLocked(PendingPull* r, double t);
+  void releaseParkedLocked(double t);
+  bool mayAnswerLocked(PendingPull* r, double t);
+  void maybeStartLocked();
+  void cancelPull(PendingPull* r);
+  void nodeUpLocked(int rank, double t, const char* why);
+  void markDownLocked(int rank, double t, const char* why);
+
+  // --- events (ps_events.cpp) ------------------------------------------------------------------
+  pb::ClusterEvent* newEventLocked();
+  void publishLocked(pb::ClusterEvent* e);
+  void emitDecisionsLocked();
+  void emitRecoveryLocked(const std::string& what, const std::string& detail, std::int64_t version, int rank = -1,
+                          std::int64_t count = 0, double ageS = 0, std::int64_t dropped = 0, double outageS = 0);
+
+  // --- recovery: checkpoints, restarts, stateless (ps_recovery.cpp) -----------------------------
+  Status restoreBeforeServing();
+  Status openCheckpoints();
+  void afterUpdateLocked(double t);
+  void maybeCheckpointLocked(double t);
+  void writeCheckpoints();
+  void finishAdoptionLocked();
+  grpc::Status handleBacklogLocked(const pb::PushRequest& req, const float* grad, double t, pb::PushReply* reply);
+
+  // --- chain (ps_chain.cpp) --------------------------------------------------------------------
+  void setUpChain();
+  void fillStateLocked(pb::ReplicaUpdate& u) const;
+  void snapshotState(pb::ReplicaUpdate& u);
+  void promoteLocked(double t);
+  bool setNextLocked(const std::string& address, pb::ControlReply* reply, std::string& detail);
+
+  // --- time-driven decisions (ps_server.cpp) ---------------------------------------------------
+  void tickLoop();
+};
+
+}  // namespace dasp::net
