@@ -13,6 +13,8 @@
 
 #include "core/run_store.h"
 
+#include "core/legacy_events.h"
+
 #include <sqlite3.h>
 
 #include <cerrno>
@@ -186,9 +188,25 @@ CREATE TABLE faults(
   PRIMARY KEY(run_id, idx)
 );
 )sql",
+    // Version 3: typed events. `code` is a dasp.v1.RunEvent.Code number and `target` the
+    // node the event acts on; the rows already there get both from their text once, in
+    // backfillEventCodes() below (kMigrationBackfills).
+    R"sql(
+ALTER TABLE events ADD COLUMN code INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE events ADD COLUMN target TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kMigrationCount = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
+
+// Data steps of a migration that SQL cannot express, by the version the migration
+// reaches; run in the migration's transaction, after its SQL.
+Status backfillEventCodes(const std::string& path, sqlite3* db);
+struct MigrationBackfill {
+  int version;
+  Status (*run)(const std::string& path, sqlite3* db);
+};
+const MigrationBackfill kMigrationBackfills[] = {{3, backfillEventCodes}};
 
 constexpr std::size_t kBatchRows = 4096;  // the writer commits early past this many rows
 
@@ -354,6 +372,9 @@ Status migrate(const std::string& path, sqlite3* db) {
       continue;
     }
     Status s = exec(path, db, kMigrations[from]);
+    for (const auto& backfill : kMigrationBackfills) {
+      if (s && backfill.version == from + 1) s = backfill.run(path, db);
+    }
     if (s) {
       const std::string setVersion = "DELETE FROM schema_version; INSERT INTO schema_version(version) VALUES(" +
                                      std::to_string(from + 1) + ");";
@@ -367,6 +388,28 @@ Status migrate(const std::string& path, sqlite3* db) {
     }
   }
   return Status::ok();
+}
+
+// Schema version 3: the events of older files get their code and target from their kind
+// and text, once (core/legacy_events.h: the one reader of `detail`).
+Status backfillEventCodes(const std::string& path, sqlite3* db) {
+  Stmt select;
+  Stmt update;
+  if (!select.prepare(db, "SELECT rowid, kind, detail FROM events") ||
+      !update.prepare(db, "UPDATE events SET code = ?1, target = ?2 WHERE rowid = ?3")) {
+    return sqlError(path, db);
+  }
+  int rc = SQLITE_ROW;
+  while ((rc = select.step()) == SQLITE_ROW) {
+    const LegacyMeaning meaning = classifyLegacyEvent(kindFromName(select.text(1)), select.text(2));
+    if (meaning.code == v1::RunEvent::CODE_UNSPECIFIED && meaning.target.empty()) continue;
+    update.bind(1, static_cast<int>(meaning.code));
+    update.bind(2, meaning.target);
+    update.bind(3, select.int64(0));
+    if (update.step() != SQLITE_DONE) return sqlError(path, db);
+    update.reset();
+  }
+  return rc == SQLITE_DONE ? Status::ok() : sqlError(path, db);
 }
 
 // Opens a connection, checks the file and its schema version (before writing anything),
@@ -759,15 +802,19 @@ Result<std::vector<DecisionRow>> RunStore::decisions(std::int64_t runId) {
 Result<std::vector<EventRow>> RunStore::events(std::int64_t runId) {
   return query<EventRow>(
       m_path, m_db,
-      "SELECT run_id, t_s, kind, node, detail FROM events WHERE run_id = ?1 ORDER BY t_s, rowid",
+      "SELECT run_id, t_s, kind, node, detail, code, target FROM events WHERE run_id = ?1 ORDER BY t_s, rowid",
       [&](Stmt& s) { s.bind(1, runId); },
       [](const Stmt& s) {
         EventRow row;
         row.runId = s.int64(0);
         row.tS = s.real(1);
-        row.kind = s.text(2);
+        row.kind = kindFromName(s.text(2));
         row.node = s.text(3);
         row.detail = s.text(4);
+        const auto code = s.int64(5);
+        row.code = v1::RunEvent::Code_IsValid(static_cast<int>(code)) ? static_cast<EventCode>(code)
+                                                                       : v1::RunEvent::CODE_UNSPECIFIED;
+        row.target = s.text(6);
         return row;
       });
 }
@@ -930,8 +977,8 @@ struct RunRecorder::Impl {
                                   "INSERT INTO decisions(run_id, t_s, node, decision, reason) "
                                   "VALUES(?1, ?2, ?3, ?4, ?5)") &&
            insertEvent.prepare(db,
-                               "INSERT INTO events(run_id, t_s, kind, node, detail) "
-                               "VALUES(?1, ?2, ?3, ?4, ?5)") &&
+                               "INSERT INTO events(run_id, t_s, kind, node, detail, code, target) "
+                               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)") &&
            insertLog.prepare(db,
                              "INSERT INTO node_logs(run_id, node, t_s, stream, line) "
                              "VALUES(?1, ?2, ?3, ?4, ?5)") &&
@@ -1057,9 +1104,11 @@ struct RunRecorder::Impl {
             stmt = &insertEvent;
             stmt->bind(1, runId);
             stmt->bind(2, row.tS);
-            stmt->bind(3, row.kind);
+            stmt->bind(3, kindName(row.kind));
             stmt->bind(4, row.node);
             stmt->bind(5, row.detail);
+            stmt->bind(6, static_cast<int>(row.code));
+            stmt->bind(7, row.target);
           } else if constexpr (std::is_same_v<T, LogRow>) {
             stmt = &insertLog;
             stmt->bind(1, runId);

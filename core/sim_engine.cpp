@@ -35,6 +35,8 @@ Result<double> measureComputeMs(GradientSource& source, const std::vector<float>
 
 namespace {
 
+using RE = v1::RunEvent;
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 enum class Ev : std::uint8_t {
@@ -154,7 +156,8 @@ class SimRun {
   double replicationDelay() const;
   bool serverAnswers() const { return m_serverUp && !m_serverPaused; }
   void serverLost(double t, const std::string& node);
-  void restartServerState(double t, const std::string& how);
+  // `how`: RESTORED, STARTED_FRESH or PROMOTED (of `promoted`), said in `text`.
+  void restartServerState(double t, EventCode how, const std::string& text, const std::string& promoted = {});
   void evaluate(double t, ParameterEvaluator& evaluator);
   void noteUpdateForFaults(double t);
   void noteDetection(double t);
@@ -162,8 +165,11 @@ class SimRun {
 
   // --- recording -------------------------------------------------------------------------
   void recordIteration(int rank, double t);
-  void recordEvent(double t, const char* kind, const std::string& node, const std::string& detail) {
-    if (m_recorder) m_recorder->record(EventRow{m_runId, t, kind, node, detail});
+  // The same typed rows the runner records (kind, code, the node acted on); `detail` in
+  // its wording, for people.
+  void recordEvent(double t, EventKind kind, EventCode code, const std::string& node, const std::string& detail,
+                   const std::string& target = {}) {
+    if (m_recorder) m_recorder->record(EventRow{m_runId, t, kind, node, detail, code, target});
   }
   void say(const std::string& line) {
     if (m_options.log) m_options.log(line);
@@ -330,7 +336,7 @@ Result<RunSummary> SimRun::run() {
 
   // The run starts with every worker's pull parked, as the real server starts when all
   // have joined.
-  recordEvent(0.0, "control", "cluster", "start: all " + std::to_string(n) + " workers joined (virtual clock)");
+  recordEvent(0.0, RE::CONTROL, RE::CODE_UNSPECIFIED, "cluster", "start: all " + std::to_string(n) + " workers joined (virtual clock)");
   for (int r = 0; r < n; ++r) {
     auto& w = m_workers[static_cast<std::size_t>(r)];
     w.phase = Worker::Phase::Parked;
@@ -672,7 +678,7 @@ void SimRun::markDown(int rank, double t, const std::string& why) {
   m_out.clear();
   m_policy->onWorkerDown(rank, t, m_out);
   applyOutput(t);
-  recordEvent(t, "node", m_workers[static_cast<std::size_t>(rank)].name, "DOWN: " + why);
+  recordEvent(t, RE::NODE, RE::NODE_DOWN, m_workers[static_cast<std::size_t>(rank)].name, "DOWN: " + why);
   releaseParked(t);
 }
 
@@ -680,7 +686,7 @@ void SimRun::markUp(int rank, double t, const std::string& why) {
   m_out.clear();
   m_policy->onWorkerUp(rank, t, m_out);
   applyOutput(t);
-  recordEvent(t, "node", m_workers[static_cast<std::size_t>(rank)].name, "UP: " + why);
+  recordEvent(t, RE::NODE, RE::NODE_UP, m_workers[static_cast<std::size_t>(rank)].name, "UP: " + why);
 }
 
 // --- evaluation ---------------------------------------------------------------------------
@@ -748,7 +754,7 @@ void SimRun::recordIteration(int rank, double t) {
 
 void SimRun::onSpeedChange(int rank, double t) {
   auto& w = m_workers[static_cast<std::size_t>(rank)];
-  recordEvent(t, "speed", w.name, "slowdown " + std::to_string(slowdownAt(w.speed, t)) + " (scheduled)");
+  recordEvent(t, RE::SPEED, RE::CODE_UNSPECIFIED, w.name, "slowdown " + std::to_string(slowdownAt(w.speed, t)) + " (scheduled)");
 }
 
 // --- faults -------------------------------------------------------------------------------
@@ -785,7 +791,7 @@ void SimRun::checkpointIfDue(double t) {
   m_snapVersion = v;
   m_lastCheckpointT = t;
   if (rec.mode() == v1::RecoverySpec::CHECKPOINT) {
-    recordEvent(t, "recovery", "server", "checkpoint: v" + std::to_string(v));
+    recordEvent(t, RE::RECOVERY, RE::CHECKPOINT, "server", "checkpoint: v" + std::to_string(v));
   }
 }
 
@@ -801,7 +807,7 @@ void SimRun::onFaultFire(int index, double t) {
   open.awaitingResume = true;
   m_faultSlot[static_cast<std::size_t>(index)] = static_cast<int>(m_faults.size());
   m_faults.push_back(open);
-  recordEvent(t, "fault", f.node(), open.record.action + " " + f.node());
+  recordEvent(t, RE::FAULT, kill ? RE::KILL : RE::PAUSE, f.node(), open.record.action + " " + f.node(), f.node());
   say("sim run " + std::to_string(m_runId) + ": drill " + std::to_string(index + 1) + " at " + secondsText(t) + " s: " +
       open.record.action + " " + f.node());
   if (f.has_restart_after_s()) schedule(t + f.restart_after_s(), Ev::FaultEnd, index);
@@ -887,7 +893,7 @@ void SimRun::serverLost(double t, const std::string& node) {
     slot.record.detectedAtS = t + m_workers[static_cast<std::size_t>(m_parked.front())].link.latencyS;
   }
   m_parked.clear();
-  recordEvent(t, "node", node, "DOWN: killed (drill)");
+  recordEvent(t, RE::NODE, RE::NODE_DOWN, node, "DOWN: killed (drill)");
 }
 
 void SimRun::onFaultEnd(int index, double t) {
@@ -904,14 +910,14 @@ void SimRun::onFaultEnd(int index, double t) {
     if (it == m_workers.end()) return;
     const int rank = static_cast<int>(it - m_workers.begin());
     if (kill) {
-      recordEvent(t, "fault", f.node(), "restarted " + f.node());
+      recordEvent(t, RE::FAULT, RE::RESTARTED, f.node(), "restarted " + f.node(), f.node());
       schedule(t + restart, Ev::WorkerUp, rank);
       return;
     }
     auto& w = *it;
     w.paused = false;
     ++w.silenceGen;
-    recordEvent(t, "fault", f.node(), "resume " + f.node());
+    recordEvent(t, RE::FAULT, RE::RESUME, f.node(), "resume " + f.node(), f.node());
     if (w.deferred) {
       w.deferred = false;
       schedule(t + w.deferredRemaining, Ev::PushArrive, rank, w.gen);
@@ -927,7 +933,7 @@ void SimRun::onFaultEnd(int index, double t) {
   }
   if (!kill) {
     m_serverPaused = false;
-    recordEvent(t, "fault", f.node(), "resume " + f.node());
+    recordEvent(t, RE::FAULT, RE::RESUME, f.node(), "resume " + f.node(), f.node());
     // Silence measured across the server's own pause is not the workers'.
     for (auto& w : m_workers) w.lastContact = std::max(w.lastContact, t);
     releaseParked(t);
@@ -938,7 +944,7 @@ void SimRun::onFaultEnd(int index, double t) {
     const std::string node = slot.record.node;
     const int replica = std::stoi(node.substr(7));
     if (m_replicaAlive[static_cast<std::size_t>(replica)]) return;  // this drill found it alive
-    recordEvent(t, "fault", node, "restarted " + node + " (joins the chain at the tail)");
+    recordEvent(t, RE::FAULT, RE::RESTARTED, node, "restarted " + node + " (joins the chain at the tail)", node);
     m_replicaAlive[static_cast<std::size_t>(replica)] = true;
     m_chainOrder.push_back(replica);
     if (!m_serverUp && !m_serverRestartPending) {
@@ -947,13 +953,13 @@ void SimRun::onFaultEnd(int index, double t) {
     }
     return;
   }
-  recordEvent(t, "fault", "server", "restarted server");
+  recordEvent(t, RE::FAULT, RE::RESTARTED, "server", "restarted server", "server");
   schedule(t + restart, Ev::ServerUp, 0, m_serverGen);
 }
 
 // A server answers again: restored as the recovery mode says, with a fresh policy; every
 // worker waiting for it pulls.
-void SimRun::restartServerState(double t, const std::string& how) {
+void SimRun::restartServerState(double t, EventCode how, const std::string& text, const std::string& promoted) {
   const int n = static_cast<int>(m_workers.size());
   auto policy = makePolicy(m_spec.strategy(), m_spec.batch_size());
   if (!policy) {
@@ -978,8 +984,8 @@ void SimRun::restartServerState(double t, const std::string& how) {
   m_tickAt = kInf;
   auto& slot = m_faults[static_cast<std::size_t>(m_serverFault)];
   slot.record.versionAfter = v;
-  slot.record.detail = how;
-  recordEvent(t, "recovery", "server", how);
+  slot.record.detail = text;
+  recordEvent(t, RE::RECOVERY, how, "server", text, promoted);
   for (int r = 0; r < n; ++r) {
     auto& w = m_workers[static_cast<std::size_t>(r)];
     if (w.phase == Worker::Phase::Dead) continue;
@@ -994,27 +1000,27 @@ void SimRun::onServerUp(double t) {
   const auto& rec = m_spec.recovery();
   if (m_chain) {
     if (m_chainOrder.empty()) return;
-    std::string how = "promoted server-" + std::to_string(m_chainOrder.front()) + " at v" +
-                      std::to_string(m_store->version());
+    const std::string head = "server-" + std::to_string(m_chainOrder.front());
+    std::string how = "promoted " + head + " at v" + std::to_string(m_store->version());
     if (rec.forward_every() > 1 && m_snapVersion >= 0) {
       m_store->restore(m_snapParams.data(), m_snapMomentum.data(), m_snapVersion);
-      how = "promoted server-" + std::to_string(m_chainOrder.front()) + " with the state of v" +
-            std::to_string(m_snapVersion);
+      how = "promoted " + head + " with the state of v" + std::to_string(m_snapVersion);
     } else if (rec.forward_every() > 1) {
       m_store->restore(m_compute.initialParameters.data(), nullptr, 0);
-      how = "promoted server-" + std::to_string(m_chainOrder.front()) + " before any state was forwarded (v0)";
+      how = "promoted " + head + " before any state was forwarded (v0)";
     }
-    restartServerState(t, how);
+    restartServerState(t, RE::PROMOTED, how, head);
     return;
   }
   if (rec.mode() == v1::RecoverySpec::CHECKPOINT && m_snapVersion >= 0) {
     m_store->restore(m_snapParams.data(), m_snapMomentum.data(), m_snapVersion);
-    restartServerState(t, "restored checkpoint v" + std::to_string(m_snapVersion));
+    restartServerState(t, RE::RESTORED, "restored checkpoint v" + std::to_string(m_snapVersion));
     return;
   }
   m_store->restore(m_compute.initialParameters.data(), nullptr, 0);
-  restartServerState(t, rec.mode() == v1::RecoverySpec::CHECKPOINT ? "no checkpoint yet: started from the initial parameters"
-                                                                    : "started from the initial parameters (recovery none)");
+  restartServerState(t, RE::STARTED_FRESH,
+                     rec.mode() == v1::RecoverySpec::CHECKPOINT ? "no checkpoint yet: started from the initial parameters"
+                                                                : "started from the initial parameters (recovery none)");
 }
 
 void SimRun::onWorkerUp(int rank, double t) {

@@ -3,6 +3,7 @@
 
 #include "core/checkpoint.h"
 #include "core/parameter_store.h"
+#include "core/run_events.h"
 #include "core/sync_policy.h"
 #include "net/replicator.h"
 #include "dasp/ps/v1/parameter_server.grpc.pb.h"
@@ -26,6 +27,18 @@ namespace {
 
 namespace pb = dasp::ps::v1;
 using Clock = std::chrono::steady_clock;
+
+// A policy decision's kind as the event carries it.
+pb::ClusterEvent::DecisionKind decisionKindOf(DecisionKind kind) {
+  switch (kind) {
+    case DecisionKind::StateChange: return pb::ClusterEvent::STATE_CHANGE;
+    case DecisionKind::Drop: return pb::ClusterEvent::DROP;
+    case DecisionKind::BarrierTimeout: return pb::ClusterEvent::BARRIER_TIMEOUT;
+    case DecisionKind::Repartition: return pb::ClusterEvent::REPARTITION;
+    case DecisionKind::Grant: return pb::ClusterEvent::GRANT;
+  }
+  return pb::ClusterEvent::DECISION_KIND_UNSPECIFIED;
+}
 
 // Chunk size of chunked pulls (a few MB: gRPC moves such messages several times faster
 // than one message of a whole large model).
@@ -396,15 +409,20 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
 
   // A RECOVERY event; kept for the first watcher when nobody watches yet (a restarted
   // server restores before the runner has reconnected).
-  void emitRecoveryLocked(const std::string& what, const std::string& detail, std::int64_t version, int rank = -1,
+  // A promotion or chain step is about this server: `target` names it.
+  void emitRecoveryLocked(EventCode what, const std::string& detail, std::int64_t version, int rank = -1,
                           std::int64_t count = 0, double ageS = 0, std::int64_t dropped = 0, double outageS = 0) {
     pb::ClusterEvent e;
     e.set_kind(pb::ClusterEvent::RECOVERY);
     e.set_t_s(now());
     e.set_rank(rank);
     e.set_version(version);
-    e.set_decision(what);
+    e.set_code(what);
+    e.set_decision(recoveryStepName(what));
     e.set_detail(detail);
+    if (what == v1::RunEvent::PROMOTED || what == v1::RunEvent::CHAIN_TAIL || what == v1::RunEvent::CHAIN_LINK) {
+      e.set_target(options.name);
+    }
     e.set_count(count);
     e.set_age_s(ageS);
     e.set_dropped(dropped);
@@ -448,6 +466,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
       e->set_rank(d.rank);
       e->set_version(policy->version());
       e->set_decision(toString(d.kind));
+      e->set_decision_kind(decisionKindOf(d.kind));
       e->set_state(toString(d.to));
       e->set_parallel_state(toString(d.from));
       e->set_staleness(d.value);
@@ -584,10 +603,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
       checkpointDue = false;
       if (written) {
         ++counters.checkpoints;
-        emitRecoveryLocked("checkpoint", "checkpoint of version " + std::to_string(v) + " written", v);
+        emitRecoveryLocked(v1::RunEvent::CHECKPOINT, "checkpoint of version " + std::to_string(v) + " written", v);
       } else {
         ++counters.checkpointFailures;
-        emitRecoveryLocked("checkpoint_failed", written.message() + "; training goes on", v);
+        emitRecoveryLocked(v1::RunEvent::CHECKPOINT_FAILED, written.message() + "; training goes on", v);
       }
       maybeCheckpointLocked(now());
     }
@@ -768,11 +787,11 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     const double t = now();
     for (auto& c : lastContact) c = t;
     if (adoptedVersion >= 0) {
-      emitRecoveryLocked("adopted", "adopted version " + std::to_string(adoptedVersion) + " from " + adoptedFrom +
+      emitRecoveryLocked(v1::RunEvent::ADOPTED, "adopted version " + std::to_string(adoptedVersion) + " from " + adoptedFrom +
                                         " (the highest any rejoining worker held); momentum restarts from zero",
                          adoptedVersion);
     } else {
-      emitRecoveryLocked("started_fresh",
+      emitRecoveryLocked(v1::RunEvent::STARTED_FRESH,
                          "no rejoining worker offered parameters; starting from the initial parameters (version 0)", 0);
     }
     for (auto& j : parkedJoins) {
@@ -1001,7 +1020,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     }
     char lrText[32];
     std::snprintf(lrText, sizeof lrText, "%g", lr);
-    emitRecoveryLocked("backlog",
+    emitRecoveryLocked(v1::RunEvent::BACKLOG,
                        "worker " + std::to_string(req.rank()) + ": applied a backlog of " + std::to_string(count) +
                            " gradients in one step (rule " + rule + ", lr " + lrText + "; oldest " +
                            std::to_string(req.backlog_age_s()).substr(0, 5) + " s old, " +
@@ -1103,7 +1122,8 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
         replicator->setSuccessor(req->address());
         detail = req->address().empty() ? options.name + " is now the tail"
                                         : options.name + " forwards to " + req->address();
-        emitRecoveryLocked("chain", detail, store->version());
+        emitRecoveryLocked(req->address().empty() ? v1::RunEvent::CHAIN_TAIL : v1::RunEvent::CHAIN_LINK, detail,
+                           store->version());
         break;
       default:
         reply->set_accepted(false);
@@ -1140,7 +1160,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
     if (versionTime.size() < static_cast<std::size_t>(store->version()) + 1) {
       versionTime.resize(static_cast<std::size_t>(store->version()) + 1, t);
     }
-    emitRecoveryLocked("promoted",
+    emitRecoveryLocked(v1::RunEvent::PROMOTED,
                        options.name + " promoted to head at version " + std::to_string(store->version()) +
                            " (the version the chain acknowledged)",
                        store->version());
@@ -1209,6 +1229,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
       e->set_t_s(t);
       e->set_rank(rank);
       e->set_state("UP");
+      e->set_code(v1::RunEvent::NODE_UP);
       e->set_detail(why);
       e->set_parallel_state(stateName(rank));
       publishLocked(e);
@@ -1231,6 +1252,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
       e->set_t_s(t);
       e->set_rank(rank);
       e->set_state("DOWN");
+      e->set_code(v1::RunEvent::NODE_DOWN);
       e->set_detail(why);
       publishLocked(e);
     }
@@ -1331,16 +1353,16 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
       impl->store->restore(latest->parameters.data(), latest->momentum.data(), latest->version);
       impl->versionTime.assign(static_cast<std::size_t>(latest->version) + 1, o.resumeAtS > 0 ? o.resumeAtS : 0.0);
       impl->lastCheckpointVersion = latest->version;
-      impl->emitRecoveryLocked("restored", "restored " + latest->path + " (version " + std::to_string(latest->version) +
+      impl->emitRecoveryLocked(v1::RunEvent::RESTORED, "restored " + latest->path + " (version " + std::to_string(latest->version) +
                                                ", taken at " + std::to_string(latest->runTimeS).substr(0, 6) + " s)" +
                                                skippedText,
                                latest->version);
     } else {
-      impl->emitRecoveryLocked("started_fresh", latest.message() + skippedText + "; starting from the initial parameters",
+      impl->emitRecoveryLocked(v1::RunEvent::STARTED_FRESH, latest.message() + skippedText + "; starting from the initial parameters",
                                0);
     }
   } else if (o.resumeAtS >= 0 && !o.adoptFromWorkers && !o.replica) {
-    impl->emitRecoveryLocked("started_fresh",
+    impl->emitRecoveryLocked(v1::RunEvent::STARTED_FRESH,
                              "restarted from the initial parameters (recovery " + recoveryName(rec.mode()) + ")", 0);
   }
   if (o.resumeAtS >= 0 && !o.replica) {
@@ -1350,7 +1372,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
       // Wait for the workers' parameters: until every worker rejoined, at most a few seconds.
       impl->adopting = true;
       impl->adoptDeadline = o.resumeAtS + std::min(5.0, o.spec.strategy().barrier_timeout_s());
-      impl->emitRecoveryLocked("adopting", "restarted; waiting for the rejoining workers' parameters", 0);
+      impl->emitRecoveryLocked(v1::RunEvent::ADOPTING, "restarted; waiting for the rejoining workers' parameters", 0);
     } else {
       impl->started = true;
     }
@@ -1368,7 +1390,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
         },
         [raw = impl.get()](const std::string& message) {
           std::lock_guard<std::mutex> lock(raw->mu);
-          raw->emitRecoveryLocked("replica_unreachable", message, raw->store->version());
+          raw->emitRecoveryLocked(v1::RunEvent::REPLICA_UNREACHABLE, message, raw->store->version());
         });
     if (!o.chainNext.empty()) impl->replicator->setSuccessor(o.chainNext);
   }

@@ -3,6 +3,7 @@
 
 #include "core/build_info.h"
 #include "core/run_store.h"
+#include "net/action_outcome.h"
 #include "net/bind_address.h"
 #include "net/event_recording.h"
 #include "net/fault_tracker.h"
@@ -82,6 +83,8 @@ class RunClock {
   bool m_anchored = false;
   Clock::time_point m_origin;
 };
+
+using RE = v1::RunEvent;
 
 std::string tempRunDir() {
   const char* tmp = getenv("TMPDIR");
@@ -508,47 +511,47 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
                      : name + " left the chain; re-linking " + chainOrder[index - 1] + " failed: " + describe(st);
     }
     say("run " + std::to_string(runId) + ": " + what);
-    recorder.record(EventRow{runId, t, "recovery", name, what});
+    recorder.record(EventRow{runId, t, RE::RECOVERY, name, what, RE::LEFT_CHAIN, {}});
   };
 
   // Starts a killed node again. A server resumes the run as the recovery mode says; a
   // chain replica rejoins at the tail and catches up from it.
-  auto restartNode = [&](const std::string& name, double t) -> std::string {
+  auto restartNode = [&](const std::string& name, double t) -> ActionOutcome {
     if (auto it = children.find(name); it != children.end()) {
-      if (it->second->running()) return name + " is still running; not restarted";
+      if (it->second->running()) return {RE::RESTART_REFUSED, name, name + " is still running; not restarted"};
       it->second->waitFor(5.0);
     }
     if (isServer(name)) {
       if (chain) {
         auto started = startServer(name, portOf(name), {"--replica"});
-        if (!started) return "restart of " + name + " failed: " + started.message();
+        if (!started) return restartFailed(name, started.message());
         dasp::ps::v1::ControlRequest req;
         req.set_action(dasp::ps::v1::ControlRequest::SET_NEXT);
         req.set_address(started.value());
         dasp::ps::v1::ControlReply rep;
         const std::string tail = chainOrder.back();
         auto st = controlAt(serverAddress[tail], req, rep);
-        if (!st.ok()) return "restarted " + name + ", but linking it after " + tail + " failed: " + describe(st);
+        if (!st.ok()) return restarted(name, ", but linking it after " + tail + " failed: " + describe(st));
         chainOrder.push_back(name);
-        return "restarted " + name + "; it rejoins the chain at the tail after " + tail + " and catches up";
+        return restarted(name, "; it rejoins the chain at the tail after " + tail + " and catches up");
       }
       std::vector<std::string> extra{"--resume-at", std::to_string(t)};
       if (recovery.mode() == v1::RecoverySpec::CHECKPOINT) extra.push_back("--restore");
       if (recovery.mode() == v1::RecoverySpec::STATELESS) extra.push_back("--adopt");
       auto started = startServer(name, portOf(name), extra);
-      if (!started) return "restart of " + name + " failed: " + started.message();
-      return "restarted " + name + " (recovery " + recoveryName(recovery.mode()) + ")";
+      if (!started) return restartFailed(name, started.message());
+      return restarted(name, " (recovery " + recoveryName(recovery.mode()) + ")");
     }
     const auto rankIt = std::find(names.begin(), names.end(), name);
     if (rankIt != names.end()) {
       auto st = launch(name, workerArgs(static_cast<int>(rankIt - names.begin())));
-      return st ? "restarted " + name + "; it rejoins with its rank" : "restart of " + name + " failed: " + st.message();
+      return st ? restarted(name, "; it rejoins with its rank") : restartFailed(name, st.message());
     }
     if (name == "evaluator") {
       auto st = launch(name, evaluatorArgs);
-      return st ? "restarted the evaluator" : "restart of the evaluator failed: " + st.message();
+      return st ? restarted(name, "") : restartFailed(name, st.message());
     }
-    return "unknown node " + name;
+    return notApplied("unknown node " + name);
   };
 
   // CPU-seconds of every live node process, by pid (for the drills' CPU cost).
@@ -564,41 +567,40 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
   std::set<std::string> expectedExit;  // killed on purpose (drill or by hand)
 
   // Kill or pause a node (a drill, or by hand when `manual`).
-  auto fireFault = [&](int index, const v1::FaultSpec& fault, double t) -> std::string {
+  auto fireFault = [&](int index, const v1::FaultSpec& fault, double t) -> ActionOutcome {
     const std::string target = resolveTarget(fault.node());
     auto it = children.find(target);
-    if (it == children.end() || !it->second->running()) return target + " is not running; fault not applied";
+    if (it == children.end() || !it->second->running()) return notApplied(target + " is not running; fault not applied");
     cpuAtFault[index] = cpuSnapshot();
     tracker.fired(index, t, target, isServer(target), chain);
     const bool kill = fault.action() == v1::FaultSpec::KILL;
     if (kill) expectedExit.insert(target);
     it->second->signal(kill ? SIGKILL : SIGSTOP);
-    return std::string(kill ? "kill " : "pause ") + target;
+    return signalled(kill ? RE::KILL : RE::PAUSE, target);
   };
 
   // Live actions from the GUI: speed through the server, pause/resume/kill by signal.
-  auto applyControl = [&](const RunControl::Action& action, double t) -> std::string {
+  auto applyControl = [&](const RunControl::Action& action, double t) -> ActionOutcome {
     const auto rankIt = std::find(names.begin(), names.end(), action.node);
     const int rank = rankIt == names.end() ? -1 : static_cast<int>(rankIt - names.begin());
     switch (action.kind) {
       case RunControl::Kind::SlowDown:
       case RunControl::Kind::Restore: {
-        if (rank < 0) return "cannot change the speed of " + action.node + ": not a worker";
+        if (rank < 0) return notApplied("cannot change the speed of " + action.node + ": not a worker");
         dasp::ps::v1::ControlRequest creq;
         creq.set_action(dasp::ps::v1::ControlRequest::SET_SLOWDOWN);
         creq.set_rank(rank);
         creq.set_slowdown(action.kind == RunControl::Kind::Restore ? 0.0 : action.factor);
         dasp::ps::v1::ControlReply crep;
         auto st = controlHead(creq, crep);
-        if (!st.ok()) return "speed change of " + action.node + " failed: " + describe(st);
-        return action.kind == RunControl::Kind::Restore ? "restore " + action.node + " to its own speed profile"
-                                                        : "slow " + action.node + " to x" + std::to_string(action.factor);
+        if (!st.ok()) return notApplied("speed change of " + action.node + " failed: " + describe(st));
+        return speedSet(action.node, action.kind == RunControl::Kind::Restore, action.factor);
       }
       case RunControl::Kind::Pause:
       case RunControl::Kind::Kill: {
         const std::string target = resolveTarget(action.node);
         auto it = children.find(target);
-        if (it == children.end() || !it->second->running()) return action.node + " is not running";
+        if (it == children.end() || !it->second->running()) return notApplied(action.node + " is not running");
         v1::FaultSpec fault;
         fault.set_node(target);
         fault.set_action(action.kind == RunControl::Kind::Kill ? v1::FaultSpec::KILL : v1::FaultSpec::PAUSE);
@@ -607,21 +609,21 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
         cpuAtFault[index] = cpuSnapshot();
         if (action.kind == RunControl::Kind::Kill) expectedExit.insert(target);
         it->second->signal(action.kind == RunControl::Kind::Kill ? SIGKILL : SIGSTOP);
-        return std::string(action.kind == RunControl::Kind::Kill ? "kill " : "pause ") + target;
+        return signalled(action.kind == RunControl::Kind::Kill ? RE::KILL : RE::PAUSE, target);
       }
       case RunControl::Kind::Resume: {
         auto it = children.find(action.node);
-        if (it == children.end() || !it->second->running()) return action.node + " is not running";
+        if (it == children.end() || !it->second->running()) return notApplied(action.node + " is not running");
         it->second->signal(SIGCONT);
         tracker.restartedManual(action.node, t);
-        return "resume " + action.node;
+        return signalled(RE::RESUME, action.node);
       }
       case RunControl::Kind::Restart: {
         tracker.restartedManual(action.node, t);
         return restartNode(action.node, t);
       }
     }
-    return "unknown action";
+    return notApplied("unknown action");
   };
 
   // 4. Watch the stop condition, the drills, the processes and the cancel flag.
@@ -645,13 +647,13 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
     if (!stopReason.empty()) break;
     if (options.control != nullptr) {
       for (const auto& action : options.control->take()) {
-        recorder.record(EventRow{runId, runT, "control", action.node, applyControl(action, runT)});
+        recorder.record(actionRow(runId, runT, RE::CONTROL, action.node, applyControl(action, runT)));
       }
     }
     // Fault drills, once the run's clock runs (every worker has joined).
     if (f.lastT > 0) {
       for (const auto& due : tracker.due(runT)) {
-        std::string what;
+        ActionOutcome what;
         if (!due.restart) {
           what = fireFault(due.index, due.spec, runT);
         } else if (due.spec.action() == v1::FaultSpec::PAUSE) {
@@ -659,17 +661,17 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
           auto it = children.find(target);
           if (it != children.end()) it->second->signal(SIGCONT);
           tracker.restarted(due.index, runT);
-          what = "resume " + target;
+          what = signalled(RE::RESUME, target);
         } else {
           const auto records = tracker.records();
           const std::string target = records[static_cast<std::size_t>(due.index)].node;
           tracker.restarted(due.index, runT);  // before: the new server's first updates count
           what = restartNode(target, runT);
-          tracker.addDetail(due.index, what);
+          tracker.addDetail(due.index, what.text);
         }
         say("run " + std::to_string(runId) + ": drill " + std::to_string(due.index + 1) + " at " +
-            std::to_string(runT).substr(0, 6) + " s: " + what);
-        recorder.record(EventRow{runId, runT, "fault", due.spec.node(), what});
+            std::to_string(runT).substr(0, 6) + " s: " + what.text);
+        recorder.record(actionRow(runId, runT, RE::FAULT, due.spec.node(), std::move(what)));
       }
     }
     for (int index : tracker.resumedWithoutCpu()) {
@@ -691,7 +693,7 @@ Result<RunSummary> runExperiment(const ExperimentSpec& spec, const RunnerOptions
       if (reportedExit[name]) continue;
       reportedExit[name] = true;
       const std::string what = name + " " + child->exitInfo()->describe();
-      recorder.record(EventRow{runId, runT, "exit", name, what});
+      recorder.record(EventRow{runId, runT, RE::EXIT, name, what, RE::EXITED, {}});
       const bool expected = expectedExit.erase(name) > 0;
       if (isServer(name)) {
         if (chain) {

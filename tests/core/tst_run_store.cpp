@@ -12,6 +12,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,14 @@
 extern char** environ;  // POSIX; spelled out for libcs that declare it only with _GNU_SOURCE
 
 using namespace dasp;
+
+using RE = dasp::v1::RunEvent;
+
+// A version-1 file from the current schema: less what versions 2 (faults) and 3 (typed
+// events) added.
+const char* const kToVersion1 =
+    "DROP TABLE faults; ALTER TABLE events DROP COLUMN code; ALTER TABLE events DROP COLUMN target; "
+    "UPDATE schema_version SET version = 1";
 
 namespace {
 
@@ -169,8 +178,8 @@ class TestRunStore : public QObject {
     store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
     QCOMPARE((*store)->run(*first)->status, RunStatus::Running);
-    QCOMPARE(RunStore::schemaVersion(), 2);
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(2));
+    QCOMPARE(RunStore::schemaVersion(), 3);
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(3));
     sqlite3* db = nullptr;
     QCOMPARE(sqlite3_open(path.toStdString().c_str(), &db), SQLITE_OK);
     sqlite3_stmt* stmt = nullptr;
@@ -285,7 +294,7 @@ class TestRunStore : public QObject {
       (*rec)->record(SampleRow{id, "worker-0", "train_loss", 0.5, 1, 2.1});
       (*rec)->record(StateIntervalRow{id, "worker-0", "COMPUTE", "SYNC", 0.0, 0.5});
       (*rec)->record(DecisionRow{id, 0.7, "server", "SYNC->ASYNC", "slow worker"});
-      (*rec)->record(EventRow{id, 0.8, "fault", "worker-1", "killed"});
+      (*rec)->record(EventRow{id, 0.8, RE::FAULT, "worker-1", "killed", RE::CODE_UNSPECIFIED, {}});
       (*rec)->record(LogRow{id, "worker-0", 0.1, "stdout", "hello"});
       NodeRow node;
       node.runId = id;
@@ -392,7 +401,7 @@ class TestRunStore : public QObject {
     auto rec = RunRecorder::open(path.toStdString(), id);
     QVERIFY(rec.isOk());
     (*rec)->record(DecisionRow{id, 1.5, "server", "SYNC->ASYNC", "spread 3x"});
-    (*rec)->record(EventRow{id, 2.0, "fault", "worker-2", "SIGKILL"});
+    (*rec)->record(EventRow{id, 2.0, RE::FAULT, "worker-2", "SIGKILL", RE::CODE_UNSPECIFIED, {}});
     (*rec)->record(StateIntervalRow{id, "worker-2", "DOWN", "", 2.0, 3.0});
     (*rec)->setSummary({SummaryRow{"time_to_target_s", 12.5, ""},
                         SummaryRow{"final_accuracy", 0.5, ""},
@@ -546,7 +555,7 @@ class TestRunStore : public QObject {
   }
 
   void migratesVersion1File() {
-    // A version-1 file: the current schema less what version 2 added.
+    // A version-1 file: the current schema less what versions 2 and 3 added.
     const QString path = newPath();
     std::int64_t id = 0;
     {
@@ -558,7 +567,7 @@ class TestRunStore : public QObject {
       (*rec)->record(EvaluationRow{id, 1.0, 1, 10, 320, 2.0, 0.3});
       QVERIFY((*rec)->finish(RunStatus::Completed).isOk());
     }
-    QCOMPARE(rawExec(path, "DROP TABLE faults; UPDATE schema_version SET version = 1"), SQLITE_OK);
+    QCOMPARE(rawExec(path, kToVersion1), SQLITE_OK);
     QCOMPARE(rawCount(path, "SELECT count(*) FROM sqlite_master WHERE name = 'faults'"), qint64(0));
 
     // The recorder migrates too (it is as likely to open the file first).
@@ -572,7 +581,7 @@ class TestRunStore : public QObject {
       (*rec)->recordFaults({m});
       QVERIFY((*rec)->flush().isOk());
     }
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(2));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(3));
     QCOMPARE(rawCount(path, "SELECT count(*) FROM schema_version"), qint64(1));
     auto store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
@@ -585,12 +594,108 @@ class TestRunStore : public QObject {
     QCOMPARE(faults->front().fault.atS, 3.0);
 
     // RunStore::open on a version-1 file migrates as well.
-    QCOMPARE(rawExec(path, "DROP TABLE faults; UPDATE schema_version SET version = 1"), SQLITE_OK);
+    QCOMPARE(rawExec(path, kToVersion1), SQLITE_OK);
     store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(2));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(3));
     QVERIFY((*store)->faults(id)->empty());
     QCOMPARE((*store)->evaluations(id)->size(), std::size_t(1));
+  }
+
+  void migratesVersion2EventsToTypedCodes() {
+    // A version-2 file: its events table has no typed columns, only the text each writer
+    // put there (the server's "<step>: …" rows, the runner's and the engine's wording).
+    const QString path = newPath();
+    std::int64_t id = 0;
+    {
+      auto store = RunStore::open(path.toStdString());
+      QVERIFY(store.isOk());
+      id = (*store)->createRun(sampleRun("old events")).value();
+    }
+    QCOMPARE(rawExec(path, "ALTER TABLE events DROP COLUMN code; ALTER TABLE events DROP COLUMN target; "
+                           "UPDATE schema_version SET version = 2"),
+             SQLITE_OK);
+    struct Old {
+      const char* kind;
+      const char* node;
+      const char* detail;
+      EventCode code;
+      const char* target;
+    };
+    const Old old[] = {
+        {"node", "worker-0", "UP: joined", RE::NODE_UP, ""},
+        {"node", "worker-1", "DOWN: silent for 2 s", RE::NODE_DOWN, ""},
+        {"reject", "worker-1", "gradient has NaN", RE::CODE_UNSPECIFIED, ""},
+        {"control", "cluster", "start: all 2 workers joined", RE::CODE_UNSPECIFIED, ""},
+        {"control", "server", "kill server-0", RE::KILL, "server-0"},
+        {"fault", "worker-1", "pause worker-1", RE::PAUSE, "worker-1"},
+        {"fault", "worker-1", "resume worker-1", RE::RESUME, "worker-1"},
+        {"fault", "server", "restarted server (recovery checkpoint)", RE::RESTARTED, "server"},
+        {"control", "server-0", "restarted server-0; it rejoins the chain at the tail after server-2 and catches up",
+         RE::RESTARTED, "server-0"},
+        {"control", "evaluator", "restarted the evaluator", RE::RESTARTED, "evaluator"},
+        {"control", "worker-0", "worker-0 is still running; not restarted", RE::RESTART_REFUSED, "worker-0"},
+        {"control", "worker-0", "restart of worker-0 failed: no such host", RE::RESTART_REFUSED, "worker-0"},
+        {"fault", "server", "server is not running; fault not applied", RE::NOT_APPLIED, ""},
+        {"control", "worker-1", "slow worker-1 to x3.000000", RE::SPEED_SET, "worker-1"},
+        {"exit", "worker-1", "worker-1 killed by signal 9", RE::EXITED, ""},
+        {"recovery", "server-0", "server-0 left the chain; server-1 promoted to head at version 12", RE::LEFT_CHAIN, ""},
+        {"recovery", "server", "promoted: server-1 promoted to head at version 12", RE::PROMOTED, "server-1"},
+        {"recovery", "server", "chain: server-2 is now the tail", RE::CHAIN_TAIL, "server-2"},
+        {"recovery", "server", "chain: server-1 forwards to 127.0.0.1:5001", RE::CHAIN_LINK, "server-1"},
+        {"recovery", "server", "checkpoint: checkpoint of version 20 written", RE::CHECKPOINT, ""},
+        {"recovery", "server", "restored: restored /tmp/c.bin (version 20, taken at 1.0 s)", RE::RESTORED, ""},
+        {"recovery", "server", "adopting: restarted; waiting for the rejoining workers' parameters", RE::ADOPTING, ""},
+        {"recovery", "server", "adopted: adopted version 80 from worker-0", RE::ADOPTED, ""},
+        {"recovery", "server", "started_fresh: restarted from the initial parameters", RE::STARTED_FRESH, ""},
+        {"recovery", "worker-1", "backlog: worker 1: applied a backlog of 4 gradients", RE::BACKLOG, ""},
+        {"recovery", "server", "checkpoint: v40", RE::CHECKPOINT, ""},                       // the engine's
+        {"recovery", "server", "promoted server-2 at v41", RE::PROMOTED, "server-2"},         // the engine's
+        {"recovery", "server", "restored checkpoint v40", RE::RESTORED, ""},                  // the engine's
+        {"speed", "worker-0", "slowdown 3.000000 (scheduled)", RE::CODE_UNSPECIFIED, ""},
+        {"speed-change", "worker-0", "x2", RE::CODE_UNSPECIFIED, ""},  // a word this build does not know
+    };
+    std::string insert;
+    double t = 0;
+    for (const Old& o : old) {
+      insert += "INSERT INTO events(run_id, t_s, kind, node, detail) VALUES(" + std::to_string(id) + ", " +
+                std::to_string(t += 0.5) + ", '" + o.kind + "', '" + o.node + "', '" +
+                QString::fromUtf8(o.detail).replace('\'', QStringLiteral("''")).toStdString() + "');";
+    }
+    QCOMPARE(rawExec(path, insert), SQLITE_OK);
+
+    auto store = RunStore::open(path.toStdString());
+    QVERIFY2(store.isOk(), store.message().c_str());
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(3));
+    auto events = (*store)->events(id);
+    QVERIFY2(events.isOk(), events.message().c_str());
+    QCOMPARE(events->size(), std::size_t(std::size(old)));
+    for (std::size_t i = 0; i < events->size(); ++i) {
+      const EventRow& e = (*events)[i];
+      const Old& o = old[i];
+      QCOMPARE(e.detail, std::string(o.detail));  // the text stays as it was
+      QCOMPARE(e.node, std::string(o.node));
+      QCOMPARE(std::string(kindName(e.kind)), std::string(kindFromName(o.kind) == RE::KIND_UNSPECIFIED ? "event" : o.kind));
+      QVERIFY2(e.code == o.code, o.detail);
+      QCOMPARE(e.target, std::string(o.target));
+    }
+
+    // New rows carry their codes as written; reopening does not migrate again.
+    {
+      auto rec = RunRecorder::open(path.toStdString(), id);
+      QVERIFY(rec.isOk());
+      (*rec)->record(EventRow{id, 99.0, RE::FAULT, "server", "kill server-1", RE::KILL, "server-1"});
+      QVERIFY((*rec)->flush().isOk());
+    }
+    store = RunStore::open(path.toStdString());
+    QVERIFY(store.isOk());
+    events = (*store)->events(id);
+    QVERIFY(events.isOk());
+    QCOMPARE(events->back().code, RE::KILL);
+    QCOMPARE(events->back().target, std::string("server-1"));
+    QCOMPARE(events->back().subject(), std::string("server-1"));
+    QCOMPARE(events->front().code, RE::NODE_UP);
+    QCOMPARE(rawCount(path, "SELECT count(*) FROM events WHERE code <> 0"), qint64(std::size(old) - 4 + 1));
   }
 
   void recorderWriteErrorIsKept() {
@@ -754,7 +859,7 @@ class TestRunStore : public QObject {
       QVERIFY(rec.isOk());
       for (int i = 0; i < 100; ++i) (*rec)->record(SampleRow{id, "worker-0", "wait_s", 0.01 * i, i, 0.5});
       QVERIFY((*rec)->flush().isOk());
-      for (int i = 0; i < 5; ++i) (*rec)->record(EventRow{id, 2.0 + i, "speed-change", "worker-0", "x2"});
+      for (int i = 0; i < 5; ++i) (*rec)->record(EventRow{id, 2.0 + i, RE::KIND_UNSPECIFIED, "worker-0", "x2", RE::CODE_UNSPECIFIED, {}});
       // Destroyed without finish(): drains the queue, leaves the run running.
     }
     auto reader = RunStore::open(path.toStdString());

@@ -45,6 +45,8 @@
 using namespace dasp;
 using namespace dasp::ui;
 
+using RE = dasp::v1::RunEvent;
+
 namespace {
 
 bool sameSpec(const ExperimentSpec& a, const ExperimentSpec& b) {
@@ -103,8 +105,8 @@ std::int64_t writeRun(RunStore& store, const std::string& path, const std::vecto
   RunRecorder& r = **rec;
   for (int e = 0; e < 8; ++e) r.record(EvaluationRow{*id, e * 0.5, e * 10, e * 10, e * 640, 2.0 / (1 + e), 0.1 + 0.1 * e});
   if (!faults.empty()) {
-    r.record(EventRow{*id, 1.2, "fault", "server", "kill server"});
-    r.record(EventRow{*id, 1.5, "fault", "server", "restarted server (recovery checkpoint)"});
+    r.record(EventRow{*id, 1.2, RE::FAULT, "server", "kill server", RE::KILL, "server"});
+    r.record(EventRow{*id, 1.5, RE::FAULT, "server", "restarted server (recovery checkpoint)", RE::RESTARTED, "server"});
     r.recordFaults(faults);
   }
   if (Status s = r.finish(RunStatus::Completed); !s) qFatal("finish: %s", s.message().c_str());
@@ -344,7 +346,7 @@ void TestFaults::badDrillCellsAreMessages() {
 void TestFaults::faultSpansFromMetrics() {
   RunData run = evalRun(10);
   run.faults = drillFaults();
-  run.events.push_back({1.2, QStringLiteral("fault"), QStringLiteral("server"), QStringLiteral("kill server")});
+  run.events.push_back({1.2, RE::FAULT, QStringLiteral("server"), QStringLiteral("kill server"), RE::KILL, QStringLiteral("server")});
   const std::vector<FaultSpan> spans = faultSpans(run);
   QCOMPARE(spans.size(), std::size_t{2});  // the metrics, not the events as well
   QCOMPARE(spans[0].label, QStringLiteral("kill server"));
@@ -360,19 +362,20 @@ void TestFaults::faultSpansFromMetrics() {
 
 void TestFaults::faultSpansFromLiveEvents() {
   RunData run = evalRun(10);
-  auto ev = [&](double t, const char* kind, const char* node, const char* detail) {
-    run.events.push_back({t, QLatin1String(kind), QLatin1String(node), QString::fromUtf8(detail)});
+  auto ev = [&](double t, EventKind kind, EventCode code, const char* node, const char* detail,
+                const char* target = "") {
+    run.events.push_back({t, kind, QLatin1String(node), QString::fromUtf8(detail), code, QLatin1String(target)});
   };
   // Out of time order, as events merged from the store arrive.
-  ev(8.0, "control", "server-0", "restarted server-0; it rejoins the chain at the tail after server-2 and catches up");
-  ev(3.0, "control", "server", "kill server-0");
-  ev(3.5, "recovery", "server", "promoted: server-1 promoted to head at version 12");
-  ev(5.0, "fault", "worker-2", "pause worker-2");
-  ev(6.0, "fault", "worker-2", "resume worker-2");
-  ev(6.5, "fault", "server", "server is not running; fault not applied");
-  ev(9.0, "control", "evaluator", "kill evaluator");
-  ev(9.5, "control", "evaluator", "restarted the evaluator");
-  ev(9.7, "fault", "worker-0", "kill worker-0");
+  ev(8.0, RE::CONTROL, RE::RESTARTED, "server-0", "restarted server-0; it rejoins the chain at the tail after server-2 and catches up", "server-0");
+  ev(3.0, RE::CONTROL, RE::KILL, "server", "kill server-0", "server-0");
+  ev(3.5, RE::RECOVERY, RE::PROMOTED, "server", "promoted: server-1 promoted to head at version 12", "server-1");
+  ev(5.0, RE::FAULT, RE::PAUSE, "worker-2", "pause worker-2", "worker-2");
+  ev(6.0, RE::FAULT, RE::RESUME, "worker-2", "resume worker-2", "worker-2");
+  ev(6.5, RE::FAULT, RE::NOT_APPLIED, "server", "server is not running; fault not applied");
+  ev(9.0, RE::CONTROL, RE::KILL, "evaluator", "kill evaluator", "evaluator");
+  ev(9.5, RE::CONTROL, RE::RESTARTED, "evaluator", "restarted the evaluator", "evaluator");
+  ev(9.7, RE::FAULT, RE::KILL, "worker-0", "kill worker-0", "worker-0");
   const std::vector<FaultSpan> spans = faultSpans(run);
   QCOMPARE(spans.size(), std::size_t{4});
   QCOMPARE(spans[0].node, QStringLiteral("server-0"));
@@ -428,7 +431,7 @@ void TestFaults::chartDrawsFaultBands() {
   QCOMPARE(chart.faultMarks()[0].x0, 80.0);
   RunData live = evalRun(10);
   live.runId = 6;
-  live.events.push_back({2.0, QStringLiteral("control"), QStringLiteral("server"), QStringLiteral("kill server")});
+  live.events.push_back({2.0, RE::CONTROL, QStringLiteral("server"), QStringLiteral("kill server"), RE::KILL, QStringLiteral("server")});
   chart.setXAxis(ConvergenceChart::XAxis::Time);
   chart.setRuns({&run, &live});
   QCOMPARE(chart.faultMarks().size(), std::size_t{3});
@@ -437,8 +440,8 @@ void TestFaults::chartDrawsFaultBands() {
   QVERIFY(sawLive);
   // Nonsense times do not break the chart.
   RunData odd;
-  odd.events.push_back({std::nan(""), QStringLiteral("fault"), QStringLiteral("server"), QStringLiteral("kill server")});
-  odd.events.push_back({1e300, QStringLiteral("fault"), QStringLiteral("server"), QStringLiteral("restarted server")});
+  odd.events.push_back({std::nan(""), RE::FAULT, QStringLiteral("server"), QStringLiteral("kill server"), RE::KILL, QStringLiteral("server")});
+  odd.events.push_back({1e300, RE::FAULT, QStringLiteral("server"), QStringLiteral("restarted server"), RE::RESTARTED, QStringLiteral("server")});
   odd.faults = drillFaults();
   odd.faults[0].fault.restartAtS = std::nan("");
   chart.setRuns({&odd});
@@ -515,32 +518,38 @@ void TestFaults::liveFeedCarriesRecoveryAndMergesStoreEvents() {
   e->set_t_s(5.0);
   e->set_rank(-1);
   e->set_decision("promoted");
+  e->set_code(RE::PROMOTED);
+  e->set_target("server-1");
   e->set_detail("server-1 promoted to head at version 12 (the version the chain acknowledged)");
   e = batch.add_events();
   e->set_kind(dasp::ps::v1::ClusterEvent::RECOVERY);
   e->set_t_s(6.0);
   e->set_rank(1);
   e->set_decision("backlog");
+  e->set_code(RE::BACKLOG);
   e->set_detail("worker 1: applied a backlog of 4 gradients in one step");
   feed.push(7, batch);
   RunData data;
   QVERIFY(feed.drainInto(data));
   QCOMPARE(data.runId, std::int64_t{7});
   QCOMPARE(data.events.size(), std::size_t{2});
-  QCOMPARE(data.events[0].kind, QStringLiteral("recovery"));
+  QCOMPARE(data.events[0].kind, RE::RECOVERY);
+  QCOMPARE(data.events[0].code, RE::PROMOTED);
+  QCOMPARE(data.events[0].target, QStringLiteral("server-1"));
   QCOMPARE(data.events[0].node, QStringLiteral("server"));
   QVERIFY(data.events[0].detail.startsWith(QStringLiteral("promoted: server-1 promoted")));
   QCOMPARE(data.events[1].node, QStringLiteral("worker-1"));
 
   // The runner's rows from the store: taken once; the stream's own rows are not doubled.
   std::vector<Event> store = {
-      {4.9, QStringLiteral("control"), QStringLiteral("server"), QStringLiteral("kill server-0")},
-      {4.95, QStringLiteral("exit"), QStringLiteral("server-0"), QStringLiteral("server-0 killed by signal 9")},
-      {5.0, QStringLiteral("recovery"), QStringLiteral("server"), data.events[0].detail},  // from the stream
-      {5.0, QStringLiteral("node"), QStringLiteral("worker-0"), QStringLiteral("UP: rejoined")},  // the stream's kind
-      {5.1, QStringLiteral("recovery"), QStringLiteral("server"), QStringLiteral("checkpoint: version 20 written")},
-      {5.0, QStringLiteral("recovery"), QStringLiteral("server-0"),
-       QStringLiteral("server-0 left the chain; server-1 promoted to head at version 12")},  // the runner's
+      {4.9, RE::CONTROL, QStringLiteral("server"), QStringLiteral("kill server-0"), RE::KILL, QStringLiteral("server-0")},
+      {4.95, RE::EXIT, QStringLiteral("server-0"), QStringLiteral("server-0 killed by signal 9"), RE::EXITED, {}},
+      {5.0, RE::RECOVERY, QStringLiteral("server"), data.events[0].detail, RE::PROMOTED,
+       QStringLiteral("server-1")},  // from the stream
+      {5.0, RE::NODE, QStringLiteral("worker-0"), QStringLiteral("UP: rejoined"), RE::NODE_UP, {}},  // the stream's kind
+      {5.1, RE::RECOVERY, QStringLiteral("server"), QStringLiteral("checkpoint: version 20 written"), RE::CHECKPOINT, {}},
+      {5.0, RE::RECOVERY, QStringLiteral("server-0"),
+       QStringLiteral("server-0 left the chain; server-1 promoted to head at version 12"), RE::LEFT_CHAIN, {}},  // the runner's
   };
   QCOMPARE(LiveRunFeed::mergeStoreEvents(data, store), 3);
   QCOMPARE(data.events.size(), std::size_t{5});
@@ -560,14 +569,15 @@ void TestFaults::livePanelShowsServerStates() {
       withDefaults(parse(R"({"cluster":{"count":2},"recovery":{"mode":"CHAIN","replicas":3}})")), false));
   data.node(QStringLiteral("worker-0"));
   data.node(QStringLiteral("worker-1"));
-  auto ev = [&](double t, const char* kind, const char* node, const char* detail) {
-    data.events.push_back({t, QLatin1String(kind), QLatin1String(node), QString::fromUtf8(detail)});
+  auto ev = [&](double t, EventKind kind, EventCode code, const char* node, const char* detail,
+                const char* target = "") {
+    data.events.push_back({t, kind, QLatin1String(node), QString::fromUtf8(detail), code, QLatin1String(target)});
   };
-  ev(0.1, "node", "worker-0", "UP: joined");
-  ev(4.9, "control", "server", "kill server-0");
-  ev(5.0, "recovery", "server-0", "server-0 left the chain; server-1 promoted to head at version 12");
-  ev(5.0, "recovery", "server", "promoted: server-1 promoted to head at version 12 (the version the chain acknowledged)");
-  ev(5.2, "recovery", "server", "checkpoint: checkpoint of version 20 written");  // not listed
+  ev(0.1, RE::NODE, RE::NODE_UP, "worker-0", "UP: joined");
+  ev(4.9, RE::CONTROL, RE::KILL, "server", "kill server-0", "server-0");
+  ev(5.0, RE::RECOVERY, RE::LEFT_CHAIN, "server-0", "server-0 left the chain; server-1 promoted to head at version 12");
+  ev(5.0, RE::RECOVERY, RE::PROMOTED, "server", "promoted: server-1 promoted to head at version 12 (the version the chain acknowledged)", "server-1");
+  ev(5.2, RE::RECOVERY, RE::CHECKPOINT, "server", "checkpoint: checkpoint of version 20 written");  // not listed
   data.endT = 5.2;
   panel.showLive(&data);
   panel.setRunning(true);
@@ -603,7 +613,7 @@ void TestFaults::livePanelShowsServerStates() {
   QVERIFY(slow->isEnabled());
 
   // The replica restarted: back at the tail.
-  ev(8.0, "control", "server-0", "restarted server-0; it rejoins the chain at the tail after server-2 and catches up");
+  ev(8.0, RE::CONTROL, RE::RESTARTED, "server-0", "restarted server-0; it rejoins the chain at the tail after server-2 and catches up", "server-0");
   data.endT = 8;
   panel.refresh();
   QCOMPARE(cell(table, 2, LivePanel::State), QStringLiteral("UP"));
@@ -612,13 +622,13 @@ void TestFaults::livePanelShowsServerStates() {
   QCOMPARE(panel.eventTable()->rowCount(), 5);
 
   // A worker killed and restarted: DOWN, RESTARTING, then its own state once it rejoined.
-  ev(9.0, "fault", "worker-1", "kill worker-1");
+  ev(9.0, RE::FAULT, RE::KILL, "worker-1", "kill worker-1", "worker-1");
   panel.refresh();
   QCOMPARE(cell(table, 1, LivePanel::State), QStringLiteral("DOWN"));
-  ev(10.0, "fault", "worker-1", "restarted worker-1; it rejoins with its rank");
+  ev(10.0, RE::FAULT, RE::RESTARTED, "worker-1", "restarted worker-1; it rejoins with its rank", "worker-1");
   panel.refresh();
   QCOMPARE(cell(table, 1, LivePanel::State), QStringLiteral("RESTARTING"));
-  ev(10.5, "node", "worker-1", "UP: rejoined");
+  ev(10.5, RE::NODE, RE::NODE_UP, "worker-1", "UP: rejoined");
   panel.refresh();
   QCOMPARE(cell(table, 1, LivePanel::State), QStringLiteral("starting"));  // no interval yet
 
@@ -632,38 +642,38 @@ void TestFaults::livePanelShowsServerStates() {
   QCOMPARE(table->rowCount(), 3);
   QCOMPARE(cell(table, 1, LivePanel::Node), QStringLiteral("server"));
   QCOMPARE(cell(table, 1, LivePanel::State), QStringLiteral("UP"));
-  single.events.push_back({2, QStringLiteral("fault"), QStringLiteral("server"), QStringLiteral("kill server")});
-  single.events.push_back({2.1, QStringLiteral("exit"), QStringLiteral("server"), QStringLiteral("server killed by signal 9")});
+  single.events.push_back({2, RE::FAULT, QStringLiteral("server"), QStringLiteral("kill server"), RE::KILL, QStringLiteral("server")});
+  single.events.push_back({2.1, RE::EXIT, QStringLiteral("server"), QStringLiteral("server killed by signal 9"), RE::EXITED, {}});
   panel.refresh();
   QCOMPARE(cell(table, 1, LivePanel::State), QStringLiteral("DOWN"));
   table->selectRow(1);
   QVERIFY(restart->isEnabled());
-  single.events.push_back({4, QStringLiteral("fault"), QStringLiteral("server"),
-                           QStringLiteral("restarted server (recovery checkpoint)")});
+  single.events.push_back({4, RE::FAULT, QStringLiteral("server"),
+                           QStringLiteral("restarted server (recovery checkpoint)"), RE::RESTARTED, QStringLiteral("server")});
   panel.refresh();
   QCOMPARE(cell(table, 1, LivePanel::State), QStringLiteral("RESTARTING"));
   QVERIFY(!restart->isEnabled());
-  single.events.push_back({4.3, QStringLiteral("recovery"), QStringLiteral("server"),
-                           QStringLiteral("restored: restored /tmp/ckpt-300.bin (version 300, taken at 1.9 s)")});
+  single.events.push_back({4.3, RE::RECOVERY, QStringLiteral("server"),
+                           QStringLiteral("restored: restored /tmp/ckpt-300.bin (version 300, taken at 1.9 s)"), RE::RESTORED, {}});
   single.evaluations.push_back({4.5, 310, 0, 0.5, 0.8});
   panel.refresh();
   QCOMPARE(cell(table, 1, LivePanel::State), QStringLiteral("UP"));
   QCOMPARE(cell(table, 1, LivePanel::Iterations), QStringLiteral("310"));  // the version
   // The server's news first, the runner's (from the store) a poll later: in time order.
-  single.events.push_back({6.0, QStringLiteral("node"), QStringLiteral("worker-0"), QStringLiteral("DOWN: timeout")});
-  single.events.push_back({6.5, QStringLiteral("node"), QStringLiteral("worker-0"), QStringLiteral("UP: rejoined")});
+  single.events.push_back({6.0, RE::NODE, QStringLiteral("worker-0"), QStringLiteral("DOWN: timeout"), RE::NODE_DOWN, {}});
+  single.events.push_back({6.5, RE::NODE, QStringLiteral("worker-0"), QStringLiteral("UP: rejoined"), RE::NODE_UP, {}});
   panel.refresh();
-  single.events.push_back({5.9, QStringLiteral("control"), QStringLiteral("worker-0"), QStringLiteral("kill worker-0")});
-  single.events.push_back({6.2, QStringLiteral("control"), QStringLiteral("worker-0"),
-                           QStringLiteral("restarted worker-0; it rejoins with its rank")});
+  single.events.push_back({5.9, RE::CONTROL, QStringLiteral("worker-0"), QStringLiteral("kill worker-0"), RE::KILL, QStringLiteral("worker-0")});
+  single.events.push_back({6.2, RE::CONTROL, QStringLiteral("worker-0"),
+                           QStringLiteral("restarted worker-0; it rejoins with its rank"), RE::RESTARTED, QStringLiteral("worker-0")});
   panel.refresh();
   QCOMPARE(cell(table, 0, LivePanel::State), QStringLiteral("starting"));  // rejoined, not DOWN/RESTARTING
-  single.events.push_back({7.0, QStringLiteral("fault"), QStringLiteral("server"), QStringLiteral("kill server")});
-  single.events.push_back({8.0, QStringLiteral("recovery"), QStringLiteral("server"),
-                           QStringLiteral("restored: restored /tmp/ckpt-400.bin (version 400, taken at 6.9 s)")});
+  single.events.push_back({7.0, RE::FAULT, QStringLiteral("server"), QStringLiteral("kill server"), RE::KILL, QStringLiteral("server")});
+  single.events.push_back({8.0, RE::RECOVERY, QStringLiteral("server"),
+                           QStringLiteral("restored: restored /tmp/ckpt-400.bin (version 400, taken at 6.9 s)"), RE::RESTORED, {}});
   panel.refresh();
-  single.events.push_back({8.0, QStringLiteral("fault"), QStringLiteral("server"),
-                           QStringLiteral("restarted server (recovery checkpoint)")});  // same time, later
+  single.events.push_back({8.0, RE::FAULT, QStringLiteral("server"),
+                           QStringLiteral("restarted server (recovery checkpoint)"), RE::RESTARTED, QStringLiteral("server")});  // same time, later
   panel.refresh();
   QCOMPARE(cell(table, 1, LivePanel::State), QStringLiteral("UP"));
   QCOMPARE(cell(table, 2, LivePanel::Iterations), QStringLiteral("1"));    // the evaluations
@@ -689,13 +699,13 @@ void TestFaults::replayShowsServerStateAtCursor() {
   run.kind = QStringLiteral("distributed");
   run.specJson = QStringLiteral(R"({"cluster":{"count":1},"recovery":{"mode":"STATELESS"}})");
   run.node(QStringLiteral("worker-0")).intervals.push_back({0, 10, NodeState::Compute, Parallel::Async});
-  run.events.push_back({3, QStringLiteral("fault"), QStringLiteral("server"), QStringLiteral("kill server")});
-  run.events.push_back({5, QStringLiteral("fault"), QStringLiteral("server"),
-                        QStringLiteral("restarted server (recovery stateless)")});
-  run.events.push_back({5.1, QStringLiteral("recovery"), QStringLiteral("server"),
-                        QStringLiteral("adopting: restarted; waiting for the rejoining workers' parameters")});
-  run.events.push_back({5.5, QStringLiteral("recovery"), QStringLiteral("server"),
-                        QStringLiteral("adopted: adopted version 80 from worker-0")});
+  run.events.push_back({3, RE::FAULT, QStringLiteral("server"), QStringLiteral("kill server"), RE::KILL, QStringLiteral("server")});
+  run.events.push_back({5, RE::FAULT, QStringLiteral("server"),
+                        QStringLiteral("restarted server (recovery stateless)"), RE::RESTARTED, QStringLiteral("server")});
+  run.events.push_back({5.1, RE::RECOVERY, QStringLiteral("server"),
+                        QStringLiteral("adopting: restarted; waiting for the rejoining workers' parameters"), RE::ADOPTING, {}});
+  run.events.push_back({5.5, RE::RECOVERY, QStringLiteral("server"),
+                        QStringLiteral("adopted: adopted version 80 from worker-0"), RE::ADOPTED, {}});
   panel.showReplay(&run);
   QTableWidget* table = panel.nodeTable();
   QCOMPARE(table->rowCount(), 3);

@@ -369,7 +369,7 @@ Status writeChromeTrace(const std::vector<RunData>& runs, const QString& path) {
     for (const Event& e : r.events) {
       if (!std::isfinite(e.t)) continue;
       const int tid = tidOf(e.node);
-      event("\"name\":" + jsonString(e.kind) + ",\"cat\":\"event\",\"ph\":\"i\",\"s\":\"" + (tid == 0 ? "p" : "t") +
+      event("\"name\":" + jsonString(e.kindName()) + ",\"cat\":\"event\",\"ph\":\"i\",\"s\":\"" + (tid == 0 ? "p" : "t") +
             "\",\"ts\":" + us(e.t) + ",\"pid\":" + pid + ",\"tid\":" + QByteArray::number(tid) +
             ",\"args\":{\"node\":" + jsonString(e.node) + ",\"detail\":" + jsonString(e.detail) + '}');
     }
@@ -429,9 +429,7 @@ QString pm(const std::vector<double>& v, int decimals) {
   return QStringLiteral("%1 ± %2").arg(m, 0, 'f', decimals).arg(s, 0, 'f', decimals);
 }
 
-bool routineEvent(const Event& e) {
-  return e.kind == QLatin1String("node") && e.detail.startsWith(QLatin1String("UP"));
-}
+bool routineEvent(const Event& e) { return e.code == v1::RunEvent::NODE_UP; }
 
 // The sweep section: one heatmap per facet, then the grid points as a table.
 QString sweepSection(const SweepTable& sweep, const SweepAxes& axes, const QString& table,
@@ -719,7 +717,7 @@ QString buildReport(const std::vector<RunData>& runs, bool forPdf, const SweepTa
         const Event& e = *events[k];
         h += QStringLiteral("<tr><td>%1</td><td class=\"l\">%2</td><td class=\"l\">%3</td><td class=\"l\">%4</td></tr>\n")
                  .arg(e.t, 0, 'f', 3)
-                 .arg(esc(e.kind), esc(e.node), esc(e.detail));
+                 .arg(esc(e.kindName()), esc(e.node), esc(e.detail));
       }
       h += QStringLiteral("</table>\n");
       if (shown < events.size()) h += QStringLiteral("<p>… and %1 more events.</p>\n").arg(events.size() - shown);
