@@ -364,9 +364,7 @@ bool MainWindow::mergeRunnerEvents() {
   if (!rows) return false;  // busy or gone: the next poll tries again
   std::vector<Event> events;
   events.reserve(rows->size());
-  for (const EventRow& r : rows.value()) {
-    events.push_back({r.tS, QString::fromStdString(r.kind), QString::fromStdString(r.node), QString::fromStdString(r.detail)});
-  }
+  for (const EventRow& r : rows.value()) events.push_back(eventFromRow(r));
   return LiveRunFeed::mergeStoreEvents(m_liveData, events) > 0;
 }
 
@@ -378,8 +376,7 @@ void MainWindow::logRecoveryEvents() {
   for (; m_loggedEvents < m_liveData.events.size(); ++m_loggedEvents) {
     const Event& e = m_liveData.events[m_loggedEvents];
     // The runner logs its drills and chain changes itself; the server's recovery is new.
-    if (e.kind != QLatin1String("recovery") || e.detail.startsWith(QLatin1String("checkpoint:")) ||
-        e.detail.contains(QLatin1String(" left the chain"))) {
+    if (e.kind != v1::RunEvent::RECOVERY || e.code == v1::RunEvent::CHECKPOINT || e.code == v1::RunEvent::LEFT_CHAIN) {
       continue;
     }
     appendLog(tr("run %1 at %2 s: %3 %4").arg(m_liveData.runId).arg(e.t, 0, 'f', 2).arg(e.node, e.detail));

@@ -12,6 +12,7 @@
 
 #include "core/results/recovery_metrics.h"
 #include "core/common/result.h"
+#include "core/events/run_events.h"
 
 #include <cstdint>
 #include <memory>
@@ -101,12 +102,19 @@ struct DecisionRow {
   std::string reason;
 };
 
+// One run event (core/events/run_events.h). Code acts on `kind`, `code` and `target`; `detail`
+// is text for people, never parsed (a file of schema version 2 or older got its codes
+// from the text once, when it was migrated: core/events/legacy_events.h).
 struct EventRow {
   std::int64_t runId = 0;
   double tS = 0;
-  std::string kind;   // "fault", "speed-change", "stop", ...
-  std::string node;
-  std::string detail;
+  EventKind kind = v1::RunEvent::KIND_UNSPECIFIED;  // stored by name: "node", "fault", ...
+  std::string node;    // who reported it, or the node it happened to
+  std::string detail;  // for people
+  EventCode code = v1::RunEvent::CODE_UNSPECIFIED;
+  std::string target;  // the node acted on (killed, restarted, promoted, ...); "" when none
+  // The node the event is about: `target` when it names one, else `node`.
+  const std::string& subject() const { return target.empty() ? node : target; }
 };
 
 struct LogRow {

@@ -39,20 +39,20 @@ bool ChainMaster::leave(const std::string& name, double t) {
                    : name + " left the chain; re-linking " + m_order[index - 1] + " failed: " + describe(st);
   }
   m_say("run " + std::to_string(m_runId) + ": " + what);
-  m_recorder.record(EventRow{m_runId, t, "recovery", name, what});
+  m_recorder.record(EventRow{m_runId, t, v1::RunEvent::RECOVERY, name, what, v1::RunEvent::LEFT_CHAIN, {}});
   return true;
 }
 
-std::string ChainMaster::rejoin(const std::string& name, const std::string& address) {
+ActionOutcome ChainMaster::rejoin(const std::string& name, const std::string& address) {
   pb::ControlRequest req;
   req.set_action(pb::ControlRequest::SET_NEXT);
   req.set_address(address);
   pb::ControlReply rep;
   const std::string tail = m_order.back();
   auto st = m_control.at(m_nodes.addressOf(tail), req, rep);
-  if (!st.ok()) return "restarted " + name + ", but linking it after " + tail + " failed: " + describe(st);
+  if (!st.ok()) return restarted(name, ", but linking it after " + tail + " failed: " + describe(st));
   m_order.push_back(name);
-  return "restarted " + name + "; it rejoins the chain at the tail after " + tail + " and catches up";
+  return restarted(name, "; it rejoins the chain at the tail after " + tail + " and catches up");
 }
 
 }  // namespace dasp::net

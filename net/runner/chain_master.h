@@ -4,6 +4,7 @@
 // master.
 
 #include "core/store/run_store.h"
+#include "net/runner/action_outcome.h"
 #include "net/runner/run_nodes.h"
 #include "net/runner/run_watch.h"
 
@@ -29,9 +30,8 @@ class ChainMaster {
   std::string resolve(const std::string& node) const { return node == "server" ? m_order.front() : node; }
   // `name` exited at run time `t`. False when no replica is left.
   bool leave(const std::string& name, double t);
-  // Restarted replica `name`, listening at `address`, is linked after the tail; the text
-  // says what happened.
-  std::string rejoin(const std::string& name, const std::string& address);
+  // Restarted replica `name`, listening at `address`, is linked after the tail.
+  ActionOutcome rejoin(const std::string& name, const std::string& address);
 
  private:
   std::int64_t m_runId;

@@ -2,6 +2,7 @@
 #include "net/runner/event_recording.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace dasp::net {
 
@@ -15,6 +16,32 @@ IterationTimeline iterationTimeline(const pb::ClusterEvent& e) {
   t.computeEnd = std::min(e.t_s(), t.pullEnd + e.compute_s() + e.emulated_s());
   t.pushEnd = e.t_s();
   return t;
+}
+
+std::string decisionText(const pb::ClusterEvent& e) {
+  std::string what = e.decision();
+  if (e.decision_kind() == pb::ClusterEvent::STATE_CHANGE) what += " " + e.parallel_state() + "->" + e.state();
+  if (e.decision_kind() == pb::ClusterEvent::DROP || e.decision_kind() == pb::ClusterEvent::GRANT) {
+    what += " " + std::to_string(e.staleness());
+  }
+  return what;
+}
+
+std::optional<EventRow> eventRowOf(const pb::ClusterEvent& e, std::int64_t runId, const std::string& node) {
+  using RE = v1::RunEvent;
+  switch (e.kind()) {
+    case pb::ClusterEvent::NODE:
+      return EventRow{runId, e.t_s(), RE::NODE, node, e.state() + ": " + e.detail(), e.code(), {}};
+    case pb::ClusterEvent::REJECT:
+      return EventRow{runId, e.t_s(), RE::REJECT, node, e.detail(), RE::CODE_UNSPECIFIED, {}};
+    case pb::ClusterEvent::CONTROL:
+      return EventRow{runId, e.t_s(), RE::CONTROL, e.rank() < 0 ? "cluster" : node, e.detail(), RE::CODE_UNSPECIFIED, {}};
+    case pb::ClusterEvent::RECOVERY:
+      return EventRow{runId, e.t_s(), RE::RECOVERY, e.rank() < 0 ? "server" : node, e.decision() + ": " + e.detail(),
+                      e.code(), e.target()};
+    default:
+      return std::nullopt;
+  }
 }
 
 EventRecording::EventRecording(RunRecorder& recorder, std::vector<std::string> nodeNames, double targetAccuracy)
@@ -68,15 +95,10 @@ void EventRecording::record(const pb::EventBatch& batch) {
         f.maxStaleness = std::max(f.maxStaleness, e.staleness());
         m_recorder.record(SampleRow{runId, node, "staleness", e.t_s(), e.version(), static_cast<double>(e.staleness())});
         break;
-      case pb::ClusterEvent::DECISION: {
-        if (e.decision() == "Drop") ++f.dropped;
-        std::string what = e.decision();
-        if (e.decision() == "StateChange") what += " " + e.parallel_state() + "->" + e.state();
-        if (e.decision() == "Drop" || e.decision() == "Grant") what += " " + std::to_string(e.staleness());
-        m_recorder.record(DecisionRow{runId, e.t_s(), e.rank() < 0 ? "cluster" : node, what, e.detail()});
-        if (e.decision() == "StateChange" && e.state() == "Down" && e.rank() >= 0) f.downRanks.push_back(e.rank());
+      case pb::ClusterEvent::DECISION:
+        if (e.decision_kind() == pb::ClusterEvent::DROP) ++f.dropped;
+        m_recorder.record(DecisionRow{runId, e.t_s(), e.rank() < 0 ? "cluster" : node, decisionText(e), e.detail()});
         break;
-      }
       case pb::ClusterEvent::EVALUATION: {
         EvaluationRow row;
         row.runId = runId;
@@ -94,20 +116,8 @@ void EventRecording::record(const pb::EventBatch& batch) {
         if (m_target > 0 && e.accuracy() >= m_target && !f.targetT) f.targetT = e.version_t_s();
         break;
       }
-      case pb::ClusterEvent::NODE:
-        m_recorder.record(EventRow{runId, e.t_s(), "node", node, e.state() + ": " + e.detail()});
-        break;
-      case pb::ClusterEvent::REJECT:
-        m_recorder.record(EventRow{runId, e.t_s(), "reject", node, e.detail()});
-        break;
-      case pb::ClusterEvent::CONTROL:
-        m_recorder.record(EventRow{runId, e.t_s(), "control", e.rank() < 0 ? "cluster" : node, e.detail()});
-        break;
-      case pb::ClusterEvent::RECOVERY:
-        m_recorder.record(EventRow{runId, e.t_s(), "recovery", e.rank() < 0 ? "server" : node,
-                                   e.decision() + ": " + e.detail()});
-        break;
       default:
+        if (auto row = eventRowOf(e, runId, node)) m_recorder.record(std::move(*row));
         break;
     }
   }

@@ -23,6 +23,16 @@ struct IterationTimeline {
 };
 IterationTimeline iterationTimeline(const dasp::ps::v1::ClusterEvent& iteration);
 
+// A DECISION event as the decisions table and the GUI show it: "state_change SYNC->ASYNC",
+// "drop 9", "barrier_timeout".
+std::string decisionText(const dasp::ps::v1::ClusterEvent& decision);
+
+// The run event of a NODE, REJECT, CONTROL or RECOVERY event (nullopt for the other
+// kinds), `node` being the name of its rank: the one translation of the server's events
+// into typed run events, for the store and the GUI's live feed alike. The detail text is
+// the store's wording ("UP: joined", "restored: …").
+std::optional<EventRow> eventRowOf(const dasp::ps::v1::ClusterEvent& e, std::int64_t runId, const std::string& node);
+
 struct RunFigures {
   std::int64_t version = 0;
   std::int64_t gradients = 0;   // iterations pushed
@@ -37,7 +47,6 @@ struct RunFigures {
   bool haveEvaluation = false;
   double lastAccuracy = 0, lastLoss = 0;
   std::int64_t lastEvaluatedVersion = -1;
-  std::vector<int> downRanks;
 };
 
 class EventRecording {

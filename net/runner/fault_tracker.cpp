@@ -167,7 +167,7 @@ void FaultTracker::observe(const pb::EventBatch& batch, const std::function<std:
         if (e.accuracy() == e.accuracy()) m_evaluations.push_back({e.t_s(), e.version(), e.accuracy()});
         break;
       case pb::ClusterEvent::NODE:
-        if (e.state() != "DOWN") break;
+        if (e.code() != v1::RunEvent::NODE_DOWN) break;
         for (auto& d : m_drills) {
           if (d.timed && !d.record.detectedAtS && d.record.node == nodeName(e.rank()) && e.t_s() >= d.record.atS) {
             d.record.detectedAtS = e.t_s();
@@ -175,8 +175,11 @@ void FaultTracker::observe(const pb::EventBatch& batch, const std::function<std:
         }
         break;
       case pb::ClusterEvent::RECOVERY: {
-        const auto& what = e.decision();
-        if (what != "restored" && what != "started_fresh" && what != "adopted" && what != "promoted") break;
+        const auto what = e.code();
+        if (what != v1::RunEvent::RESTORED && what != v1::RunEvent::STARTED_FRESH && what != v1::RunEvent::ADOPTED &&
+            what != v1::RunEvent::PROMOTED) {
+          break;
+        }
         if (Drill* d = latestServerDrillLocked(e.t_s())) {
           if (!d->record.versionAfter) {
             d->record.versionAfter = e.version();

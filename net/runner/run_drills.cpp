@@ -12,6 +12,7 @@
 namespace dasp::net {
 
 namespace pb = dasp::ps::v1;
+using RE = v1::RunEvent;
 
 namespace {
 
@@ -48,90 +49,89 @@ std::map<pid_t, double> RunDrills::cpuSnapshot() {
 }
 
 // Kill or pause a node.
-std::string RunDrills::fire(int index, const v1::FaultSpec& fault, double t) {
+ActionOutcome RunDrills::fire(int index, const v1::FaultSpec& fault, double t) {
   const std::string target = m_chain.resolve(fault.node());
   NodeProcess* child = m_nodes.process(target);
-  if (child == nullptr || !child->running()) return target + " is not running; fault not applied";
+  if (child == nullptr || !child->running()) return notApplied(target + " is not running; fault not applied");
   m_cpuAtFault[index] = cpuSnapshot();
   m_tracker.fired(index, t, target, m_nodes.isServer(target), m_isChain);
   const bool kill = fault.action() == v1::FaultSpec::KILL;
   if (kill) m_expectedExit.insert(target);
   child->signal(kill ? SIGKILL : SIGSTOP);
-  return std::string(kill ? "kill " : "pause ") + target;
+  return signalled(kill ? RE::KILL : RE::PAUSE, target);
 }
 
 void RunDrills::fireDue(double t) {
   for (const auto& due : m_tracker.due(t)) {
-    std::string what;
+    ActionOutcome what;
     if (!due.restart) {
       what = fire(due.index, due.spec, t);
     } else if (due.spec.action() == v1::FaultSpec::PAUSE) {
       const std::string target = m_chain.resolve(due.spec.node());
       if (NodeProcess* child = m_nodes.process(target)) child->signal(SIGCONT);
       m_tracker.restarted(due.index, t);
-      what = "resume " + target;
+      what = signalled(RE::RESUME, target);
     } else {
       const auto records = m_tracker.records();
       const std::string target = records[static_cast<std::size_t>(due.index)].node;
       m_tracker.restarted(due.index, t);  // before: the new server's first updates count
       what = restartNode(target, t);
-      m_tracker.addDetail(due.index, what);
+      m_tracker.addDetail(due.index, what.text);
     }
     m_say("run " + std::to_string(m_runId) + ": drill " + std::to_string(due.index + 1) + " at " +
-          std::to_string(t).substr(0, 6) + " s: " + what);
-    m_recorder.record(EventRow{m_runId, t, "fault", due.spec.node(), what});
+          std::to_string(t).substr(0, 6) + " s: " + what.text);
+    m_recorder.record(actionRow(m_runId, t, RE::FAULT, due.spec.node(), std::move(what)));
   }
 }
 
-std::string RunDrills::restartNode(const std::string& name, double t) {
+ActionOutcome RunDrills::restartNode(const std::string& name, double t) {
   if (NodeProcess* child = m_nodes.process(name)) {
-    if (child->running()) return name + " is still running; not restarted";
+    if (child->running()) return {RE::RESTART_REFUSED, name, name + " is still running; not restarted"};
     child->waitFor(5.0);
   }
   const auto mode = m_spec.recovery().mode();
   if (m_nodes.isServer(name)) {
     if (m_isChain) {
       auto started = m_nodes.startServer(name, m_nodes.portOf(name), {"--replica"});
-      if (!started) return "restart of " + name + " failed: " + started.message();
+      if (!started) return restartFailed(name, started.message());
       return m_chain.rejoin(name, started.value());
     }
     std::vector<std::string> extra{"--resume-at", std::to_string(t)};
     if (mode == v1::RecoverySpec::CHECKPOINT) extra.push_back("--restore");
     if (mode == v1::RecoverySpec::STATELESS) extra.push_back("--adopt");
     auto started = m_nodes.startServer(name, m_nodes.portOf(name), extra);
-    if (!started) return "restart of " + name + " failed: " + started.message();
-    return "restarted " + name + " (recovery " + recoveryName(mode) + ")";
+    if (!started) return restartFailed(name, started.message());
+    return restarted(name, " (recovery " + recoveryName(mode) + ")");
   }
   if (const int rank = m_nodes.rankOf(name); rank >= 0) {
     auto st = m_nodes.startWorker(rank);
-    return st ? "restarted " + name + "; it rejoins with its rank" : "restart of " + name + " failed: " + st.message();
+    return st ? restarted(name, "; it rejoins with its rank") : restartFailed(name, st.message());
   }
   if (name == "evaluator") {
     auto st = m_nodes.startEvaluator();
-    return st ? "restarted the evaluator" : "restart of the evaluator failed: " + st.message();
+    return st ? restarted(name, "") : restartFailed(name, st.message());
   }
-  return "unknown node " + name;
+  return notApplied("unknown node " + name);
 }
 
-std::string RunDrills::changeSpeed(const RunControl::Action& action, int rank) {
-  if (rank < 0) return "cannot change the speed of " + action.node + ": not a worker";
+ActionOutcome RunDrills::changeSpeed(const RunControl::Action& action, int rank) {
+  if (rank < 0) return notApplied("cannot change the speed of " + action.node + ": not a worker");
   pb::ControlRequest creq;
   creq.set_action(pb::ControlRequest::SET_SLOWDOWN);
   creq.set_rank(rank);
   creq.set_slowdown(action.kind == RunControl::Kind::Restore ? 0.0 : action.factor);
   pb::ControlReply crep;
   auto st = m_control.head(creq, crep);
-  if (!st.ok()) return "speed change of " + action.node + " failed: " + describe(st);
-  return action.kind == RunControl::Kind::Restore ? "restore " + action.node + " to its own speed profile"
-                                                  : "slow " + action.node + " to x" + std::to_string(action.factor);
+  if (!st.ok()) return notApplied("speed change of " + action.node + " failed: " + describe(st));
+  return speedSet(action.node, action.kind == RunControl::Kind::Restore, action.factor);
 }
 
 // Pause or kill by hand: recorded like a drill.
-std::string RunDrills::signalByHand(const RunControl::Action& action, double t) {
+ActionOutcome RunDrills::signalByHand(const RunControl::Action& action, double t) {
   const bool kill = action.kind == RunControl::Kind::Kill;
   const std::string target = m_chain.resolve(action.node);
   NodeProcess* child = m_nodes.process(target);
-  if (child == nullptr || !child->running()) return action.node + " is not running";
+  if (child == nullptr || !child->running()) return notApplied(action.node + " is not running");
   v1::FaultSpec fault;
   fault.set_node(target);
   fault.set_action(kill ? v1::FaultSpec::KILL : v1::FaultSpec::PAUSE);
@@ -140,10 +140,10 @@ std::string RunDrills::signalByHand(const RunControl::Action& action, double t) 
   m_cpuAtFault[index] = cpuSnapshot();
   if (kill) m_expectedExit.insert(target);
   child->signal(kill ? SIGKILL : SIGSTOP);
-  return std::string(kill ? "kill " : "pause ") + target;
+  return signalled(kill ? RE::KILL : RE::PAUSE, target);
 }
 
-std::string RunDrills::apply(const RunControl::Action& action, double t) {
+ActionOutcome RunDrills::apply(const RunControl::Action& action, double t) {
   switch (action.kind) {
     case RunControl::Kind::SlowDown:
     case RunControl::Kind::Restore:
@@ -153,16 +153,16 @@ std::string RunDrills::apply(const RunControl::Action& action, double t) {
       return signalByHand(action, t);
     case RunControl::Kind::Resume: {
       NodeProcess* child = m_nodes.process(action.node);
-      if (child == nullptr || !child->running()) return action.node + " is not running";
+      if (child == nullptr || !child->running()) return notApplied(action.node + " is not running");
       child->signal(SIGCONT);
       m_tracker.restartedManual(action.node, t);
-      return "resume " + action.node;
+      return signalled(RE::RESUME, action.node);
     }
     case RunControl::Kind::Restart:
       m_tracker.restartedManual(action.node, t);
       return restartNode(action.node, t);
   }
-  return "unknown action";
+  return notApplied("unknown action");
 }
 
 void RunDrills::takeCpuFigures() {

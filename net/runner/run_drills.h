@@ -3,6 +3,7 @@
 // Internal to the runner (net/run_session.*): faults on a running experiment.
 
 #include "core/store/run_store.h"
+#include "net/runner/action_outcome.h"
 #include "net/runner/chain_master.h"
 #include "net/runner/fault_tracker.h"
 #include "net/runner/run_nodes.h"
@@ -31,18 +32,18 @@ class RunDrills {
 
   // Carries out the drills due at run time `t`, each recorded as a "fault" event.
   void fireDue(double t);
-  // A live action from the GUI; the text says what was done (or why not).
-  std::string apply(const RunControl::Action& action, double t);
+  // A live action from the GUI: what was done (or why not).
+  ActionOutcome apply(const RunControl::Action& action, double t);
   // The CPU figures of drills whose recovery was seen since the last call.
   void takeCpuFigures();
   // `name` was killed on purpose (a drill or by hand); true once per such kill.
   bool takeExpectedExit(const std::string& name) { return m_expectedExit.erase(name) > 0; }
 
  private:
-  std::string fire(int index, const v1::FaultSpec& fault, double t);
-  std::string restartNode(const std::string& name, double t);
-  std::string changeSpeed(const RunControl::Action& action, int rank);
-  std::string signalByHand(const RunControl::Action& action, double t);
+  ActionOutcome fire(int index, const v1::FaultSpec& fault, double t);
+  ActionOutcome restartNode(const std::string& name, double t);
+  ActionOutcome changeSpeed(const RunControl::Action& action, int rank);
+  ActionOutcome signalByHand(const RunControl::Action& action, double t);
   std::map<pid_t, double> cpuSnapshot();
 
   std::int64_t m_runId;

@@ -263,13 +263,13 @@ Status RunSession::startNodes() {
 void RunSession::applyLiveActions(double runT) {
   if (m_options.control == nullptr) return;
   for (const auto& action : m_options.control->take()) {
-    m_recorder->record(EventRow{m_runId, runT, "control", action.node, m_drills->apply(action, runT)});
+    m_recorder->record(actionRow(m_runId, runT, v1::RunEvent::CONTROL, action.node, m_drills->apply(action, runT)));
   }
 }
 
 void RunSession::handleExit(const std::string& name, NodeProcess& child, double runT) {
   const std::string what = name + " " + child.exitInfo()->describe();
-  m_recorder->record(EventRow{m_runId, runT, "exit", name, what});
+  m_recorder->record(EventRow{m_runId, runT, v1::RunEvent::EXIT, name, what, v1::RunEvent::EXITED, {}});
   const bool expected = m_drills->takeExpectedExit(name);
   if (isServer(name)) {
     if (m_chain) {

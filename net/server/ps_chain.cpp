@@ -25,7 +25,7 @@ void ParameterServer::Impl::setUpChain() {
       },
       [raw = this](const std::string& message) {
         std::lock_guard<std::mutex> lock(raw->mu);
-        raw->emitRecoveryLocked("replica_unreachable", message, raw->store->version());
+        raw->emitRecoveryLocked(v1::RunEvent::REPLICA_UNREACHABLE, message, raw->store->version());
       });
   if (!o.chainNext.empty()) replicator->setSuccessor(o.chainNext);
 }
@@ -61,7 +61,7 @@ void ParameterServer::Impl::promoteLocked(double t) {
   if (versionTime.size() < static_cast<std::size_t>(store->version()) + 1) {
     versionTime.resize(static_cast<std::size_t>(store->version()) + 1, t);
   }
-  emitRecoveryLocked("promoted",
+  emitRecoveryLocked(v1::RunEvent::PROMOTED,
                      options.name + " promoted to head at version " + std::to_string(store->version()) +
                          " (the version the chain acknowledged)",
                      store->version());
@@ -128,7 +128,7 @@ bool ParameterServer::Impl::setNextLocked(const std::string& address, pb::Contro
   }
   replicator->setSuccessor(address);
   detail = address.empty() ? options.name + " is now the tail" : options.name + " forwards to " + address;
-  emitRecoveryLocked("chain", detail, store->version());
+  emitRecoveryLocked(address.empty() ? v1::RunEvent::CHAIN_TAIL : v1::RunEvent::CHAIN_LINK, detail, store->version());
   return true;
 }
 

@@ -6,6 +6,22 @@
 
 namespace dasp::net {
 
+namespace {
+
+// A policy decision's kind as the event carries it.
+pb::ClusterEvent::DecisionKind decisionKindOf(DecisionKind kind) {
+  switch (kind) {
+    case DecisionKind::StateChange: return pb::ClusterEvent::STATE_CHANGE;
+    case DecisionKind::Drop: return pb::ClusterEvent::DROP;
+    case DecisionKind::BarrierTimeout: return pb::ClusterEvent::BARRIER_TIMEOUT;
+    case DecisionKind::Repartition: return pb::ClusterEvent::REPARTITION;
+    case DecisionKind::Grant: return pb::ClusterEvent::GRANT;
+  }
+  return pb::ClusterEvent::DECISION_KIND_UNSPECIFIED;
+}
+
+}  // namespace
+
 pb::ClusterEvent* ParameterServer::Impl::newEventLocked() {
   // The first watcher gets the event; others copy it (usually there is one: the runner).
   if (watchers.empty()) return unwatched.events_size() < kUnwatchedMax ? unwatched.add_events() : nullptr;
@@ -34,6 +50,7 @@ void ParameterServer::Impl::emitDecisionsLocked() {
     e->set_rank(d.rank);
     e->set_version(policy->version());
     e->set_decision(toString(d.kind));
+    e->set_decision_kind(decisionKindOf(d.kind));
     e->set_state(toString(d.to));
     e->set_parallel_state(toString(d.from));
     e->set_staleness(d.value);
@@ -44,7 +61,7 @@ void ParameterServer::Impl::emitDecisionsLocked() {
 
 // A RECOVERY event; kept for the first watcher when nobody watches yet (a restarted
 // server restores before the runner has reconnected).
-void ParameterServer::Impl::emitRecoveryLocked(const std::string& what, const std::string& detail, std::int64_t version,
+void ParameterServer::Impl::emitRecoveryLocked(EventCode what, const std::string& detail, std::int64_t version,
                                                int rank, std::int64_t count, double ageS, std::int64_t dropped,
                                                double outageS) {
   pb::ClusterEvent e;
@@ -52,8 +69,12 @@ void ParameterServer::Impl::emitRecoveryLocked(const std::string& what, const st
   e.set_t_s(now());
   e.set_rank(rank);
   e.set_version(version);
-  e.set_decision(what);
+  e.set_code(what);
+  e.set_decision(recoveryStepName(what));
   e.set_detail(detail);
+  if (what == v1::RunEvent::PROMOTED || what == v1::RunEvent::CHAIN_TAIL || what == v1::RunEvent::CHAIN_LINK) {
+    e.set_target(options.name);
+  }
   e.set_count(count);
   e.set_age_s(ageS);
   e.set_dropped(dropped);

@@ -170,6 +170,7 @@ void ParameterServer::Impl::nodeUpLocked(int rank, double t, const char* why) {
     e->set_t_s(t);
     e->set_rank(rank);
     e->set_state("UP");
+    e->set_code(v1::RunEvent::NODE_UP);
     e->set_detail(why);
     e->set_parallel_state(stateName(rank));
     publishLocked(e);
@@ -192,6 +193,7 @@ void ParameterServer::Impl::markDownLocked(int rank, double t, const char* why) 
     e->set_t_s(t);
     e->set_rank(rank);
     e->set_state("DOWN");
+    e->set_code(v1::RunEvent::NODE_DOWN);
     e->set_detail(why);
     publishLocked(e);
   }

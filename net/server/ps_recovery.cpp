@@ -31,16 +31,16 @@ Status ParameterServer::Impl::restoreBeforeServing() {
       store->restore(latest->parameters.data(), latest->momentum.data(), latest->version);
       versionTime.assign(static_cast<std::size_t>(latest->version) + 1, o.resumeAtS > 0 ? o.resumeAtS : 0.0);
       lastCheckpointVersion = latest->version;
-      emitRecoveryLocked("restored", "restored " + latest->path + " (version " + std::to_string(latest->version) +
+      emitRecoveryLocked(v1::RunEvent::RESTORED, "restored " + latest->path + " (version " + std::to_string(latest->version) +
                                          ", taken at " + std::to_string(latest->runTimeS).substr(0, 6) + " s)" +
                                          skippedText,
                          latest->version);
     } else {
-      emitRecoveryLocked("started_fresh", latest.message() + skippedText + "; starting from the initial parameters",
+      emitRecoveryLocked(v1::RunEvent::STARTED_FRESH, latest.message() + skippedText + "; starting from the initial parameters",
                          0);
     }
   } else if (o.resumeAtS >= 0 && !o.adoptFromWorkers && !o.replica) {
-    emitRecoveryLocked("started_fresh",
+    emitRecoveryLocked(v1::RunEvent::STARTED_FRESH,
                        "restarted from the initial parameters (recovery " + recoveryName(rec.mode()) + ")", 0);
   }
   if (o.resumeAtS >= 0 && !o.replica) {
@@ -50,7 +50,7 @@ Status ParameterServer::Impl::restoreBeforeServing() {
       // Wait for the workers' parameters: until every worker rejoined, at most a few seconds.
       adopting = true;
       adoptDeadline = o.resumeAtS + std::min(5.0, o.spec.strategy().barrier_timeout_s());
-      emitRecoveryLocked("adopting", "restarted; waiting for the rejoining workers' parameters", 0);
+      emitRecoveryLocked(v1::RunEvent::ADOPTING, "restarted; waiting for the rejoining workers' parameters", 0);
     } else {
       started = true;
     }
@@ -116,10 +116,10 @@ void ParameterServer::Impl::writeCheckpoints() {
     checkpointDue = false;
     if (written) {
       ++counters.checkpoints;
-      emitRecoveryLocked("checkpoint", "checkpoint of version " + std::to_string(v) + " written", v);
+      emitRecoveryLocked(v1::RunEvent::CHECKPOINT, "checkpoint of version " + std::to_string(v) + " written", v);
     } else {
       ++counters.checkpointFailures;
-      emitRecoveryLocked("checkpoint_failed", written.message() + "; training goes on", v);
+      emitRecoveryLocked(v1::RunEvent::CHECKPOINT_FAILED, written.message() + "; training goes on", v);
     }
     maybeCheckpointLocked(now());
   }
@@ -132,11 +132,11 @@ void ParameterServer::Impl::finishAdoptionLocked() {
   const double t = now();
   for (auto& c : lastContact) c = t;
   if (adoptedVersion >= 0) {
-    emitRecoveryLocked("adopted", "adopted version " + std::to_string(adoptedVersion) + " from " + adoptedFrom +
+    emitRecoveryLocked(v1::RunEvent::ADOPTED, "adopted version " + std::to_string(adoptedVersion) + " from " + adoptedFrom +
                                       " (the highest any rejoining worker held); momentum restarts from zero",
                        adoptedVersion);
   } else {
-    emitRecoveryLocked("started_fresh",
+    emitRecoveryLocked(v1::RunEvent::STARTED_FRESH,
                        "no rejoining worker offered parameters; starting from the initial parameters (version 0)", 0);
   }
   for (auto& j : parkedJoins) {
@@ -199,7 +199,7 @@ grpc::Status ParameterServer::Impl::handleBacklogLocked(const pb::PushRequest& r
   }
   char lrText[32];
   std::snprintf(lrText, sizeof lrText, "%g", lr);
-  emitRecoveryLocked("backlog",
+  emitRecoveryLocked(v1::RunEvent::BACKLOG,
                      "worker " + std::to_string(req.rank()) + ": applied a backlog of " + std::to_string(count) +
                          " gradients in one step (rule " + rule + ", lr " + lrText + "; oldest " +
                          std::to_string(req.backlog_age_s()).substr(0, 5) + " s old, " +

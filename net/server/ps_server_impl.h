@@ -38,6 +38,7 @@
 
 #include "net/server/ps_server.h"
 
+#include "core/events/run_events.h"
 #include "core/params/checkpoint.h"
 #include "core/params/parameter_store.h"
 #include "core/policy/sync_policy.h"
@@ -247,7 +248,8 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   pb::ClusterEvent* newEventLocked();
   void publishLocked(pb::ClusterEvent* e);
   void emitDecisionsLocked();
-  void emitRecoveryLocked(const std::string& what, const std::string& detail, std::int64_t version, int rank = -1,
+  // A promotion or chain step is about this server: the event's `target` names it.
+  void emitRecoveryLocked(EventCode what, const std::string& detail, std::int64_t version, int rank = -1,
                           std::int64_t count = 0, double ageS = 0, std::int64_t dropped = 0, double outageS = 0);
 
   // --- recovery: checkpoints, restarts, stateless (ps_recovery.cpp) -----------------------------

@@ -1,99 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Tests of RunStore and RunRecorder (core/store/run_store.h) on files in a temporary directory.
-
-#include "core/store/run_store.h"
-#include "tests/support/stores.h"
-
-#include <QFile>
-#include <QTemporaryDir>
-#include <QtTest>
-
-#include <sqlite3.h>
-
-#include <cmath>
-#include <csignal>
-#include <cstdlib>
-#include <string>
-#include <thread>
-#include <vector>
-
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-extern char** environ;  // POSIX; spelled out for libcs that declare it only with _GNU_SOURCE
+// Tests of RunStore and RunRecorder (core/store/run_store.h) on files in a temporary
+// directory: runs, rows, the recorder. The store's files (migrations, bad and dead files):
+// tst_run_store_files.cpp.
+#include "tests/support/store_fixtures.h"
 
 using namespace dasp;
-
-namespace {
-
-NewRun sampleRun(const std::string& name, const std::string& strategy = "bsp",
-                 const std::string& tags = {}) {
-  NewRun run = test_support::testRun(name, strategy, 7);
-  run.tags = tags;
-  return run;
-}
-
-// Runs one statement on a raw connection of its own; returns the SQLite result code.
-int rawExec(const QString& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.toStdString().c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
-  if (rc == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 5000);
-    rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
-  }
-  sqlite3_close(db);
-  return rc;
-}
-
-// Counts rows with a raw connection (independent of RunStore's readers).
-qint64 rawCount(const QString& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  qint64 count = -1;
-  if (sqlite3_open_v2(path.toStdString().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW) {
-      count = sqlite3_column_int64(stmt, 0);
-    }
-    sqlite3_finalize(stmt);
-  }
-  sqlite3_close(db);
-  return count;
-}
-
-QByteArray readAll(const QString& path) {
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) return {};
-  return file.readAll();
-}
-
-// The child of killedProcessDataStaysReadable: this executable started with kChildEnv set
-// to a store path. It runs before main(), records into a new run, flushes, reports on
-// stdout and waits to be killed with the recorder still open.
-constexpr const char* kChildEnv = "DASP_TST_RUN_STORE_CHILD";
-
-int killedWriterChild(const std::string& path) {
-  auto s = RunStore::open(path);
-  if (!s.isOk()) return 2;
-  auto id = (*s)->createRun(sampleRun("child"));
-  if (!id.isOk()) return 3;
-  auto rec = RunRecorder::open(path, *id, 60000);
-  if (!rec.isOk()) return 4;
-  for (int i = 0; i < 50; ++i) (*rec)->record(EvaluationRow{*id, 1.0 * i, i, i, i, 1.0, 0.5});
-  if (!(*rec)->flush().isOk()) return 5;
-  const char ready = 'r';
-  if (write(STDOUT_FILENO, &ready, 1) != 1) return 6;
-  for (;;) pause();
-}
-
-const int kChildHook = [] {
-  const char* path = std::getenv(kChildEnv);
-  if (path && *path) _exit(killedWriterChild(path));
-  return 0;
-}();
-
-}  // namespace
+using namespace store_fixtures;
 
 class TestRunStore : public QObject {
   Q_OBJECT
@@ -161,8 +73,8 @@ class TestRunStore : public QObject {
     store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
     QCOMPARE((*store)->run(*first)->status, RunStatus::Running);
-    QCOMPARE(RunStore::schemaVersion(), 2);
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(2));
+    QCOMPARE(RunStore::schemaVersion(), 3);
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(3));
     sqlite3* db = nullptr;
     QCOMPARE(sqlite3_open(path.toStdString().c_str(), &db), SQLITE_OK);
     sqlite3_stmt* stmt = nullptr;
@@ -277,7 +189,7 @@ class TestRunStore : public QObject {
       (*rec)->record(SampleRow{id, "worker-0", "train_loss", 0.5, 1, 2.1});
       (*rec)->record(StateIntervalRow{id, "worker-0", "COMPUTE", "SYNC", 0.0, 0.5});
       (*rec)->record(DecisionRow{id, 0.7, "server", "SYNC->ASYNC", "slow worker"});
-      (*rec)->record(EventRow{id, 0.8, "fault", "worker-1", "killed"});
+      (*rec)->record(EventRow{id, 0.8, RE::FAULT, "worker-1", "killed", RE::CODE_UNSPECIFIED, {}});
       (*rec)->record(LogRow{id, "worker-0", 0.1, "stdout", "hello"});
       NodeRow node;
       node.runId = id;
@@ -384,7 +296,7 @@ class TestRunStore : public QObject {
     auto rec = RunRecorder::open(path.toStdString(), id);
     QVERIFY(rec.isOk());
     (*rec)->record(DecisionRow{id, 1.5, "server", "SYNC->ASYNC", "spread 3x"});
-    (*rec)->record(EventRow{id, 2.0, "fault", "worker-2", "SIGKILL"});
+    (*rec)->record(EventRow{id, 2.0, RE::FAULT, "worker-2", "SIGKILL", RE::CODE_UNSPECIFIED, {}});
     (*rec)->record(StateIntervalRow{id, "worker-2", "DOWN", "", 2.0, 3.0});
     (*rec)->setSummary({SummaryRow{"time_to_target_s", 12.5, ""},
                         SummaryRow{"final_accuracy", 0.5, ""},
@@ -537,54 +449,6 @@ class TestRunStore : public QObject {
     QCOMPARE((*store)->faults(other)->size(), std::size_t(1));
   }
 
-  void migratesVersion1File() {
-    // A version-1 file: the current schema less what version 2 added.
-    const QString path = newPath();
-    std::int64_t id = 0;
-    {
-      auto store = RunStore::open(path.toStdString());
-      QVERIFY(store.isOk());
-      id = (*store)->createRun(sampleRun("old")).value();
-      auto rec = RunRecorder::open(path.toStdString(), id);
-      QVERIFY(rec.isOk());
-      (*rec)->record(EvaluationRow{id, 1.0, 1, 10, 320, 2.0, 0.3});
-      QVERIFY((*rec)->finish(RunStatus::Completed).isOk());
-    }
-    QCOMPARE(rawExec(path, "DROP TABLE faults; UPDATE schema_version SET version = 1"), SQLITE_OK);
-    QCOMPARE(rawCount(path, "SELECT count(*) FROM sqlite_master WHERE name = 'faults'"), qint64(0));
-
-    // The recorder migrates too (it is as likely to open the file first).
-    {
-      auto rec = RunRecorder::open(path.toStdString(), id);
-      QVERIFY2(rec.isOk(), rec.message().c_str());
-      RecoveryMetrics m;
-      m.fault.node = "server";
-      m.fault.action = "kill";
-      m.fault.atS = 3;
-      (*rec)->recordFaults({m});
-      QVERIFY((*rec)->flush().isOk());
-    }
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(2));
-    QCOMPARE(rawCount(path, "SELECT count(*) FROM schema_version"), qint64(1));
-    auto store = RunStore::open(path.toStdString());
-    QVERIFY2(store.isOk(), store.message().c_str());
-    QCOMPARE((*store)->run(id)->name, std::string("old"));
-    QCOMPARE((*store)->run(id)->status, RunStatus::Completed);
-    QCOMPARE((*store)->evaluations(id)->size(), std::size_t(1));
-    auto faults = (*store)->faults(id);
-    QVERIFY2(faults.isOk(), faults.message().c_str());
-    QCOMPARE(faults->size(), std::size_t(1));
-    QCOMPARE(faults->front().fault.atS, 3.0);
-
-    // RunStore::open on a version-1 file migrates as well.
-    QCOMPARE(rawExec(path, "DROP TABLE faults; UPDATE schema_version SET version = 1"), SQLITE_OK);
-    store = RunStore::open(path.toStdString());
-    QVERIFY2(store.isOk(), store.message().c_str());
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(2));
-    QVERIFY((*store)->faults(id)->empty());
-    QCOMPARE((*store)->evaluations(id)->size(), std::size_t(1));
-  }
-
   void recorderWriteErrorIsKept() {
     const QString path = newPath();
     auto store = RunStore::open(path.toStdString());
@@ -620,224 +484,6 @@ class TestRunStore : public QObject {
     auto rec = RunRecorder::open(path.toStdString(), 77);
     QVERIFY(!rec.isOk());
     QCOMPARE(rec.message(), "run 77 not found in " + path.toStdString());
-  }
-
-  void deadWriterMarkedInterrupted() {
-    const QString path = newPath();
-    std::int64_t deadForked = 0, deadHuge = 0, reused = 0, alive = 0, otherHost = 0, done = 0;
-    {
-      auto store = RunStore::open(path.toStdString());
-      QVERIFY(store.isOk());
-      deadForked = (*store)->createRun(sampleRun("forked")).value();
-      deadHuge = (*store)->createRun(sampleRun("huge")).value();
-      reused = (*store)->createRun(sampleRun("reused")).value();
-      alive = (*store)->createRun(sampleRun("alive")).value();
-      otherHost = (*store)->createRun(sampleRun("elsewhere")).value();
-      done = (*store)->createRun(sampleRun("done")).value();
-      QVERIFY((*store)->finishRun(done, RunStatus::Completed).isOk());
-    }
-    // A pid that surely is gone: a child we fork and reap.
-    const pid_t child = fork();
-    QVERIFY(child >= 0);
-    if (child == 0) _exit(0);
-    int wstatus = 0;
-    QCOMPARE(waitpid(child, &wstatus, 0), child);
-
-    const auto set = [&](std::int64_t id, const std::string& assignment) {
-      return rawExec(path, "UPDATE runs SET " + assignment + " WHERE id = " + std::to_string(id));
-    };
-    QCOMPARE(set(deadForked, "pid = " + std::to_string(child)), SQLITE_OK);
-    QCOMPARE(set(deadHuge, "pid = " + std::to_string(0x7ffffff0)), SQLITE_OK);
-    // This process's pid, but another start time: the pid was reused by someone else.
-    QCOMPARE(set(reused, "pid_start = '1'"), SQLITE_OK);
-    // Another host's run cannot be checked from here and stays running.
-    QCOMPARE(set(otherHost, "host = 'some-other-host.invalid', pid = 2147483632"), SQLITE_OK);
-
-    auto store = RunStore::open(path.toStdString());
-    QVERIFY2(store.isOk(), store.message().c_str());
-    for (std::int64_t id : {deadForked, deadHuge, reused}) {
-      auto row = (*store)->run(id);
-      QVERIFY(row.isOk());
-      QCOMPARE(row->status, RunStatus::Interrupted);
-      QVERIFY(row->endedAt.has_value());
-    }
-    QCOMPARE((*store)->run(alive)->status, RunStatus::Running);
-    QVERIFY(!(*store)->run(alive)->endedAt);
-    QCOMPARE((*store)->run(otherHost)->status, RunStatus::Running);
-    QCOMPARE((*store)->run(done)->status, RunStatus::Completed);
-  }
-
-  void notSqliteFails() {
-    const QString path = newPath();
-    const QByteArray text = "this is a text file, not a database\n"
-                            "it has a few lines of plain text in it, long enough to look like a "
-                            "header and then some more text so SQLite reads a full page.\n";
-    {
-      QFile file(path);
-      QVERIFY(file.open(QIODevice::WriteOnly));
-      for (int i = 0; i < 40; ++i) file.write(text);
-    }
-    const QByteArray before = readAll(path);
-    auto store = RunStore::open(path.toStdString());
-    QVERIFY(!store.isOk());
-    const std::string message = store.message();
-    QVERIFY2(message.find(path.toStdString()) != std::string::npos, message.c_str());
-    QVERIFY2(message.find("not a SQLite database") != std::string::npos, message.c_str());
-    QCOMPARE(readAll(path), before);
-    QVERIFY(!QFile::exists(path + "-wal"));
-
-    auto rec = RunRecorder::open(path.toStdString(), 1);
-    QVERIFY(!rec.isOk());
-    QVERIFY(rec.message().find("not a SQLite database") != std::string::npos);
-    QCOMPARE(readAll(path), before);
-  }
-
-  void otherSqliteDatabaseFails() {
-    const QString path = newPath();
-    sqlite3* db = nullptr;
-    QCOMPARE(sqlite3_open(path.toStdString().c_str(), &db), SQLITE_OK);
-    QCOMPARE(sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1);", nullptr, nullptr, nullptr),
-             SQLITE_OK);
-    sqlite3_close(db);
-    const QByteArray before = readAll(path);
-    auto store = RunStore::open(path.toStdString());
-    QVERIFY(!store.isOk());
-    QVERIFY2(store.message().find(path.toStdString()) != std::string::npos, store.message().c_str());
-    QCOMPARE(readAll(path), before);
-  }
-
-  void newerSchemaFails() {
-    const QString path = newPath();
-    std::int64_t id = 0;
-    {
-      auto store = RunStore::open(path.toStdString());
-      QVERIFY(store.isOk());
-      id = (*store)->createRun(sampleRun("old")).value();
-    }
-    QCOMPARE(rawExec(path, "UPDATE schema_version SET version = 999"), SQLITE_OK);
-    // Make the running run look dead, so a (wrong) open would want to write to it.
-    QCOMPARE(rawExec(path, "UPDATE runs SET pid = 2147483632 WHERE id = " + std::to_string(id)),
-             SQLITE_OK);
-    const QByteArray before = readAll(path);
-    QVERIFY(!before.isEmpty());
-
-    auto store = RunStore::open(path.toStdString());
-    QVERIFY(!store.isOk());
-    const std::string message = store.message();
-    QVERIFY2(message.find("newer") != std::string::npos, message.c_str());
-    QVERIFY2(message.find(path.toStdString()) != std::string::npos, message.c_str());
-    QVERIFY2(message.find("999") != std::string::npos, message.c_str());
-    QCOMPARE(readAll(path), before);
-
-    auto rec = RunRecorder::open(path.toStdString(), id);
-    QVERIFY(!rec.isOk());
-    QVERIFY(rec.message().find("newer") != std::string::npos);
-    QCOMPARE(readAll(path), before);
-    QCOMPARE(rawCount(path, "SELECT count(*) FROM runs WHERE status = 'running'"), qint64(1));
-  }
-
-  void killedWriterDataStaysReadable() {
-    const QString path = newPath();
-    auto store = RunStore::open(path.toStdString());
-    QVERIFY(store.isOk());
-    const auto id = (*store)->createRun(sampleRun("killed")).value();
-    {
-      auto rec = RunRecorder::open(path.toStdString(), id, 60000);
-      QVERIFY(rec.isOk());
-      for (int i = 0; i < 100; ++i) (*rec)->record(SampleRow{id, "worker-0", "wait_s", 0.01 * i, i, 0.5});
-      QVERIFY((*rec)->flush().isOk());
-      for (int i = 0; i < 5; ++i) (*rec)->record(EventRow{id, 2.0 + i, "speed-change", "worker-0", "x2"});
-      // Destroyed without finish(): drains the queue, leaves the run running.
-    }
-    auto reader = RunStore::open(path.toStdString());
-    QVERIFY(reader.isOk());
-    QCOMPARE((*reader)->samples(id, "wait_s")->size(), std::size_t(100));
-    QCOMPARE((*reader)->events(id)->size(), std::size_t(5));
-    auto row = (*reader)->run(id);
-    QCOMPARE(row->status, RunStatus::Running);  // this process is alive
-    QVERIFY(!row->endedAt);
-  }
-
-  void killedProcessDataStaysReadable() {
-    // A real kill: a child process (this executable, started with kChildEnv set) creates a
-    // run, records and flushes, then is SIGKILLed before it can finish. Its rows stay and
-    // the next open marks the run interrupted.
-    const QString path = newPath();
-    QVERIFY(RunStore::open(path.toStdString()).isOk());
-
-    int pipeFds[2];
-    QCOMPARE(pipe(pipeFds), 0);
-    std::vector<std::string> env;
-    for (char** e = environ; *e; ++e) env.emplace_back(*e);
-    env.push_back(std::string(kChildEnv) + "=" + path.toStdString());
-    std::vector<char*> envp;
-    for (std::string& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    char arg0[] = "tst_run_store";
-    char* argv[] = {arg0, nullptr};
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pipeFds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, pipeFds[0]);
-    pid_t child = 0;
-    const int spawned = posix_spawn(&child, "/proc/self/exe", &actions, nullptr, argv, envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    close(pipeFds[1]);
-    QCOMPARE(spawned, 0);
-
-    char byte = 0;
-    const ssize_t got = read(pipeFds[0], &byte, 1);
-    close(pipeFds[0]);
-    kill(child, SIGKILL);
-    int wstatus = 0;
-    QCOMPARE(waitpid(child, &wstatus, 0), child);
-    QCOMPARE(got, ssize_t(1));  // the child flushed before it was killed
-    QVERIFY(WIFSIGNALED(wstatus));
-
-    auto store = RunStore::open(path.toStdString());
-    QVERIFY2(store.isOk(), store.message().c_str());
-    auto runs = (*store)->listRuns();
-    QVERIFY(runs.isOk());
-    QCOMPARE(runs->size(), std::size_t(1));
-    QCOMPARE(runs->front().pid, std::int64_t(child));
-    QCOMPARE(runs->front().status, RunStatus::Interrupted);
-    QVERIFY(runs->front().endedAt.has_value());
-    QCOMPARE((*store)->evaluations(runs->front().id)->size(), std::size_t(50));
-  }
-
-  void defaultPath() {
-    const QByteArray oldDb = qgetenv("DASP_DB"), oldXdg = qgetenv("XDG_DATA_HOME"),
-                     oldHome = qgetenv("HOME");
-    const bool hadDb = qEnvironmentVariableIsSet("DASP_DB");
-    const bool hadXdg = qEnvironmentVariableIsSet("XDG_DATA_HOME");
-    qputenv("DASP_DB", "/tmp/x/my.sqlite");
-    QCOMPARE(defaultStorePath(), std::string("/tmp/x/my.sqlite"));
-    qputenv("DASP_DB", "");
-    qputenv("XDG_DATA_HOME", "/data");
-    QCOMPARE(defaultStorePath(), std::string("/data/dasp/runs.sqlite"));
-    qunsetenv("XDG_DATA_HOME");
-    qputenv("HOME", "/home/someone");
-    QCOMPARE(defaultStorePath(), std::string("/home/someone/.local/share/dasp/runs.sqlite"));
-    if (hadDb) qputenv("DASP_DB", oldDb); else qunsetenv("DASP_DB");
-    if (hadXdg) qputenv("XDG_DATA_HOME", oldXdg); else qunsetenv("XDG_DATA_HOME");
-    qputenv("HOME", oldHome);
-  }
-
-  void uncreatableLocationFails() {
-    // The parent "directory" is a regular file: cannot be created, not even by root.
-    const QString blocker = m_dir.filePath(QStringLiteral("plain-file"));
-    {
-      QFile file(blocker);
-      QVERIFY(file.open(QIODevice::WriteOnly));
-      file.write("x");
-    }
-    const std::string path = (blocker + QStringLiteral("/deeper/runs.sqlite")).toStdString();
-    auto store = RunStore::open(path);
-    QVERIFY(!store.isOk());
-    QVERIFY2(store.message().find(path) != std::string::npos, store.message().c_str());
-    auto rec = RunRecorder::open(path, 1);
-    QVERIFY(!rec.isOk());
-    QVERIFY2(rec.message().find(path) != std::string::npos, rec.message().c_str());
   }
 };
 

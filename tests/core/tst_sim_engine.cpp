@@ -241,7 +241,7 @@ class TestSimEngine : public QObject {
     auto events = store.value()->events(o.summary.runId);
     QVERIFY(events);
     bool recorded = false;
-    for (const auto& e : events.value()) recorded = recorded || (e.kind == "speed" && e.node == "worker-1" && e.tS == 1.0);
+    for (const auto& e : events.value()) recorded = recorded || (e.kind == v1::RunEvent::SPEED && e.node == "worker-1" && e.tS == 1.0);
     QVERIFY(recorded);
   }
 
@@ -378,8 +378,8 @@ class TestSimEngine : public QObject {
     QVERIFY(events);
     bool down = false, up = false;
     for (const auto& e : events.value()) {
-      if (e.node == "worker-1" && e.kind == "node" && e.detail.rfind("DOWN", 0) == 0) down = true;
-      if (e.node == "worker-1" && e.kind == "node" && e.detail.rfind("UP", 0) == 0) up = true;
+      if (e.node == "worker-1" && e.code == v1::RunEvent::NODE_DOWN && e.detail.rfind("DOWN", 0) == 0) down = true;
+      if (e.node == "worker-1" && e.code == v1::RunEvent::NODE_UP && e.detail.rfind("UP", 0) == 0) up = true;
     }
     QVERIFY(down);
     QVERIFY(up);

@@ -29,6 +29,8 @@
 #include <QUuid>
 #include <QtTest>
 
+using RE = dasp::v1::RunEvent;
+
 namespace {
 
 
@@ -185,7 +187,7 @@ std::int64_t verifyCompleted(const DrillRun& r, dasp::RunStore& store) {
 bool hasEvent(const std::vector<dasp::EventRow>& events, const char* kind, const QString& node, const QString& text,
               double afterS = -1) {
   return std::any_of(events.begin(), events.end(), [&](const dasp::EventRow& e) {
-    return e.kind == kind && (node.isEmpty() || QString::fromStdString(e.node) == node) &&
+    return dasp::kindName(e.kind) == std::string(kind) && (node.isEmpty() || QString::fromStdString(e.node) == node) &&
            QString::fromStdString(e.detail).contains(text) && e.tS >= afterS;
   });
 }
@@ -193,10 +195,10 @@ bool hasEvent(const std::vector<dasp::EventRow>& events, const char* kind, const
 QString eventList(const std::vector<dasp::EventRow>& events) {
   QStringList out;
   for (const auto& e : events) {
-    if (e.kind == "fault" || e.kind == "recovery" || e.kind == "exit" || e.kind == "node") {
+    if (e.kind == RE::FAULT || e.kind == RE::RECOVERY || e.kind == RE::EXIT || e.kind == RE::NODE) {
       out << QStringLiteral("%1 %2 %3: %4")
                  .arg(e.tS, 0, 'f', 3)
-                 .arg(QString::fromStdString(e.kind), QString::fromStdString(e.node), QString::fromStdString(e.detail));
+                 .arg(QLatin1String(dasp::kindName(e.kind)), QString::fromStdString(e.node), QString::fromStdString(e.detail));
     }
   }
   return out.join('\n');
@@ -355,9 +357,19 @@ void TestFaultDrills::workerKillNeverDeadlocks() {
   QVERIFY2(hasEvent(events, "exit", "worker-1", "signal 9", atS - 0.01), qPrintable(eventList(events)));
   QVERIFY2(hasEvent(events, "node", "worker-1", "DOWN", atS - 0.01), qPrintable(eventList(events)));
   QVERIFY2(hasEvent(events, "fault", "worker-1", "restarted worker-1", restartS - 0.01), qPrintable(eventList(events)));
+  // The same events typed, as the GUI and the recovery views read them (never the text).
+  auto typed = [&](dasp::EventKind kind, dasp::EventCode code, const std::string& subject) {
+    return std::any_of(events.begin(), events.end(), [&](const dasp::EventRow& e) {
+      return e.kind == kind && e.code == code && e.subject() == subject;
+    });
+  };
+  QVERIFY2(typed(RE::FAULT, RE::KILL, "worker-1"), qPrintable(eventList(events)));
+  QVERIFY2(typed(RE::FAULT, RE::RESTARTED, "worker-1"), qPrintable(eventList(events)));
+  QVERIFY2(typed(RE::NODE, RE::NODE_DOWN, "worker-1"), qPrintable(eventList(events)));
+  QVERIFY2(typed(RE::EXIT, RE::EXITED, "worker-1"), qPrintable(eventList(events)));
   double rejoinS = -1;
   for (const auto& e : events) {
-    if (e.kind == "node" && e.node == "worker-1" && e.detail.find("rejoined") != std::string::npos && e.tS >= restartS - 0.01) {
+    if (e.kind == RE::NODE && e.node == "worker-1" && e.detail.find("rejoined") != std::string::npos && e.tS >= restartS - 0.01) {
       rejoinS = e.tS;
       break;
     }

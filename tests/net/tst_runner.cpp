@@ -16,6 +16,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+using RE = dasp::v1::RunEvent;
+
 namespace {
 
 // Three workers, the third three times slower.
@@ -127,8 +129,10 @@ void TestRunner::killedWorkerIsMarkedDown() {
   QCOMPARE(run->status, dasp::RunStatus::Completed);
   bool sawExit = false, sawDown = false;
   for (const auto& e : store.value()->events(runId).value()) {
-    sawExit = sawExit || (e.kind == "exit" && e.node == "worker-1" && e.detail.find("signal 9") != std::string::npos);
-    sawDown = sawDown || (e.kind == "node" && e.node == "worker-1" && e.detail.rfind("DOWN", 0) == 0);
+    sawExit = sawExit || (e.kind == RE::EXIT && e.code == RE::EXITED && e.node == "worker-1" &&
+                          e.detail.find("signal 9") != std::string::npos);
+    sawDown = sawDown || (e.kind == RE::NODE && e.code == RE::NODE_DOWN && e.node == "worker-1" &&
+                          e.detail.rfind("DOWN", 0) == 0);
   }
   QVERIFY(sawExit);
   QVERIFY(sawDown);

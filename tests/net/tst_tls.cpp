@@ -269,7 +269,7 @@ void TestTls::tlsRunCompletes() {
   QVERIFY2(oneRefused, "the server's stop line does not count exactly the intruder's call");
   bool rejectEvent = false;
   for (const auto& e : store.value()->events(runId).value()) {
-    rejectEvent = rejectEvent || (e.kind == "reject" && e.detail.find("wrong run token") != std::string::npos);
+    rejectEvent = rejectEvent || (e.kind == dasp::v1::RunEvent::REJECT && e.detail.find("wrong run token") != std::string::npos);
   }
   QVERIFY(rejectEvent);
 }

@@ -24,6 +24,8 @@
 
 using namespace dasp::ui;
 
+using RE = dasp::v1::RunEvent;
+
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -273,8 +275,8 @@ void TestCharts::chartDecimatesLongSeries() {
 
 void TestCharts::chartEventMarkerTooltip() {
   RunData run = evalRun(1, QStringLiteral("bsp"), 0);
-  run.events.push_back({5.0, QStringLiteral("fault"), QStringLiteral("worker-1"), QStringLiteral("crash")});
-  run.events.push_back({0.0, QStringLiteral("node"), QStringLiteral("worker-0"), QStringLiteral("UP: joined")});
+  run.events.push_back({5.0, RE::FAULT, QStringLiteral("worker-1"), QStringLiteral("crash"), RE::CODE_UNSPECIFIED, {}});
+  run.events.push_back({0.0, RE::NODE, QStringLiteral("worker-0"), QStringLiteral("UP: joined"), RE::NODE_UP, {}});
   ConvergenceChart chart;
   chart.resize(800, 450);
   chart.show();

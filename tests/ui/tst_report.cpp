@@ -30,6 +30,8 @@
 using namespace dasp;
 using namespace dasp::ui;
 
+using RE = dasp::v1::RunEvent;
+
 namespace {
 
 constexpr int kEvaluations = 6;
@@ -87,8 +89,8 @@ std::int64_t writeRun(RunStore& store, const std::string& path, const std::strin
   }
   r.record(DecisionRow{*id, 0.5, "worker-1", "state_change SYNC->ASYNC", "slow \"node\" <1>"});
   r.record(DecisionRow{*id, 1.0, "cluster", "barrier_timeout", "kappa"});
-  r.record(EventRow{*id, 0.0, "node", "worker-0", "UP: joined"});
-  r.record(EventRow{*id, 1.2, "fault", "worker-1", "crash injected"});
+  r.record(EventRow{*id, 0.0, RE::NODE, "worker-0", "UP: joined", RE::NODE_UP, {}});
+  r.record(EventRow{*id, 1.2, RE::FAULT, "worker-1", "crash injected", RE::CODE_UNSPECIFIED, {}});
   std::vector<SummaryRow> summary{{"final_accuracy", 0.85, ""}, {"mean_wait_s", 0.02, ""},
                                   {"mean_staleness", 1.0, ""},  {"max_staleness", 2.0, ""},
                                   {"updates", 50.0, ""},        {"dropped", 0.0, ""},

@@ -42,6 +42,7 @@
 
 using namespace dasp;
 using dasp::ui::MainWindow;
+using RE = dasp::v1::RunEvent;
 using dasp::ui::RunTableModel;
 using dasp::ui::SpecDesigner;
 
@@ -347,13 +348,13 @@ void TestWorkbench::launchShortRun() {
   auto events = store.value()->events(runId);
   QVERIFY(events.isOk());
   bool controlled = false;
-  for (const auto& e : events.value()) controlled = controlled || (e.kind == "control" && e.node == "worker-1");
+  for (const auto& e : events.value()) controlled = controlled || (e.kind == RE::CONTROL && e.code == RE::SPEED_SET && e.target == "worker-1");
   QVERIFY2(controlled, "the slow-down was not recorded as a run event");
   // The runner writes it to the store only: the live view merged it from there, into the
   // run's data and its event list.
   bool merged = false;
   for (const auto& e : window.liveData().events) {
-    merged = merged || (e.kind == QLatin1String("control") && e.node == QLatin1String("worker-1"));
+    merged = merged || (e.kind == RE::CONTROL && e.node == QLatin1String("worker-1"));
   }
   QVERIFY2(merged, "the runner's control event did not reach the live data");
   QTableWidget* eventList = window.livePanel()->eventTable();

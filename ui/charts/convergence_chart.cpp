@@ -48,10 +48,10 @@ QColor faultColor(const QString& action) {
   return action == QLatin1String("pause") ? QColor(0x56, 0x77, 0x9E) : QColor(0xC0, 0x39, 0x2B);
 }
 
-QColor eventColor(const QString& kind) {
-  if (kind == QLatin1String("fault") || kind == QLatin1String("exit")) return QColor(0xD5, 0x5E, 0x00);
-  if (kind == QLatin1String("control")) return QColor(0x55, 0x55, 0x55);
-  if (kind == QLatin1String("reject")) return QColor(0xE6, 0x9F, 0x00);
+QColor eventColor(EventKind kind) {
+  if (kind == v1::RunEvent::FAULT || kind == v1::RunEvent::EXIT) return QColor(0xD5, 0x5E, 0x00);
+  if (kind == v1::RunEvent::CONTROL) return QColor(0x55, 0x55, 0x55);
+  if (kind == v1::RunEvent::REJECT) return QColor(0xE6, 0x9F, 0x00);
   return QColor(0xCC, 0x79, 0xA7);
 }
 
@@ -406,7 +406,7 @@ void ConvergenceChart::refresh() {
                            QStringLiteral("#%1 at %2 s: %3 %4 %5")
                                .arg(r.runId)
                                .arg(e.t, 0, 'f', 2)
-                               .arg(e.kind, e.node, e.detail)
+                               .arg(e.kindName(), e.node, e.detail)
                                .trimmed(),
                            eventColor(e.kind)});
     }

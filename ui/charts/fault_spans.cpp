@@ -12,15 +12,6 @@ namespace {
 
 QString seconds(double v) { return QString::number(v, 'f', 2); }
 
-// The node a restart message names: "restarted server-0; it rejoins…" → "server-0",
-// "restarted the evaluator" → "evaluator".
-QString restartedNode(const QStringList& words) {
-  if (words.size() < 2) return {};
-  QString node = words[1] == QLatin1String("the") && words.size() > 2 ? words[2] : words[1];
-  while (!node.isEmpty() && (node.endsWith(QLatin1Char(';')) || node.endsWith(QLatin1Char(',')))) node.chop(1);
-  return node;
-}
-
 std::vector<FaultSpan> fromMetrics(const std::vector<RecoveryMetrics>& faults) {
   std::vector<FaultSpan> out;
   out.reserve(faults.size());
@@ -67,8 +58,8 @@ std::vector<FaultSpan> fromEvents(const std::vector<Event>& events) {
   // Events merged from the store may arrive out of time order: walk them sorted.
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < events.size(); ++i) {
-    const QString& kind = events[i].kind;
-    if ((kind == QLatin1String("fault") || kind == QLatin1String("control")) && std::isfinite(events[i].t)) {
+    const EventKind kind = events[i].kind;
+    if ((kind == v1::RunEvent::FAULT || kind == v1::RunEvent::CONTROL) && std::isfinite(events[i].t)) {
       order.push_back(i);
     }
   }
@@ -76,26 +67,21 @@ std::vector<FaultSpan> fromEvents(const std::vector<Event>& events) {
   std::vector<FaultSpan> out;
   for (std::size_t i : order) {
     const Event& e = events[i];
-    const QStringList words = e.detail.split(QLatin1Char(' '), Qt::SkipEmptyParts);
-    if (words.isEmpty()) continue;
-    const QString& verb = words.front();
-    if ((verb == QLatin1String("kill") || verb == QLatin1String("pause")) && words.size() == 2) {
+    if (e.code == v1::RunEvent::KILL || e.code == v1::RunEvent::PAUSE) {
       FaultSpan s;
       s.t0 = e.t;
       s.t1 = e.t;
-      s.node = words[1];
-      s.action = verb;
+      s.node = e.subject();
+      s.action = e.code == v1::RunEvent::KILL ? QStringLiteral("kill") : QStringLiteral("pause");
       s.label = e.detail;
-      s.detail = QStringLiteral("%1 at %2 s (%3)").arg(e.detail, seconds(e.t), e.kind == QLatin1String("fault")
+      s.detail = QStringLiteral("%1 at %2 s (%3)").arg(e.detail, seconds(e.t), e.kind == v1::RunEvent::FAULT
                                                                                   ? QStringLiteral("drill")
                                                                                   : QStringLiteral("live action"));
       out.push_back(std::move(s));
       continue;
     }
-    QString node;
-    if (verb == QLatin1String("resume") && words.size() == 2) node = words[1];
-    if (verb == QLatin1String("restarted")) node = restartedNode(words);
-    if (node.isEmpty()) continue;
+    if (e.code != v1::RunEvent::RESUME && e.code != v1::RunEvent::RESTARTED) continue;
+    const QString& node = e.subject();
     // The latest open span of that node ends here.
     for (auto it = out.rbegin(); it != out.rend(); ++it) {
       if (it->closed || it->node != node) continue;
@@ -115,10 +101,6 @@ std::vector<FaultSpan> faultSpans(const RunData& run) {
   return fromEvents(run.events);
 }
 
-bool isMarkedEvent(const Event& e) {
-  if (e.kind == QLatin1String("node") && e.detail.startsWith(QLatin1String("UP"))) return false;
-  if (e.kind == QLatin1String("recovery") && e.detail.startsWith(QLatin1String("checkpoint:"))) return false;
-  return true;
-}
+bool isMarkedEvent(const Event& e) { return !isRoutineCode(e.code); }
 
 }  // namespace dasp::ui

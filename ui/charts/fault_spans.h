@@ -3,9 +3,9 @@
 // Fault spans: a run's fault drills as the charts mark them — from when a node was killed
 // or paused to when it was restarted or resumed. A stored run has its drills' recovery
 // metrics (RunData::faults, written by the runner at the end): those are used. A live run
-// has none yet, so the spans are read from its events instead: a "fault" (drill) or
-// "control" (live action) event "kill X" / "pause X" opens a span of X, a later
-// "restarted X…" / "resume X" event closes it (the runner's own wording, net/runner.cpp).
+// has none yet, so the spans are read from its events instead: a FAULT (drill) or CONTROL
+// (live action) event KILL / PAUSE of X opens a span of X, a later RESTARTED / RESUME of X
+// closes it (by the events' codes and targets; their text is the spans' label and detail).
 //
 // Threading: pure functions over a RunData; any thread that owns the RunData.
 
@@ -31,8 +31,8 @@ struct FaultSpan {
 // its events).
 std::vector<FaultSpan> faultSpans(const RunData& run);
 
-// Events a chart marks with a tick: not the routine "UP: joined" of each node at start-up
-// nor the periodic "checkpoint" of a checkpointing server.
+// Events a chart marks with a tick: not the routine NODE_UP of each node joining nor the
+// periodic CHECKPOINT of a checkpointing server.
 bool isMarkedEvent(const Event& e);
 
 }  // namespace dasp::ui

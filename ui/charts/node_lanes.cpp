@@ -419,7 +419,7 @@ QString NodeLanes::toolTipAt(const QPoint& pos) const {
     }
     if (m.isEvent) {
       const Event& e = m_run->events[m.index];
-      parts << QStringLiteral("%1 s  %2\n%3: %4").arg(e.t, 0, 'f', 3).arg(e.node, e.kind, e.detail);
+      parts << QStringLiteral("%1 s  %2\n%3: %4").arg(e.t, 0, 'f', 3).arg(e.node, e.kindName(), e.detail);
     } else {
       const Decision& d = m_run->decisions[m.index];
       QString s = QStringLiteral("%1 s  %2\n%3").arg(d.t, 0, 'f', 3).arg(d.node, d.decision);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "ui/charts/report.h"
+#include "ui/charts/report_html.h"
 
 #include "core/common/json_text.h"
 #include "core/results/mean_std.h"
@@ -360,7 +361,7 @@ Status writeChromeTrace(const std::vector<RunData>& runs, const QString& path) {
     for (const Event& e : r.events) {
       if (!std::isfinite(e.t)) continue;
       const int tid = tidOf(e.node);
-      event("\"name\":" + jsonString(e.kind) + ",\"cat\":\"event\",\"ph\":\"i\",\"s\":\"" + (tid == 0 ? "p" : "t") +
+      event("\"name\":" + jsonString(e.kindName()) + ",\"cat\":\"event\",\"ph\":\"i\",\"s\":\"" + (tid == 0 ? "p" : "t") +
             "\",\"ts\":" + us(e.t) + ",\"pid\":" + pid + ",\"tid\":" + QByteArray::number(tid) +
             ",\"args\":{\"node\":" + jsonString(e.node) + ",\"detail\":" + jsonString(e.detail) + '}');
     }
@@ -378,350 +379,7 @@ Status writeChromeTrace(const std::vector<RunData>& runs, const QString& path) {
 
 namespace {
 
-// Turns a rendered chart into an <img> source: a data: URI (HTML) or a document resource (PDF).
-using ImageSink = std::function<QString(const QString& name, const QImage& image)>;
-
 bool haveWidgets() { return qobject_cast<QApplication*>(QCoreApplication::instance()) != nullptr; }
-
-// Renders a widget, never shown, at `size`.
-QImage renderWidget(QWidget& w, const QSize& size, const std::function<void()>& beforeRender = {}) {
-  w.resize(size);
-  // A hidden widget gets its resize event only when shown or rendered; the chart needs
-  // it (and its layout) before render(), so deliver it now.
-  QResizeEvent resize(size, QSize());
-  QCoreApplication::sendEvent(&w, &resize);
-  if (beforeRender) beforeRender();
-  QImage image(size, QImage::Format_ARGB32_Premultiplied);
-  image.fill(Qt::white);
-  w.render(&image);
-  return image;
-}
-
-QImage renderChart(ConvergenceChart& chart, const QSize& size) {
-  return renderWidget(chart, size, [&] {
-    // The chart lays itself out through posted layout requests: run them, then fill the
-    // series for the final plot width.
-    QCoreApplication::sendPostedEvents(chart.chart());
-    QCoreApplication::sendPostedEvents(chart.scene());
-    chart.refresh();
-    QCoreApplication::sendPostedEvents(chart.chart());
-  });
-}
-
-QString esc(const QString& s) { return s.toHtmlEscaped(); }
-
-QString fig(const std::optional<double>& v, int decimals) {
-  return v && std::isfinite(*v) ? QString::number(*v, 'f', decimals) : QStringLiteral("–");
-}
-
-QString pm(const std::vector<double>& v, int decimals) {
-  if (v.empty()) return QStringLiteral("–");
-  const MeanStd s = meanStd(v);
-  return QStringLiteral("%1 ± %2").arg(s.mean, 0, 'f', decimals).arg(s.sd, 0, 'f', decimals);
-}
-
-bool routineEvent(const Event& e) {
-  return e.kind == QLatin1String("node") && e.detail.startsWith(QLatin1String("UP"));
-}
-
-// The sweep section: one heatmap per facet, then the grid points as a table.
-QString sweepSection(const SweepTable& sweep, const SweepAxes& axes, const QString& table,
-                     const std::function<QString(const QImage&, const QString&, int)>& img, int imgW) {
-  QString h = QStringLiteral("<h2>Sweep: time to target</h2>\n");
-  QStringList swept;
-  for (const QString& p : sweep.sweepPaths) {
-    swept << QStringLiteral("%2 (%1 values)").arg(sweep.axis(p)->values.size()).arg(esc(p));
-  }
-  QStringList knobs;
-  for (const SweepAxis& a : sweep.axes) {
-    if (a.strategyKnob) knobs << esc(a.path);
-  }
-  h += QStringLiteral("<p>Swept: %1. Heatmap columns: %2%3%4. Each cell is the mean time to target over the "
-                      "runs of its grid point that reached the target (n/m when only n of its m runs did); "
-                      "hatched grey: none did. Colours: viridis, one scale for all maps, lower is better.%5</p>\n")
-           .arg(swept.join(QStringLiteral(", ")), esc(axes.x),
-                axes.y.isEmpty() ? QString() : QStringLiteral(", rows: ") + esc(axes.y),
-                axes.facets.isEmpty() ? QString()
-                                      : QStringLiteral("; one map per ") + esc(axes.facets.join(QStringLiteral(" × "))),
-                knobs.isEmpty() ? QString()
-                                : QStringLiteral(" Differing only between strategies, so part of them: ") +
-                                      knobs.join(QStringLiteral(", ")) + QLatin1Char('.'));
-  for (const SweepHeatmap& map : sweepHeatmaps(sweep, axes)) {
-    const QImage im = renderSweepHeatmap(map);
-    const QString alt = QStringLiteral("time to target heatmap") +
-                        (map.facet.isEmpty() ? QString() : QStringLiteral(": ") + map.facet);
-    h += img(im, alt, std::min(im.width(), imgW));
-  }
-  h += table.arg(QStringLiteral("sweep")) + QStringLiteral("<tr>");
-  for (const QString& p : sweep.sweepPaths) {
-    h += QStringLiteral("<th%1>%2</th>").arg(sweep.axis(p)->numeric ? QString() : QStringLiteral(" class=\"l\""), esc(p));
-  }
-  h += QStringLiteral("<th class=\"l\">strategy</th><th>runs</th><th>reached</th><th>time to target (s)</th></tr>\n");
-  for (const SweepRow& row : sweep.rows) {
-    h += QStringLiteral("<tr>");
-    for (int i = 0; i < sweep.sweepPaths.size(); ++i) {
-      const QString& v = row.values[static_cast<std::size_t>(i)];
-      h += QStringLiteral("<td%1>%2</td>")
-               .arg(sweep.axis(sweep.sweepPaths[i])->numeric ? QString() : QStringLiteral(" class=\"l\""),
-                    v.isEmpty() ? QStringLiteral("–") : esc(v));
-    }
-    QString time = QStringLiteral("not reached");
-    if (row.mean && row.stddev) {
-      time = QStringLiteral("%1 ± %2").arg(*row.mean, 0, 'f', 2).arg(*row.stddev, 0, 'f', 2);
-    } else if (row.mean) {
-      time = QString::number(*row.mean, 'f', 2);  // one run: no spread to show
-    }
-    h += QStringLiteral("<td class=\"l\">%3</td><td>%1</td><td>%2</td><td>%4</td></tr>\n")
-             .arg(row.runs)
-             .arg(row.reached)
-             .arg(esc(row.strategy), time);
-  }
-  h += QStringLiteral("</table>\n");
-  return h;
-}
-
-QString buildReport(const std::vector<RunData>& runs, bool forPdf, const SweepTable& sweep, const SweepAxes& sweepAxes,
-                    const ImageSink& image) {
-  const std::vector<RunFigures> figs = runFigures(runs);
-  const int imgW = forPdf ? 660 : 960;
-  QString h;
-  QString names;
-  for (const RunData& r : runs) {
-    if (!names.contains(r.name)) names += (names.isEmpty() ? QString() : QStringLiteral(", ")) + r.name;
-  }
-  const QString title = QStringLiteral("DASP report: %1").arg(names.isEmpty() ? QStringLiteral("no runs") : names);
-  h += QStringLiteral("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>%1</title>\n").arg(esc(title));
-  h += QStringLiteral(
-      "<style>body{font-family:sans-serif;font-size:10pt;margin:1.5em}"
-      "table{border-collapse:collapse;margin:0.5em 0}th,td{border:1px solid #bbb;padding:2px 6px;text-align:right}"
-      "th{background:#eee}td.l,th.l{text-align:left}pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;"
-      "font-size:8pt}img{max-width:100%}</style></head><body>\n");
-  h += QStringLiteral("<h1>%1</h1>\n<p>%2 run(s), generated %3 by dasp-report.</p>\n")
-           .arg(esc(title))
-           .arg(runs.size())
-           .arg(QDateTime::currentDateTime().toString(Qt::ISODate));
-
-  const QString table = QStringLiteral("<table class=\"%1\" border=\"1\" cellspacing=\"0\" cellpadding=\"3\">\n");
-  h += QStringLiteral("<h2>Summary</h2>\n") + table.arg(QStringLiteral("summary"));
-  h += QStringLiteral(
-      "<tr><th>run</th><th class=\"l\">name</th><th class=\"l\">strategy</th><th class=\"l\">engine</th><th>seed</th>"
-      "<th class=\"l\">status</th>"
-      "<th>target</th><th>time to target (s)</th><th>speedup vs BSP</th><th>heterogeneity cost</th>"
-      "<th>final accuracy</th><th>mean wait (s)</th>"
-      "<th>mean staleness</th><th>max staleness</th><th>updates</th><th>dropped / lost</th>"
-      "<th class=\"l\">lr convention</th></tr>\n");
-  for (const RunFigures& f : figs) {
-    // Numbers first, the texts in one multi-argument arg(): a '%' in a name stays as is.
-    h += QStringLiteral(
-             "<tr><td>%1</td><td class=\"l\">%3</td><td class=\"l\">%4</td><td class=\"l\">%5</td><td>%2</td>"
-             "<td class=\"l\">%6</td>")
-             .arg(f.runId)
-             .arg(f.seed)
-             .arg(esc(f.name), esc(f.strategy), esc(f.engine), esc(f.status));
-    h += QStringLiteral("<td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td><td>%8</td>"
-                        "<td>%9</td>")
-             .arg(fig(f.target, 3), fig(f.timeToTarget, 2),
-                  f.speedupVsBsp ? fig(f.speedupVsBsp, 2) + QStringLiteral("×") : QStringLiteral("–"),
-                  fig(f.heterogeneityCost, 2), fig(f.finalAccuracy, 4), fig(f.meanWait, 4), fig(f.meanStaleness, 2),
-                  fig(f.maxStaleness, 0), fig(f.updates, 0));
-    h += QStringLiteral("<td>%1 / %2</td><td class=\"l\">%3</td></tr>\n")
-             .arg(fig(f.dropped, 0), fig(f.lost, 0), esc(f.lrConvention));
-  }
-  h += QStringLiteral("</table>\n");
-
-  // Per strategy, across seeds.
-  std::vector<QString> order;
-  std::map<QString, std::vector<std::size_t>> byStrategy;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const QString& key = runs[i].label.isEmpty() ? runs[i].strategy : runs[i].label;
-    auto& members = byStrategy[key];
-    if (members.empty()) order.push_back(key);
-    members.push_back(i);
-  }
-  const bool grouped = std::any_of(byStrategy.begin(), byStrategy.end(), [](const auto& kv) { return kv.second.size() > 1; });
-  if (grouped) {
-    h += QStringLiteral("<h2>Per strategy (mean ± std across runs)</h2>\n") + table.arg(QStringLiteral("strategies"));
-    h += QStringLiteral(
-        "<tr><th class=\"l\">strategy</th><th>runs</th><th>reached target</th><th>time to target (s)</th>"
-        "<th>speedup vs BSP</th><th>heterogeneity cost</th><th>final accuracy</th><th>mean wait (s)</th>"
-        "<th>mean staleness</th></tr>\n");
-    for (const QString& s : order) {
-      std::vector<double> ttt, speedup, cost, acc, wait, stale;
-      for (std::size_t i : byStrategy[s]) {
-        const RunFigures& f = figs[i];
-        if (f.timeToTarget) ttt.push_back(*f.timeToTarget);
-        if (f.speedupVsBsp) speedup.push_back(*f.speedupVsBsp);
-        if (f.heterogeneityCost) cost.push_back(*f.heterogeneityCost);
-        if (f.finalAccuracy) acc.push_back(*f.finalAccuracy);
-        if (f.meanWait) wait.push_back(*f.meanWait);
-        if (f.meanStaleness) stale.push_back(*f.meanStaleness);
-      }
-      h += QStringLiteral("<tr><td class=\"l\">%1</td><td>%2</td><td>%3/%2</td><td>%4</td><td>%5</td><td>%6</td>"
-                          "<td>%7</td><td>%8</td><td>%9</td></tr>\n")
-               .arg(esc(s))
-               .arg(byStrategy[s].size())
-               .arg(ttt.size())
-               .arg(pm(ttt, 2), pm(speedup, 2), pm(cost, 2), pm(acc, 4), pm(wait, 4), pm(stale, 2));
-    }
-    h += QStringLiteral("</table>\n");
-  }
-
-  // Fault drills: the recovery table across runs, then every fault of every run.
-  const std::vector<RunFaults> drills = runFaults(runs);
-  if (!drills.empty()) {
-    const RecoveryTable recovery = recoveryTable(drills);
-    h += QStringLiteral("<h2>Faults and recovery</h2>\n") + table.arg(QStringLiteral("recovery")) + QStringLiteral("<tr>");
-    for (std::size_t c = 0; c < recovery.header.size(); ++c) {
-      h += QStringLiteral("<th%1>%2</th>")
-               .arg(c < 3 ? QStringLiteral(" class=\"l\"") : QString(), esc(QString::fromStdString(recovery.header[c])));
-    }
-    h += QStringLiteral("</tr>\n");
-    for (const auto& row : recovery.rows) {
-      h += QStringLiteral("<tr>");
-      for (std::size_t c = 0; c < row.size(); ++c) {
-        h += QStringLiteral("<td%1>%2</td>")
-                 .arg(c < 3 ? QStringLiteral(" class=\"l\"") : QString(), esc(QString::fromStdString(row[c])));
-      }
-      h += QStringLiteral("</tr>\n");
-    }
-    h += QStringLiteral("</table>\n<p>%1</p>\n").arg(esc(QString::fromStdString(recovery.note)));
-
-    // Per fault: the figures that say what happened (the CSV has every figure).
-    h += table.arg(QStringLiteral("faults"));
-    h += QStringLiteral(
-        "<tr><th>run</th><th class=\"l\">recovery</th><th class=\"l\">fault</th><th>at (s)</th>"
-        "<th>detection (s)</th><th>downtime (s)</th><th>version before → after</th>"
-        "<th>accuracy before → lowest</th><th>back to pre-fault (s)</th><th class=\"l\">detail</th></tr>\n");
-    for (const RunFaults& rf : drills) {
-      for (const RecoveryMetrics& m : rf.faults) {
-        const FaultRecord& f = m.fault;
-        const QString after = f.versionAfter ? QString::number(*f.versionAfter) : QStringLiteral("–");
-        const QString back = m.recoverS ? fig(m.recoverS, 2)
-                                        : (m.accuracyBefore ? QStringLiteral("never") : QStringLiteral("–"));
-        // Numbers first, the texts in one multi-argument arg(): a '%' in a text stays as is.
-        h += QStringLiteral("<tr><td>%1</td><td class=\"l\">%4</td><td class=\"l\">%2: %5 %6</td><td>%3</td>")
-                 .arg(rf.runId)
-                 .arg(f.index)
-                 .arg(f.atS, 0, 'f', 2)
-                 .arg(esc(QString::fromStdString(rf.recovery)), esc(QString::fromStdString(f.action)),
-                      esc(QString::fromStdString(f.node)));
-        h += QStringLiteral("<td>%1</td><td>%2</td><td>%3 → %4</td><td>%5 → %6</td><td>%7</td><td class=\"l\">%8</td></tr>\n")
-                 .arg(fig(m.detectionS, 2), fig(m.downtimeS, 2))
-                 .arg(f.versionBefore)
-                 .arg(after, fig(m.accuracyBefore, 4), fig(m.accuracyLowestAfter, 4), back,
-                      esc(QString::fromStdString(f.detail)));
-      }
-    }
-    h += QStringLiteral("</table>\n");
-  }
-
-  // Convergence, drawn by the GUI's own chart.
-  std::vector<const RunData*> ptrs;
-  QStringList labels;
-  for (const RunData& r : runs) {
-    ptrs.push_back(&r);
-    labels << (grouped ? r.strategy : QStringLiteral("%1 #%2").arg(r.strategy).arg(r.runId));
-  }
-  // The target line only when every run has the same target.
-  double target = !figs.empty() && figs.front().target ? *figs.front().target : std::nan("");
-  for (const RunFigures& f : figs) {
-    if (!f.target || *f.target != target) target = std::nan("");
-  }
-  int imageNo = 0;
-  auto sizedImg = [&](const QImage& im, const QString& alt, int width) {
-    const QString src = image(QStringLiteral("chart%1.png").arg(imageNo++), im);
-    return QStringLiteral("<p><img src=\"%1\" alt=\"%2\" width=\"%3\"></p>\n").arg(src, esc(alt)).arg(width);
-  };
-  auto img = [&](const QImage& im, const QString& alt) { return sizedImg(im, alt, imgW); };
-  if (!sweepAxes.empty()) h += sweepSection(sweep, sweepAxes, table, sizedImg, imgW);
-  const QSize chartSize(960, 420);
-  if (!runs.empty()) {
-    h += QStringLiteral("<h2>Convergence</h2>\n");
-    ConvergenceChart chart;
-    chart.setRuns(ptrs, labels);
-    chart.setGrouped(grouped);
-    chart.setTarget(target);
-    const QString timeTitle = ConvergenceChart::timeAxisTitle(ptrs);
-    h += img(renderChart(chart, chartSize), QStringLiteral("test accuracy against ") + timeTitle);
-    chart.setXAxis(ConvergenceChart::XAxis::Updates);
-    h += img(renderChart(chart, chartSize), QStringLiteral("test accuracy against updates"));
-    chart.setXAxis(ConvergenceChart::XAxis::Time);
-    chart.setMetric(ConvergenceChart::Metric::Loss);
-    chart.setTarget(std::nan(""));
-    h += img(renderChart(chart, chartSize), QStringLiteral("test loss against ") + timeTitle);
-  }
-
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const RunData& r = runs[i];
-    const double end = r.endT > 0 && std::isfinite(r.endT) ? r.endT : 1.0;
-    h += QStringLiteral("<h2>Run #%1: %2 (%3, seed %4, %5)</h2>\n")
-             .arg(r.runId)
-             .arg(esc(r.name), esc(r.strategy))
-             .arg(r.seed)
-             .arg(esc(r.status));
-    h += QStringLiteral("<p>model %1, dataset %2, %3 worker(s), %4 s of run time, %5 evaluation(s).</p>\n")
-             .arg(esc(r.model), esc(r.dataset))
-             .arg(r.nodes.size())
-             .arg(end, 0, 'f', 1)
-             .arg(r.evaluations.size());
-    if (!r.nodes.empty()) {
-      NodeLanes lanes;
-      lanes.setRun(&r);
-      lanes.setWindow(0, end);
-      const QSize lanesSize(960, lanes.sizeHint().height());
-      h += QStringLiteral("<h3>Node lanes, whole run</h3>\n") + img(renderWidget(lanes, lanesSize), QStringLiteral("node lanes"));
-      if (end > 10) {
-        lanes.setWindow(end / 2 - 2.5, end / 2 + 2.5);
-        h += QStringLiteral("<h3>Node lanes, 5 s in the middle of the run</h3>\n") +
-             img(renderWidget(lanes, lanesSize), QStringLiteral("node lanes detail"));
-      }
-      NodeBars bars;
-      bars.setRun(&r);
-      bars.setWindow(0, end);
-      h += QStringLiteral("<h3>Per node, whole run</h3>\n") +
-           img(renderWidget(bars, QSize(960, bars.sizeHint().height())), QStringLiteral("per-node statistics"));
-      StalenessHistogram hist;
-      hist.setRun(&r);
-      if (!hist.counts().empty()) {
-        h += img(renderWidget(hist, QSize(960, 240)), QStringLiteral("staleness histogram"));
-      }
-    }
-    // Decisions by kind (there may be thousands), then the event timeline.
-    std::map<QString, int> kinds;
-    for (const Decision& d : r.decisions) ++kinds[d.decision.section(QLatin1Char(' '), 0, 0)];
-    if (!kinds.empty()) {
-      QStringList parts;
-      for (const auto& [k, n] : kinds) parts << QStringLiteral("%1 ×%2").arg(esc(k)).arg(n);
-      h += QStringLiteral("<p>Policy decisions: %1.</p>\n").arg(parts.join(QStringLiteral(", ")));
-    }
-    h += QStringLiteral("<h3>Faults and events</h3>\n");
-    std::vector<const Event*> events;
-    for (const Event& e : r.events) {
-      if (!routineEvent(e)) events.push_back(&e);
-    }
-    std::stable_sort(events.begin(), events.end(), [](const Event* a, const Event* b) { return a->t < b->t; });
-    if (events.empty()) {
-      h += QStringLiteral("<p>No faults or control events.</p>\n");
-    } else {
-      h += table.arg(QStringLiteral("events")) +
-           QStringLiteral("<tr><th>t (s)</th><th class=\"l\">kind</th><th class=\"l\">node</th><th class=\"l\">detail</th></tr>\n");
-      const std::size_t shown = std::min<std::size_t>(events.size(), 500);
-      for (std::size_t k = 0; k < shown; ++k) {
-        const Event& e = *events[k];
-        h += QStringLiteral("<tr><td>%1</td><td class=\"l\">%2</td><td class=\"l\">%3</td><td class=\"l\">%4</td></tr>\n")
-                 .arg(e.t, 0, 'f', 3)
-                 .arg(esc(e.kind), esc(e.node), esc(e.detail));
-      }
-      h += QStringLiteral("</table>\n");
-      if (shown < events.size()) h += QStringLiteral("<p>… and %1 more events.</p>\n").arg(events.size() - shown);
-    }
-    const QJsonDocument spec = QJsonDocument::fromJson(r.specJson.toUtf8());
-    const QString specText = spec.isObject() ? QString::fromUtf8(spec.toJson(QJsonDocument::Indented)) : r.specJson;
-    h += QStringLiteral("<h3>Spec</h3>\n<pre>%1</pre>\n").arg(esc(specText));
-  }
-  h += QStringLiteral("</body></html>\n");
-  return h;
-}
 
 Status needWidgets(const QString& path) {
   return Status::error(path.toStdString() + ": the report renders charts and needs a QApplication");
@@ -734,7 +392,7 @@ Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path, co
   const SweepTable sweep = SweepTable::fromRuns(runs);
   const Result<SweepAxes> axes = chooseAxes(sweep, options.sweepAxes);
   if (!axes) return axes.status().withContext(path.toStdString());
-  const QString html = buildReport(runs, false, sweep, axes.value(), [](const QString&, const QImage& im) {
+  const QString html = buildReportHtml(runs, false, sweep, axes.value(), [](const QString&, const QImage& im) {
     QByteArray png;
     QBuffer buffer(&png);
     buffer.open(QIODevice::WriteOnly);
@@ -750,7 +408,7 @@ Status writePdfReport(const std::vector<RunData>& runs, const QString& path, con
   const Result<SweepAxes> axes = chooseAxes(sweep, options.sweepAxes);
   if (!axes) return axes.status().withContext(path.toStdString());
   QTextDocument doc;
-  const QString html = buildReport(runs, true, sweep, axes.value(), [&doc](const QString& name, const QImage& im) {
+  const QString html = buildReportHtml(runs, true, sweep, axes.value(), [&doc](const QString& name, const QImage& im) {
     doc.addResource(QTextDocument::ImageResource, QUrl(name), QVariant(im));
     return name;
   });

@@ -93,6 +93,15 @@ std::optional<double> RunData::timeToTarget(double target) const {
   return std::nullopt;
 }
 
+Event eventFromRow(const EventRow& row) {
+  return {row.tS, row.kind, QString::fromStdString(row.node), QString::fromStdString(row.detail), row.code,
+          QString::fromStdString(row.target)};
+}
+
+EventRow rowFromEvent(const Event& e) {
+  return {0, e.t, e.kind, e.node.toStdString(), e.detail.toStdString(), e.code, e.target.toStdString()};
+}
+
 Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
   auto row = store.run(runId);
   if (!row) return row.status();
@@ -159,10 +168,7 @@ Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
   }
   auto events = store.events(runId);
   if (!events) return events.status();
-  for (const auto& e : events.value()) {
-    d.events.push_back({e.tS, QString::fromStdString(e.kind), QString::fromStdString(e.node),
-                        QString::fromStdString(e.detail)});
-  }
+  for (const auto& e : events.value()) d.events.push_back(eventFromRow(e));
   auto summary = store.summary(runId);
   if (!summary) return summary.status();
   for (const auto& s : summary.value()) {

@@ -11,6 +11,7 @@
 
 #include "core/results/recovery_metrics.h"
 #include "core/common/result.h"
+#include "core/store/run_store.h"
 
 #include <QString>
 
@@ -20,7 +21,6 @@
 #include <vector>
 
 namespace dasp {
-class RunStore;
 namespace v1 {
 class ExperimentSpec;
 }
@@ -55,12 +55,23 @@ struct Decision {
   QString reason;
 };
 
+// A run event (core/events/run_events.h): views decide on `kind`, `code` and `target`; `detail`
+// is shown to people, never parsed.
 struct Event {
   double t = 0;
-  QString kind;            // node, exit, control, reject, fault, speed ...
+  EventKind kind = v1::RunEvent::KIND_UNSPECIFIED;
   QString node;
   QString detail;
+  EventCode code = v1::RunEvent::CODE_UNSPECIFIED;
+  QString target;  // the node acted on (killed, restarted, promoted, ...); "" when none
+  // "node", "fault", ... as the store and the event lists name the kind.
+  QString kindName() const { return QLatin1String(dasp::kindName(kind)); }
+  // The node the event is about: `target` when it names one, else `node`.
+  const QString& subject() const { return target.isEmpty() ? node : target; }
 };
+// The GUI's event of a store row, and back (for core's NodeStatusTracker).
+Event eventFromRow(const EventRow& row);
+EventRow rowFromEvent(const Event& e);
 
 struct Evaluation {
   double t = 0;            // server time at which the evaluated version was made

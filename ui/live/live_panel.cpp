@@ -32,25 +32,15 @@ enum EventColumn { EventT, EventKind, EventNode, EventDetail, EventColumnCount }
 
 // Periodic checkpoints are routine: the server row's tooltip shows the last one, the list
 // leaves them out.
-bool listedEvent(const Event& e) {
-  return !(e.kind == QLatin1String("recovery") && e.detail.startsWith(QLatin1String("checkpoint:")));
+bool listedEvent(const Event& e) { return e.code != v1::RunEvent::CHECKPOINT; }
+
+// The state cell's tooltip: the last news of the node, and a server's last checkpoint.
+QString tipOf(const NodeStatus& st) {
+  const QString news = QString::fromStdString(st.news);
+  const QString checkpoint = QString::fromStdString(st.checkpoint);
+  if (checkpoint.isEmpty()) return news;
+  return news.isEmpty() ? checkpoint : news + QLatin1Char('\n') + checkpoint;
 }
-
-// "server-1 promoted to head at …" → "server-1".
-QString firstWord(const QString& text) { return text.section(QLatin1Char(' '), 0, 0, QString::SectionSkipEmpty); }
-
-QString withoutPunctuation(QString word) {
-  while (!word.isEmpty() && (word.endsWith(QLatin1Char(';')) || word.endsWith(QLatin1Char(',')) ||
-                             word.endsWith(QLatin1Char(':')))) {
-    word.chop(1);
-  }
-  return word;
-}
-
-const QString kDown = QStringLiteral("DOWN");
-const QString kPaused = QStringLiteral("PAUSED");
-const QString kRestarting = QStringLiteral("RESTARTING");
-const QString kPromoted = QStringLiteral("PROMOTED");
 
 }  // namespace
 
@@ -209,8 +199,8 @@ void LivePanel::updateActions() {
   for (QPushButton* b : m_nodeButtons) b->setEnabled(node);
   for (QPushButton* b : m_workerButtons) b->setEnabled(worker);
   m_factor->setEnabled(worker);
-  const auto it = m_status.find(selected);
-  m_restart->setEnabled(node && it != m_status.end() && it->second.state == kDown);
+  const NodeStatus* status = m_status.find(selected.toStdString());
+  m_restart->setEnabled(node && status != nullptr && status->condition == NodeCondition::Down);
   m_killServer->setEnabled(live);
 }
 
@@ -230,9 +220,9 @@ void LivePanel::resetStats() {
   m_services.clear();
   m_chain = false;
   m_servicesKnown = false;
-  m_status.clear();
+  m_status = NodeStatusTracker();
   m_appliedT = 0;
-  m_replayStatus.clear();
+  m_replayStatus = NodeStatusTracker();
   m_eventRows = 0;
   m_eventRowTimes.clear();
   m_events->setRowCount(0);
@@ -260,7 +250,7 @@ void LivePanel::setupServices(const RunData& run) {
   m_status = statusAt(run, std::numeric_limits<double>::infinity());
 }
 
-LivePanel::StatusMap LivePanel::statusAt(const RunData& run, double until) const {
+NodeStatusTracker LivePanel::statusAt(const RunData& run, double until) const {
   std::vector<std::size_t> order(run.events.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto key = [&](std::size_t i) {
@@ -268,137 +258,18 @@ LivePanel::StatusMap LivePanel::statusAt(const RunData& run, double until) const
     return std::isnan(t) ? std::numeric_limits<double>::infinity() : t;
   };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
-  StatusMap status = initialStatus();
+  NodeStatusTracker status = initialStatus();
   for (std::size_t i : order) {
     if (!(run.events[i].t <= until)) break;
-    applyEvent(status, run.events[i]);
+    status.apply(rowFromEvent(run.events[i]));
   }
   return status;
 }
 
-LivePanel::StatusMap LivePanel::initialStatus() const {
-  StatusMap status;
-  for (qsizetype i = 0; i < m_services.size(); ++i) {
-    const QString& name = m_services[i];
-    if (!m_chain || name == QLatin1String("evaluator")) {
-      status[name] = {};
-      continue;
-    }
-    const qsizetype replicas = m_services.size() - 1;
-    status[name].role = i == 0 ? QStringLiteral("head") : i + 1 == replicas ? QStringLiteral("tail") : QStringLiteral("replica");
-  }
-  return status;
-}
-
-void LivePanel::applyEvent(StatusMap& status, const Event& e) const {
-  // "server" of a chain is its current head.
-  auto resolve = [&](const QString& name) -> QString {
-    if (!m_chain || name != QLatin1String("server")) return name;
-    for (const auto& [node, st] : status) {
-      if (st.role == QLatin1String("head")) return node;
-    }
-    return name;
-  };
-  auto isServer = [](const QString& name) { return name == QLatin1String("server") || name.startsWith(QLatin1String("server-")); };
-  const QString at = QStringLiteral("%1 s: ").arg(e.t, 0, 'f', 1);
-  if (e.kind == QLatin1String("node")) {
-    NodeStatus& st = status[resolve(e.node)];
-    if (e.detail.startsWith(QLatin1String("DOWN"))) {
-      st.state = kDown;
-    } else if (e.detail.startsWith(QLatin1String("UP"))) {
-      st.state.clear();
-      st.recovered = true;
-    }
-    st.note = at + e.detail;
-    return;
-  }
-  if (e.kind == QLatin1String("fault") || e.kind == QLatin1String("control")) {
-    const QStringList words = e.detail.split(QLatin1Char(' '), Qt::SkipEmptyParts);
-    if (words.size() < 2) return;
-    const QString& verb = words[0];
-    if ((verb == QLatin1String("kill") || verb == QLatin1String("pause") || verb == QLatin1String("resume")) &&
-        words.size() == 2) {
-      NodeStatus& st = status[resolve(words[1])];
-      st.state = verb == QLatin1String("kill") ? kDown : verb == QLatin1String("pause") ? kPaused : QString();
-      if (verb == QLatin1String("kill")) st.recovered = false;
-      st.note = at + e.detail;
-    } else if (verb == QLatin1String("restarted")) {
-      const QString node = resolve(withoutPunctuation(words[1] == QLatin1String("the") && words.size() > 2 ? words[2] : words[1]));
-      NodeStatus& st = status[node];
-      st.note = at + e.detail;
-      if (m_chain && isServer(node)) {
-        st.state.clear();  // rejoined the chain at the tail
-        for (auto& [name, other] : status) {
-          if (other.role == QLatin1String("tail")) other.role = QStringLiteral("replica");
-        }
-        st.role = QStringLiteral("tail");
-      } else if (node == QLatin1String("evaluator") || st.recovered) {
-        st.state.clear();  // (the server's news of its recovery may come first)
-      } else {
-        st.state = kRestarting;  // until the server recovered / the worker rejoined
-      }
-    } else if (e.detail.startsWith(QLatin1String("restart of ")) || e.detail.contains(QLatin1String("not restarted"))) {
-      const QString node = resolve(withoutPunctuation(verb == QLatin1String("restart") && words.size() > 2 ? words[2] : verb));
-      if (status.count(node) > 0) status[node].note = at + e.detail;
-    }
-    return;
-  }
-  if (e.kind == QLatin1String("exit")) {
-    NodeStatus& st = status[resolve(e.node)];
-    st.state = kDown;
-    st.recovered = false;
-    st.note = at + e.detail;
-    return;
-  }
-  if (e.kind != QLatin1String("recovery")) return;
-  if (e.detail.contains(QLatin1String(" left the chain"))) {  // the runner, as the chain's master
-    NodeStatus& st = status[e.node];
-    st.state = kDown;
-    st.role.clear();
-    st.note = at + e.detail;
-    return;
-  }
-  const QString decision = e.detail.section(QStringLiteral(": "), 0, 0);
-  const QString text = e.detail.section(QStringLiteral(": "), 1);
-  if (decision == QLatin1String("promoted")) {
-    const QString node = firstWord(text);
-    for (auto& [name, other] : status) {
-      if (other.role == QLatin1String("head")) other.role = QStringLiteral("replica");
-    }
-    NodeStatus& st = status[node];
-    st.state = kPromoted;
-    st.role = QStringLiteral("head");
-    st.note = at + text;
-    return;
-  }
-  if (decision == QLatin1String("chain")) {  // "server-2 is now the tail" / "server-1 forwards to …"
-    const QString node = firstWord(text);
-    if (status.count(node) > 0) {
-      if (text.endsWith(QLatin1String("is now the tail")) && status[node].role != QLatin1String("head")) {
-        status[node].role = QStringLiteral("tail");
-      }
-      status[node].note = at + text;
-    }
-    return;
-  }
-  NodeStatus& st = status[resolve(e.node)];
-  if (decision == QLatin1String("checkpoint")) {  // routine: kept apart from the last news
-    st.checkpoint = at + text;
-    return;
-  }
-  st.note = at + e.detail;
-  if (decision == QLatin1String("restored") || decision == QLatin1String("adopted") ||
-      decision == QLatin1String("started_fresh")) {
-    st.state.clear();
-    st.recovered = true;
-  } else if (decision == QLatin1String("adopting")) {
-    st.state = kRestarting;
-  }
-}
-
-QString LivePanel::NodeStatus::tip() const {
-  if (checkpoint.isEmpty()) return note;
-  return note.isEmpty() ? checkpoint : note + QLatin1Char('\n') + checkpoint;
+NodeStatusTracker LivePanel::initialStatus() const {
+  std::vector<std::string> services;
+  for (const QString& name : m_services) services.push_back(name.toStdString());
+  return NodeStatusTracker(services, m_chain);
 }
 
 void LivePanel::refreshEventList(const RunData& run) {
@@ -414,7 +285,7 @@ void LivePanel::refreshEventList(const RunData& run) {
     auto* t = new QTableWidgetItem(QString::number(e.t, 'f', 2));
     t->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     m_events->setItem(row, EventT, t);
-    m_events->setItem(row, EventKind, new QTableWidgetItem(e.kind));
+    m_events->setItem(row, EventKind, new QTableWidgetItem(e.kindName()));
     m_events->setItem(row, EventNode, new QTableWidgetItem(e.node));
     auto* detail = new QTableWidgetItem(e.detail);
     detail->setToolTip(e.detail);
@@ -439,9 +310,9 @@ void LivePanel::refreshEventList(const RunData& run) {
 LivePanel::RowFigures LivePanel::serviceFigures(const QString& node, const NodeStatus& status, const RunData& run) const {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   RowFigures f;
-  f.state = status.state.isEmpty() ? QStringLiteral("UP") : status.state;
-  f.stateTip = status.tip();
-  f.parallel = status.role;
+  f.state = QLatin1String(toString(status.condition));  // UP while running
+  f.stateTip = tipOf(status);
+  f.parallel = QLatin1String(toString(status.role));
   f.iterations = -1;
   f.meanWait = f.meanStaleness = f.lastLoss = kNaN;
   const bool replayCut = m_replay;
@@ -458,7 +329,7 @@ LivePanel::RowFigures LivePanel::serviceFigures(const QString& node, const NodeS
     return f;
   }
   // The model version, on the server that holds it (the head of a chain).
-  if (!m_chain || status.role == QLatin1String("head")) {
+  if (!m_chain || status.role == ChainRole::Head) {
     std::int64_t version = 0;
     if (!replayCut) {
       if (auto it = run.summary.find(QStringLiteral("updates")); it != run.summary.end()) {
@@ -572,7 +443,7 @@ void LivePanel::refresh() {
   for (std::size_t i = m_eventsSeen; i < d.events.size() && inOrder; ++i) inOrder = !(d.events[i].t < m_appliedT);
   if (inOrder) {
     for (; m_eventsSeen < d.events.size(); ++m_eventsSeen) {
-      applyEvent(m_status, d.events[m_eventsSeen]);
+      m_status.apply(rowFromEvent(d.events[m_eventsSeen]));
       if (std::isfinite(d.events[m_eventsSeen].t)) m_appliedT = std::max(m_appliedT, d.events[m_eventsSeen].t);
     }
   } else {
@@ -582,22 +453,22 @@ void LivePanel::refresh() {
     }
   }
   if (m_replay) m_replayStatus = statusAt(d, m_cursor);
-  const StatusMap& status = m_replay ? m_replayStatus : m_status;
+  const NodeStatusTracker& status = m_replay ? m_replayStatus : m_status;
   const QString selected = selectedNode();
   m_table->setRowCount(static_cast<int>(d.nodes.size()) + static_cast<int>(m_services.size()));
   for (std::size_t i = 0; i < d.nodes.size(); ++i) {
     const NodeData& n = d.nodes[i];
     RowFigures f = m_replay ? figuresAt(n, d, m_cursor) : liveFigures(n);
-    if (const auto it = status.find(n.name); it != status.end()) {
-      if (!it->second.state.isEmpty()) f.state = it->second.state;
-      f.stateTip = it->second.tip();
+    if (const NodeStatus* st = status.find(n.name.toStdString())) {
+      if (st->condition != NodeCondition::Running) f.state = QLatin1String(toString(st->condition));
+      f.stateTip = tipOf(*st);
     }
     setRow(static_cast<int>(i), n.name, f);
   }
   for (qsizetype k = 0; k < m_services.size(); ++k) {
     const QString& name = m_services[k];
-    const auto it = status.find(name);
-    const NodeStatus st = it != status.end() ? it->second : NodeStatus{};
+    const NodeStatus* found = status.find(name.toStdString());
+    const NodeStatus st = found != nullptr ? *found : NodeStatus{};
     const int row = static_cast<int>(d.nodes.size() + static_cast<std::size_t>(k));
     setRow(row, name, serviceFigures(name, st, d));
   }

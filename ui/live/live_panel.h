@@ -10,11 +10,12 @@
 //
 // A distributed run's table ends with the parameter server — one row per replica
 // ("server-0" … head first) in chain mode — and the evaluator. Their state comes from the
-// events: UP, DOWN (killed, exited, left the chain), PAUSED, RESTARTING (restarted, until
-// the server says it restored / adopted / started fresh, or a worker rejoined), PROMOTED
-// (a chain replica that became the head); the parallel column holds a replica's role
-// (head / replica / tail) and the state cell's tooltip the last recovery message. A
-// server row's iterations are the model version, the evaluator's its evaluations.
+// events' kinds and codes, through core's NodeStatusTracker (core/events/node_status.h): UP,
+// DOWN (killed, exited, left the chain), PAUSED, RESTARTING (restarted, until the server
+// says it restored / adopted / started fresh, or a worker rejoined), PROMOTED (a chain
+// replica that became the head); the parallel column holds a replica's role (head /
+// replica / tail) and the state cell's tooltip the last news of the node. A server row's
+// iterations are the model version, the evaluator's its evaluations.
 //
 // A finished run can be replayed (showReplay): the actions are off, a time slider moves a
 // cursor over every chart, and the table shows each node at the cursor time (its state,
@@ -30,6 +31,8 @@
 // length of the run. The actions go to the RunController, which hands them to the runner.
 //
 // Threading: GUI thread only.
+
+#include "core/events/node_status.h"
 
 #include <QString>
 #include <QStringList>
@@ -101,17 +104,6 @@ class LivePanel : public QWidget {
     std::size_t waitSeen = 0, stalenessSeen = 0;
     double waitSum = 0, stalenessSum = 0;
   };
-  // A node's state as the events tell it ("" = running as usual: a worker's lane state,
-  // UP for a server or the evaluator), its chain role and the last message about it.
-  struct NodeStatus {
-    QString state;
-    QString role;
-    QString note;
-    QString checkpoint;  // the last checkpoint written (a server)
-    bool recovered = false;  // back (restored, adopted, rejoined) since it went down
-    QString tip() const;
-  };
-  using StatusMap = std::map<QString, NodeStatus>;
   // One row of the table.
   struct RowFigures {
     QString state, parallel;
@@ -127,12 +119,10 @@ class LivePanel : public QWidget {
   void updateTimeWording(const RunData& run);
   // The server/evaluator rows and their first state, from the run's spec.
   void setupServices(const RunData& run);
-  StatusMap initialStatus() const;
+  NodeStatusTracker initialStatus() const;
   // Every event with t <= until applied in time order (the runner's events merged from the
   // store arrive after the server's of the same moment).
-  StatusMap statusAt(const RunData& run, double until) const;
-  // Updates `status` with one event (the runner's and the server's wording).
-  void applyEvent(StatusMap& status, const Event& e) const;
+  NodeStatusTracker statusAt(const RunData& run, double until) const;
   void refreshEventList(const RunData& run);
   RowFigures serviceFigures(const QString& node, const NodeStatus& status, const RunData& run) const;
   void setCell(int row, int column, const QString& text, const QString& tip = QString());
@@ -149,9 +139,9 @@ class LivePanel : public QWidget {
   std::int64_t m_shownRunId = -1;
   std::map<QString, NodeStats> m_stats;
   std::size_t m_eventsSeen = 0;
-  StatusMap m_status;         // live: every event applied so far
-  double m_appliedT = 0;      // live: the latest event time applied
-  StatusMap m_replayStatus;   // replay: the events up to the cursor
+  NodeStatusTracker m_status;        // live: every event applied so far
+  double m_appliedT = 0;             // live: the latest event time applied
+  NodeStatusTracker m_replayStatus;  // replay: the events up to the cursor
   QStringList m_services;     // server row(s), then "evaluator"; empty for a single-node run
   bool m_chain = false;
   bool m_servicesKnown = false;  // the spec was read (it may arrive after the run id)

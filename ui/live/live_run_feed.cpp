@@ -3,7 +3,6 @@
 
 #include "net/runner/event_recording.h"
 
-#include <QRegularExpression>
 #include <QSet>
 
 #include <algorithm>
@@ -114,17 +113,10 @@ void LiveRunFeed::push(std::int64_t runId, const pb::EventBatch& batch) {
         updates = std::max(updates, static_cast<double>(e.version()));
         break;
       }
-      case pb::ClusterEvent::DECISION: {
-        QString what = QString::fromStdString(e.decision());
-        if (e.decision() == "StateChange") {
-          what += QStringLiteral(" %1->%2").arg(QString::fromStdString(e.parallel_state()),
-                                                QString::fromStdString(e.state()));
-        }
-        if (e.decision() == "Drop" || e.decision() == "Grant") what += QStringLiteral(" %1").arg(e.staleness());
-        d.decisions.push_back({e.t_s(), e.rank() < 0 ? QStringLiteral("cluster") : nodeName(e.rank()), what,
-                               QString::fromStdString(e.detail())});
+      case pb::ClusterEvent::DECISION:  // in the decisions table's words
+        d.decisions.push_back({e.t_s(), e.rank() < 0 ? QStringLiteral("cluster") : nodeName(e.rank()),
+                               QString::fromStdString(net::decisionText(e)), QString::fromStdString(e.detail())});
         break;
-      }
       case pb::ClusterEvent::EVALUATION: {
         Evaluation ev;
         ev.t = e.version_t_s();  // time to target uses when the version was made
@@ -136,23 +128,8 @@ void LiveRunFeed::push(std::int64_t runId, const pb::EventBatch& batch) {
         d.endT = std::max(d.endT, ev.t);
         break;
       }
-      case pb::ClusterEvent::NODE:
-        d.events.push_back({e.t_s(), QStringLiteral("node"), nodeName(e.rank()),
-                            QString::fromStdString(e.state() + ": " + e.detail())});
-        break;
-      case pb::ClusterEvent::REJECT:
-        d.events.push_back({e.t_s(), QStringLiteral("reject"), nodeName(e.rank()), QString::fromStdString(e.detail())});
-        break;
-      case pb::ClusterEvent::CONTROL:
-        d.events.push_back({e.t_s(), QStringLiteral("control"),
-                            e.rank() < 0 ? QStringLiteral("cluster") : nodeName(e.rank()),
-                            QString::fromStdString(e.detail())});
-        break;
-      case pb::ClusterEvent::RECOVERY:  // as net/runner/event_recording.cpp stores it
-        d.events.push_back({e.t_s(), QStringLiteral("recovery"), nodeName(e.rank()),
-                            QString::fromStdString(e.decision() + ": " + e.detail())});
-        break;
-      default:
+      default:  // node, reject, control and recovery events: as net/runner/event_recording.cpp stores them
+        if (auto row = net::eventRowOf(e, runId, nodeName(e.rank()).toStdString())) d.events.push_back(eventFromRow(*row));
         break;
     }
   }
@@ -221,18 +198,15 @@ bool LiveRunFeed::drainInto(RunData& data) {
 }
 
 int LiveRunFeed::mergeStoreEvents(RunData& data, const std::vector<Event>& storeEvents) {
-  // The runner's rows: drills, exits, live actions, chain changes ("server-0 left the
-  // chain; …"). The server's recovery rows ("<decision>: …", periodic checkpoints among
-  // them) come through the stream: not even looked at.
-  static const QRegularExpression serverRecovery(QStringLiteral("^[a-z_]+: "));
+  // The runner's rows: drills, exits, live actions, chain changes (LEFT_CHAIN). The
+  // server's recovery rows (periodic checkpoints among them) come through the stream: not
+  // even looked at.
   auto runnerRow = [](const Event& e) {
-    if (e.kind == QLatin1String("fault") || e.kind == QLatin1String("exit") || e.kind == QLatin1String("control")) {
-      return true;
-    }
-    return e.kind == QLatin1String("recovery") && !serverRecovery.match(e.detail).hasMatch();
+    if (e.kind == v1::RunEvent::FAULT || e.kind == v1::RunEvent::EXIT || e.kind == v1::RunEvent::CONTROL) return true;
+    return e.kind == v1::RunEvent::RECOVERY && e.code == v1::RunEvent::LEFT_CHAIN;
   };
   auto key = [](const Event& e) {
-    return QStringLiteral("%1|%2|%3|%4").arg(e.kind, e.node, e.detail).arg(e.t, 0, 'g', 17);
+    return QStringLiteral("%1|%2|%3|%4").arg(e.kindName(), e.node, e.detail).arg(e.t, 0, 'g', 17);
   };
   QSet<QString> held;
   for (const Event& e : data.events) {

@@ -59,7 +59,7 @@ class LiveRunFeed {
 
   // Appends to `data` the store's events of its run that it does not hold yet (the
   // runner records drills, actions, exits and chain changes in the store only). Only
-  // the runner's rows are taken (not the server's "<decision>: …" recovery rows); a row
+  // the runner's rows are taken (by kind and code: not the server's recovery steps); a row
   // equal to one `data` holds (the stream's control events) is skipped.
   // Returns the number appended. GUI thread; a static helper, it takes no lock.
   static int mergeStoreEvents(RunData& data, const std::vector<Event>& storeEvents);
