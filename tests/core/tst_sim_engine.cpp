@@ -103,7 +103,7 @@ class TestSimEngine : public QObject {
   // different seed gives a different one.
   void reproducibleBitwise_data() {
     QTest::addColumn<QString>("strategy");
-    for (const char* s : {"bsp", "asp", "ssp", "dssp", "backup", "dasp"}) QTest::newRow(s) << QString(s);
+    for (const auto& s : dasp::knownStrategies()) QTest::newRow(s.c_str()) << QString::fromStdString(s);
   }
   void reproducibleBitwise() {
     QFETCH(QString, strategy);

@@ -2,6 +2,7 @@
 // Sync policies BSP, ASP, SSP, DSSP and backup workers, membership changes and
 // makePolicy, driven over scripted event sequences by the discrete-event harness of
 // tests/support/policy_harness.h. Pure logic: no sleeps, no threads.
+#include "core/spec/spec.h"
 #include "tests/support/policy_harness.h"
 
 using namespace policy_harness;
@@ -266,11 +267,10 @@ void TestSyncPolicies::backupDropsLateGradient() {
 
 void TestSyncPolicies::vanishedWorkerNeverDeadlocks_data() {
   QTest::addColumn<QString>("name");
-  QTest::newRow("bsp") << QStringLiteral("bsp");
-  QTest::newRow("backup") << QStringLiteral("backup");
-  QTest::newRow("dasp") << QStringLiteral("dasp");
-  QTest::newRow("ssp") << QStringLiteral("ssp");
-  QTest::newRow("dssp") << QStringLiteral("dssp");
+  // Every strategy that makes workers wait (ASP never does).
+  for (const auto& n : dasp::knownStrategies()) {
+    if (n != "asp") QTest::newRow(n.c_str()) << QString::fromStdString(n);
+  }
 }
 
 void TestSyncPolicies::vanishedWorkerNeverDeadlocks() {
@@ -369,9 +369,7 @@ void TestSyncPolicies::workerDownClosesRound() {
 
 void TestSyncPolicies::pushFromDownRankBringsItUp_data() {
   QTest::addColumn<QString>("name");
-  for (const char* n : {"bsp", "asp", "ssp", "dssp", "backup", "dasp"}) {
-    QTest::newRow(n) << QString::fromLatin1(n);
-  }
+  for (const auto& n : dasp::knownStrategies()) QTest::newRow(n.c_str()) << QString::fromStdString(n);
 }
 
 void TestSyncPolicies::pushFromDownRankBringsItUp() {
@@ -396,10 +394,10 @@ void TestSyncPolicies::pushFromDownRankBringsItUp() {
 void TestSyncPolicies::downReportsKeepInvariants_data() {
   QTest::addColumn<QString>("name");
   QTest::addColumn<quint64>("seed");
-  for (const char* n : {"bsp", "asp", "ssp", "dssp", "backup", "dasp"}) {
+  for (const auto& n : dasp::knownStrategies()) {
     for (quint64 seed : {1ULL, 2ULL, 3ULL}) {
-      const QString row = QStringLiteral("%1 seed %2").arg(QLatin1String(n)).arg(seed);
-      QTest::newRow(qPrintable(row)) << QString::fromLatin1(n) << seed;
+      const QString row = QStringLiteral("%1 seed %2").arg(QString::fromStdString(n)).arg(seed);
+      QTest::newRow(qPrintable(row)) << QString::fromStdString(n) << seed;
     }
   }
 }
@@ -437,9 +435,7 @@ void TestSyncPolicies::downReportsKeepInvariants() {
 
 void TestSyncPolicies::versionCountsEmittedUpdates_data() {
   QTest::addColumn<QString>("name");
-  for (const char* n : {"bsp", "asp", "ssp", "dssp", "backup", "dasp"}) {
-    QTest::newRow(n) << QString::fromLatin1(n);
-  }
+  for (const auto& n : dasp::knownStrategies()) QTest::newRow(n.c_str()) << QString::fromStdString(n);
 }
 
 void TestSyncPolicies::versionCountsEmittedUpdates() {
@@ -469,8 +465,8 @@ void TestSyncPolicies::versionCountsEmittedUpdates() {
 void TestSyncPolicies::makePolicyNames_data() {
   QTest::addColumn<QString>("name");
   QTest::addColumn<QString>("expected");
-  for (const char* n : {"bsp", "asp", "ssp", "dssp", "backup", "dasp"}) {
-    QTest::newRow(n) << QString::fromLatin1(n) << QString::fromLatin1(n);
+  for (const auto& n : dasp::knownStrategies()) {
+    QTest::newRow(n.c_str()) << QString::fromStdString(n) << QString::fromStdString(n);
   }
   QTest::newRow("empty = bsp") << QString() << QStringLiteral("bsp");
 }
@@ -489,10 +485,11 @@ void TestSyncPolicies::makePolicyNames() {
 void TestSyncPolicies::makePolicyErrors_data() {
   QTest::addColumn<QString>("field");  // which field to break
   QTest::addColumn<QString>("message");
-  QTest::newRow("unknown name")
-      << QStringLiteral("name")
-      << QStringLiteral(
-             "strategy.name: unknown strategy 'x' (known: bsp, asp, ssp, dssp, backup, dasp)");
+  QStringList known;
+  for (const auto& n : dasp::knownStrategies()) known << QString::fromStdString(n);
+  QTest::newRow("unknown name") << QStringLiteral("name")
+                                << QStringLiteral("strategy.name: unknown strategy 'x' (known: %1)")
+                                       .arg(known.join(QStringLiteral(", ")));
   QTest::newRow("ssp") << QStringLiteral("ssp")
                        << QStringLiteral("strategy.ssp.staleness: must be >= 0 (got -1)");
   QTest::newRow("dssp") << QStringLiteral("dssp")

@@ -7,6 +7,7 @@
 // drill on a node the run does not have is refused before anything starts. Every run is
 // short (logreg on synthetic data, 10 ms iterations, 5 s) and leaves no node process.
 #include "core/store/run_store.h"
+#include "core/spec/spec.h"
 #include "tests/support/processes.h"
 #include "tests/support/specs.h"
 
@@ -327,7 +328,7 @@ void TestFaultDrills::serverKillPerMode() {
 void TestFaultDrills::workerKillNeverDeadlocks_data() {
   QTest::addColumn<QString>("strategy");
   // Every strategy: the policy's membership shrinks and grows again.
-  for (const char* strategy : {"bsp", "asp", "ssp", "dssp", "backup", "dasp"}) QTest::newRow(strategy) << strategy;
+  for (const auto& s : dasp::knownStrategies()) QTest::newRow(s.c_str()) << QString::fromStdString(s);
 }
 
 void TestFaultDrills::workerKillNeverDeadlocks() {

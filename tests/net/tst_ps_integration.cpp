@@ -3,6 +3,7 @@
 // synthetic data: every strategy trains (the loss falls), and bad input is refused with a
 // clear status.
 #include "core/data/dataset_loader.h"
+#include "core/spec/spec.h"
 #include "ml/node_compute.h"
 #include "net/client/nodes.h"
 #include "net/client/ps_client.h"
@@ -91,7 +92,7 @@ class TestPsIntegration : public QObject {
 
 void TestPsIntegration::everyStrategyTrains_data() {
   QTest::addColumn<QString>("strategy");
-  for (const char* s : {"bsp", "asp", "ssp", "dssp", "backup", "dasp"}) QTest::newRow(s) << s;
+  for (const auto& s : dasp::knownStrategies()) QTest::newRow(s.c_str()) << QString::fromStdString(s);
 }
 
 void TestPsIntegration::everyStrategyTrains() {
