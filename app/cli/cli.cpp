@@ -50,16 +50,6 @@ const CLI::Validator& positiveNumber() {
   return check;
 }
 
-const CLI::Validator& nonNegativeNumber() {
-  static const CLI::Validator check(
-      [](std::string& text) -> std::string {
-        const auto v = wholeNumber(text);
-        return v && *v >= 0 ? std::string() : "'" + text + "' is not a number >= 0";
-      },
-      "", "non-negative");
-  return check;
-}
-
 CLI::Validator integerIn(long long lo, long long hi) {
   return CLI::Validator(
       [lo, hi](std::string& text) -> std::string {

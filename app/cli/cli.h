@@ -48,8 +48,6 @@ int benchSim(const BenchSimFlags& flags);
 
 // A finite number > 0 (FLOAT).
 const CLI::Validator& positiveNumber();
-// A finite number >= 0 (FLOAT).
-const CLI::Validator& nonNegativeNumber();
 // An integer in [lo, hi] (INT).
 CLI::Validator integerIn(long long lo, long long hi);
 

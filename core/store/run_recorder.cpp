@@ -11,22 +11,11 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <limits>
 #include <mutex>
-#include <sstream>
-#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <utility>
 #include <variant>
-
-#include <pwd.h>
-#include <signal.h>
-#include <sys/types.h>
-#include <unistd.h>
 
 namespace dasp {
 

@@ -6,21 +6,11 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cmath>
-#include <condition_variable>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <limits>
-#include <mutex>
 #include <sstream>
-#include <system_error>
-#include <thread>
-#include <type_traits>
 #include <utility>
-#include <variant>
 
-#include <pwd.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -74,7 +64,6 @@ Status sqlError(const std::string& path, sqlite3* db) {
   return Status::error(errorText(path, db));
 }
 
-
 Status exec(const std::string& path, sqlite3* db, const char* sql) {
   char* message = nullptr;
   if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
@@ -93,10 +82,6 @@ Status openError(const std::string& path, sqlite3* db) {
   }
   return sqlError(path, db);
 }
-
-
-
-
 
 bool processGone(std::int64_t pid, const std::string& pidStart) {
   if (pid <= 0 || pid > 0x7fffffff) return true;  // never a live writer's pid
@@ -158,8 +143,6 @@ Status notFound(std::int64_t runId, const std::string& path) {
   return Status::error("run " + std::to_string(runId) + " not found in " + path);
 }
 
-
-
 RunRow readRunRow(const Stmt& s) {
   RunRow row;
   row.id = s.int64(0);
@@ -183,7 +166,6 @@ RunRow readRunRow(const Stmt& s) {
   row.specJson = s.text(18);
   return row;
 }
-
 
 // Runs a one-row UPDATE/DELETE keyed by run id; "not found" when it changed nothing.
 Status updateRun(const std::string& path, sqlite3* db, std::int64_t runId, const char* sql,

@@ -54,8 +54,6 @@ class RunNodes {
   const char* roleOf(const std::string& node) const;
   int rankOf(const std::string& node) const;  // -1: not a worker
   std::string nameOf(int rank) const;         // a worker's name; "server" otherwise
-  const std::vector<std::string>& workerNames() const { return m_config.workerNames; }
-  const std::vector<std::string>& serverNames() const { return m_config.serverNames; }
 
   // Every server, tail first (each replica is told its successor); the first failure.
   Status startServers(bool chain);

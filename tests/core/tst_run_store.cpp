@@ -11,13 +11,11 @@ class TestRunStore : public QObject {
   Q_OBJECT
 
  private:
-  QTemporaryDir m_dir;
-  int m_counter = 0;
-  // A fresh store file per test.
-  QString newPath() { return m_dir.filePath(QStringLiteral("runs-%1.sqlite").arg(++m_counter)); }
+  StoreFiles m_files;
+  QString newPath() { return m_files.newPath(); }
 
  private slots:
-  void initTestCase() { QVERIFY(m_dir.isValid()); }
+  void initTestCase() { QVERIFY(m_files.valid()); }
 
   void statusNames() {
     for (RunStatus s : {RunStatus::Running, RunStatus::Completed, RunStatus::Stopped,
@@ -29,7 +27,7 @@ class TestRunStore : public QObject {
 
   void createListAndGet() {
     // In a directory that does not exist yet: open creates it.
-    const QString path = m_dir.filePath(QStringLiteral("sub/dir/runs.sqlite"));
+    const QString path = m_files.filePath(QStringLiteral("sub/dir/runs.sqlite"));
     auto store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
     QCOMPARE((*store)->path(), path.toStdString());

@@ -11,13 +11,11 @@ class TestRunStoreFiles : public QObject {
   Q_OBJECT
 
  private:
-  QTemporaryDir m_dir;
-  int m_counter = 0;
-  // A fresh store file per test.
-  QString newPath() { return m_dir.filePath(QStringLiteral("runs-%1.sqlite").arg(++m_counter)); }
+  StoreFiles m_files;
+  QString newPath() { return m_files.newPath(); }
 
  private slots:
-  void initTestCase() { QVERIFY(m_dir.isValid()); }
+  void initTestCase() { QVERIFY(m_files.valid()); }
   void migratesVersion1File() {
     // A version-1 file: the current schema less what versions 2 and 3 added.
     const QString path = newPath();
@@ -365,7 +363,7 @@ class TestRunStoreFiles : public QObject {
 
   void uncreatableLocationFails() {
     // The parent "directory" is a regular file: cannot be created, not even by root.
-    const QString blocker = m_dir.filePath(QStringLiteral("plain-file"));
+    const QString blocker = m_files.filePath(QStringLiteral("plain-file"));
     {
       QFile file(blocker);
       QVERIFY(file.open(QIODevice::WriteOnly));

@@ -3,7 +3,6 @@
 // Test support: the `dasp` binary under test and running a program to its end.
 // Threading: the test's thread.
 
-#include <QJsonObject>
 #include <QProcessEnvironment>
 #include <QString>
 #include <QStringList>
@@ -15,15 +14,8 @@ QString daspBinary();
 
 // What a finished program printed and how it ended.
 struct Finished {
-  bool started = false;
-  bool timedOut = false;
   int exitCode = -1;  // -1 when it crashed, timed out or never started
   QString out, err;
-  // The last line of stdout as a JSON object (`dasp run --json` prints one per run), or
-  // empty when it is not one.
-  QJsonObject lastJson() const;
-  // Every stdout line that is a JSON object, in order.
-  QList<QJsonObject> jsonLines() const;
 };
 
 // Runs `program` with `args` until it ends or `timeoutMs` pass (then it is killed).

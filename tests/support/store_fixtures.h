@@ -39,6 +39,18 @@ inline const char* const kToVersion1 =
 
 namespace store_fixtures {
 
+// Store files in a temporary directory: a fresh file name per test.
+class StoreFiles {
+ public:
+  bool valid() const { return m_dir.isValid(); }
+  QString newPath() { return m_dir.filePath(QStringLiteral("runs-%1.sqlite").arg(++m_counter)); }
+  QString filePath(const QString& name) const { return m_dir.filePath(name); }
+
+ private:
+  QTemporaryDir m_dir;
+  int m_counter = 0;
+};
+
 inline NewRun sampleRun(const std::string& name, const std::string& strategy = "bsp",
                  const std::string& tags = {}) {
   NewRun run = test_support::testRun(name, strategy, 7);

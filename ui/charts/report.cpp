@@ -5,10 +5,6 @@
 #include "core/common/json_text.h"
 #include "core/results/mean_std.h"
 
-#include "ui/charts/convergence_chart.h"
-#include "ui/charts/node_bars.h"
-#include "ui/charts/node_lanes.h"
-#include "ui/charts/staleness_histogram.h"
 #include "ui/charts/sweep_heatmap.h"
 
 #include <QApplication>
@@ -30,9 +26,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <functional>
 #include <limits>
-#include <map>
 
 namespace dasp::ui {
 

@@ -4,15 +4,12 @@
 #include "ui/designer/cluster_table.h"
 #include "ui/designer/fault_table.h"
 
-#include "resources/resources.h"
-
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QDir>
-#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
