@@ -452,9 +452,13 @@ void MainWindow::onRunFinished(qint64 runId, const QString& status, const QStrin
   if (!m_liveIsSim && m_liveData.runId == runId && runId != 0) {
     mergeRunnerEvents();
     logRecoveryEvents();
-    // The fault drills' recovery metrics, which the runner writes at the end.
+    // The fault drills' recovery metrics, which the runner writes at the end, and what a
+    // diverged run's runner saw.
     if (RunStore* store = m_runs->store()) {
       if (auto faults = store->faults(runId)) m_liveData.faults = std::move(faults).value();
+      if (auto row = store->run(runId); row && row->divergence) {
+        m_liveData.divergence = QString::fromStdString(row->divergence->describe());
+      }
     }
     m_liveData.status = status;
     if (m_live->run() == &m_liveData) {
@@ -469,6 +473,9 @@ void MainWindow::onRunFinished(qint64 runId, const QString& status, const QStrin
   if (status == QLatin1String("failed")) {
     statusBar()->showMessage(line, 10000);
     announce(tr("Run Failed"), line);
+  } else if (status == QLatin1String(toString(RunStatus::Diverged))) {
+    // Not a failure of the tool: the banner over the live panel says what was seen.
+    statusBar()->showMessage(line, 10000);
   }
 }
 

@@ -119,6 +119,11 @@ v1::RunResult toRunResult(const RunSummary& r, const PlannedRun& planned) {
   out.set_target(planned.spec.stop().target_accuracy());
   out.set_spec_name(planned.spec.name());
   if (r.speedChangeDip) out.set_speed_change_dip(*r.speedChangeDip);
+  if (r.divergence) {
+    out.set_divergence_cause(toString(r.divergence->cause));
+    out.set_diverged_version(r.divergence->version);
+    out.set_diverged_t_s(r.divergence->tS);
+  }
   return out;
 }
 
@@ -254,6 +259,9 @@ int runCommand(const RunFlags& flags) {
                 << ",\"heterogeneity_cost\":"
                 << (line.has_heterogeneity_cost() ? jsonNumber(line.heterogeneity_cost()) : "null")
                 << ",\"speed_change_dip\":" << (r.speedChangeDip ? jsonNumber(*r.speedChangeDip) : "null")
+                << ",\"divergence_cause\":" << jsonString(line.divergence_cause())
+                << ",\"diverged_version\":" << (line.has_diverged_version() ? std::to_string(line.diverged_version()) : "null")
+                << ",\"diverged_t_s\":" << (line.has_diverged_t_s() ? jsonNumber(line.diverged_t_s()) : "null")
                 << ",\"faults\":" << faultsJson(r.faults) << "}\n";
     }
     std::cout.flush();

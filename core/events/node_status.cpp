@@ -86,6 +86,13 @@ void NodeStatusTracker::apply(const EventRow& e) {
     case RE::RECOVERY:
       applyRecovery(e, news);
       return;
+    case RE::REJECT: {
+      if (e.node == "server" || e.node == "cluster") return;  // a refused call, not a worker's push
+      NodeStatus& st = m_nodes[resolve(e.node)];
+      ++st.refused;
+      st.news = news;
+      return;
+    }
     default:
       return;
   }

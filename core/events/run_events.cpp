@@ -14,6 +14,7 @@ constexpr KindName kKindNames[] = {
     {v1::RunEvent::NODE, "node"},         {v1::RunEvent::REJECT, "reject"}, {v1::RunEvent::CONTROL, "control"},
     {v1::RunEvent::RECOVERY, "recovery"}, {v1::RunEvent::FAULT, "fault"},   {v1::RunEvent::EXIT, "exit"},
     {v1::RunEvent::SPEED, "speed"},
+    {v1::RunEvent::TRAINING, "training"},
 };
 
 }  // namespace

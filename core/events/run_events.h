@@ -17,7 +17,7 @@ namespace dasp {
 using EventKind = v1::RunEvent::Kind;
 using EventCode = v1::RunEvent::Code;
 
-// "node", "reject", "control", "recovery", "fault", "exit", "speed"; "event" for
+// "node", "reject", "control", "recovery", "fault", "exit", "speed", "training"; "event" for
 // KIND_UNSPECIFIED.
 const char* kindName(EventKind kind);
 // The kind a stored name stands for (exact names of kindName()); KIND_UNSPECIFIED for any

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/results/results_table.h"
 
+#include "core/store/run_store.h"
+
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
@@ -38,6 +40,7 @@ StrategyResult summarize(const std::string& label, double lr, std::vector<const 
   std::vector<double> ttt, acc, share, stale, cost;
   for (const auto* r : s.runs) {
     if (r->has_time_to_target_s()) ttt.push_back(r->time_to_target_s());
+    if (r->status() == toString(RunStatus::Diverged)) ++s.diverged;
     if (r->has_heterogeneity_cost()) cost.push_back(r->heterogeneity_cost());
     acc.push_back(r->final_accuracy());
     share.push_back(r->wait_fraction());
@@ -62,9 +65,12 @@ bool better(const StrategyResult& a, const StrategyResult& b) {
 }
 
 std::string timeCell(const StrategyResult& s) {
-  if (s.reached == 0) return "never (0/" + std::to_string(s.runs.size()) + ")";
+  const std::string n = std::to_string(s.runs.size());
+  const std::string diverged = s.diverged > 0 ? ", " + std::to_string(s.diverged) + " diverged" : "";
+  if (s.reached == 0 && s.diverged == static_cast<int>(s.runs.size())) return "not reached (diverged)";
+  if (s.reached == 0) return "never (0/" + n + diverged + ")";
   std::string text = formatMeanStd(s.timeToTarget, 1);
-  if (!s.allReached()) text += " (" + std::to_string(s.reached) + "/" + std::to_string(s.runs.size()) + " reached)";
+  if (!s.allReached()) text += " (" + std::to_string(s.reached) + "/" + n + " reached" + diverged + ")";
   return text;
 }
 

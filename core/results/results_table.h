@@ -31,6 +31,7 @@ struct StrategyResult {
   std::vector<double> lrsTried;
   std::vector<const v1::RunResult*> runs;  // the runs at `lr`
   int reached = 0;                         // runs that reached the target
+  int diverged = 0;                        // runs that ended with status "diverged"
   MeanStd timeToTarget;                    // over the runs that reached it
   MeanStd finalAccuracy, waitShare, staleness, cost;
   std::int64_t maxStaleness = 0;

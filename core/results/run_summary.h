@@ -5,6 +5,7 @@
 // turns them into the store's summary rows, so both engines write the same keys.
 // Threading: plain values.
 
+#include "core/results/divergence.h"
 #include "core/results/recovery_metrics.h"
 #include "core/store/run_store.h"
 #include "core/spec/spec.h"
@@ -23,8 +24,9 @@ struct RunSummary {
   std::string recovery;
   std::uint64_t seed = 0;
   int workers = 0;
-  std::string status;                 // completed, stopped, failed
-  std::string stopReason;             // target, max_seconds, max_updates, epochs, cancelled
+  std::string status;                 // completed, stopped, failed, diverged
+  std::string stopReason;             // target, max_seconds, max_updates, epochs, cancelled, diverged
+  std::optional<Divergence> divergence;  // status diverged: what was seen, at which version and time
   std::optional<double> timeToTargetS;
   double finalAccuracy = 0;
   double finalLoss = 0;

@@ -291,6 +291,7 @@ void SimRun::evaluate(double t, ParameterEvaluator& evaluator) {
   m_evalPoints.push_back(EvalPoint{t, v, e.accuracy});
   const double target = m_spec.stop().target_accuracy();
   if (target > 0 && e.accuracy >= target && !m_targetT) m_targetT = row.tS;
+  m_divergence.onTestLoss(row.tS, v, e.loss);
 }
 
 // --- recording ----------------------------------------------------------------------------
@@ -301,6 +302,7 @@ void SimRun::recordIteration(int rank, double t) {
   m_samples += w.source->batchSize();
   m_waitSum += w.lastWait;
   m_computeSum += w.computeS;
+  m_divergence.onTrainLoss(t, w.baseVersion, w.loss);
   if (!m_recorder) return;
   const std::string parallel = toString(m_policy->state(rank));
   const double pullEnd = w.releaseT + w.pullS;

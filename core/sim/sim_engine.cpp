@@ -138,7 +138,8 @@ Result<RunSummary> SimRun::run() {
     m_now = e.t;
     handle(e);
     ++m_events;
-    if (m_targetT && stop.stop_at_target()) m_stopReason = "target";
+    if (m_divergence.divergence()) m_stopReason = "diverged";
+    else if (m_targetT && stop.stop_at_target()) m_stopReason = "target";
     else if (stop.max_updates() > 0 && m_store->version() >= stop.max_updates()) m_stopReason = "max_updates";
     else if (stop.epochs() > 0 && static_cast<double>(m_samples) / trainCount >= stop.epochs()) m_stopReason = "epochs";
     if ((m_events & 1023) == 0) {
@@ -151,7 +152,7 @@ Result<RunSummary> SimRun::run() {
       }
     }
   }
-  if (m_failure.empty()) {
+  if (m_failure.empty() && !m_divergence.divergence()) {
     // The final evaluation on the whole test set, like the real evaluator's at stop.
     ParameterEvaluator* final = m_compute.finalEvaluator ? m_compute.finalEvaluator : m_compute.evaluator;
     if (final != m_compute.evaluator || m_lastEvaluatedVersion != m_store->version()) evaluate(m_now, *final);
@@ -239,10 +240,12 @@ Result<RunSummary> SimRun::finish(const std::string& failure) {
     for (const auto& f : m_faults) records.push_back(f.record);
     s.faults = computeRecoveryMetrics(records, m_evalPoints, s.finalAccuracy);
   }
-  const RunStatus status = !failure.empty() ? RunStatus::Failed
-                           : m_stopReason == "cancelled" ? RunStatus::Stopped
-                                                         : RunStatus::Completed;
+  const RunStatus status = !failure.empty()               ? RunStatus::Failed
+                           : m_stopReason == "cancelled"  ? RunStatus::Stopped
+                           : m_divergence.divergence()    ? RunStatus::Diverged
+                                                          : RunStatus::Completed;
   s.status = toString(status);
+  if (status == RunStatus::Diverged) s.divergence = m_divergence.divergence();
   if (m_recorder) {
     auto node = [&](const std::string& name, const char* role, std::int64_t sent, std::int64_t received) {
       NodeRow row;
@@ -261,7 +264,11 @@ Result<RunSummary> SimRun::finish(const std::string& failure) {
     node("evaluator", "evaluator", 0, static_cast<std::int64_t>(m_evalPoints.size()) * static_cast<std::int64_t>(m_bytes));
     if (!s.faults.empty()) m_recorder->recordFaults(s.faults);
     m_recorder->setSummary(summaryRows(s, m_spec));
-    auto finished = m_recorder->finish(status, failure);
+    if (s.divergence) {
+      say("sim run " + std::to_string(m_runId) + ": diverged: " + s.divergence->describeWithLoss());
+      recordEvent(s.divergence->tS, RE::TRAINING, RE::DIVERGED, "cluster", "diverged: " + s.divergence->describeWithLoss());
+    }
+    auto finished = m_recorder->finish(status, failure, s.divergence);
     if (!failure.empty()) return Status::error("run " + std::to_string(m_runId) + ": " + failure);
     if (!finished) return finished;
   } else if (!failure.empty()) {

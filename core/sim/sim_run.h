@@ -2,6 +2,7 @@
 #pragma once
 // Internal to the virtual-cluster engine (core/sim/sim_*.cpp): one simulated run, SimRun,
 // and the event, link and worker records it keeps. Not included outside core/sim/.
+#include "core/results/divergence.h"
 #include "core/sim/sim_engine.h"
 
 #include "core/common/build_info.h"
@@ -101,7 +102,7 @@ inline std::string secondsText(double t) {
 class SimRun {
  public:
   SimRun(ExperimentSpec spec, SimCompute& compute, const SimOptions& options)
-      : m_spec(std::move(spec)), m_compute(compute), m_options(options) {}
+      : m_spec(std::move(spec)), m_compute(compute), m_options(options), m_divergence(m_spec.stop().divergence()) {}
 
   Result<RunSummary> run();
 
@@ -206,6 +207,7 @@ class SimRun {
   std::int64_t m_gradients = 0, m_samples = 0, m_applied = 0, m_dropped = 0, m_maxStaleness = 0;
   double m_waitSum = 0, m_computeSum = 0, m_stalenessSum = 0;
   std::optional<double> m_targetT;
+  DivergenceMonitor m_divergence;  // the losses seen, as the runner watches them
   bool m_haveEvaluation = false;
   double m_lastAccuracy = 0, m_lastLoss = 0;
   std::int64_t m_lastEvaluatedVersion = -1;

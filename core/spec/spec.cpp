@@ -247,6 +247,9 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
     stop->set_epochs(1);
   }
   if (!stop->has_stop_at_target()) stop->set_stop_at_target(true);
+  auto* divergence = stop->mutable_divergence();
+  if (!divergence->has_loss_factor()) divergence->set_loss_factor(10.0);
+  if (!divergence->has_window_s()) divergence->set_window_s(2.0);
   auto* eval = spec.mutable_evaluation();
   if (!eval->has_every_steps()) eval->set_every_steps(200);
 

@@ -331,6 +331,14 @@ Status validateStopAndEvaluation(const ExperimentSpec& spec) {
       stop.max_updates() <= 0) {
     return bad("stop.stop_at_target", "false needs another limit (max_seconds, epochs or max_updates)");
   }
+  const auto& divergence = stop.divergence();
+  if (!std::isfinite(divergence.loss_factor()) || divergence.loss_factor() < 0 ||
+      (divergence.loss_factor() > 0 && divergence.loss_factor() <= 1)) {
+    return bad("stop.divergence.loss_factor", "must be 0 (off) or a finite number > 1 (got " + num(divergence.loss_factor()) + ")");
+  }
+  if (!std::isfinite(divergence.window_s()) || divergence.window_s() < 0) {
+    return bad("stop.divergence.window_s", "must be a finite number >= 0 (got " + num(divergence.window_s()) + ")");
+  }
   if (spec.evaluation().has_every_steps() && spec.evaluation().every_steps() <= 0) {
     return bad("evaluation.every_steps", "must be > 0");
   }

@@ -365,7 +365,7 @@ void RunRecorder::recordFaults(const std::vector<RecoveryMetrics>& faults) {
 
 Status RunRecorder::flush() { return m_impl->flush(); }
 
-Status RunRecorder::finish(RunStatus status, const std::string& error) {
+Status RunRecorder::finish(RunStatus status, const std::string& error, const std::optional<Divergence>& divergence) {
   Impl& d = *m_impl;
   {
     std::lock_guard<std::mutex> lock(d.mutex);
@@ -383,13 +383,24 @@ Status RunRecorder::finish(RunStatus status, const std::string& error) {
   }
   // The writer is joined: this thread may use the connection.
   Stmt update;
-  if (!update.prepare(d.db, "UPDATE runs SET status = ?2, ended_at = ?3, error = ?4 WHERE id = ?1")) {
+  if (!update.prepare(d.db,
+                      "UPDATE runs SET status = ?2, ended_at = ?3, error = ?4, divergence_cause = ?5, "
+                      "diverged_version = ?6, diverged_t_s = ?7 WHERE id = ?1")) {
     return result.isOk() ? sqlError(d.path, d.db) : result;
   }
   update.bind(1, d.runId);
   update.bind(2, toString(status));
   update.bind(3, nowSeconds());
   update.bind(4, error);
+  if (divergence) {
+    update.bind(5, toString(divergence->cause));
+    update.bind(6, divergence->version);
+    update.bind(7, divergence->tS);
+  } else {
+    update.bindNull(5);
+    update.bindNull(6);
+    update.bindNull(7);
+  }
   if (update.step() != SQLITE_DONE) {
     Status s = sqlError(d.path, d.db);
     return result.isOk() ? s : result;

@@ -28,13 +28,14 @@ const char* toString(RunStatus status) {
     case RunStatus::Stopped: return "stopped";
     case RunStatus::Failed: return "failed";
     case RunStatus::Interrupted: return "interrupted";
+    case RunStatus::Diverged: return "diverged";
   }
   return "failed";
 }
 
 std::optional<RunStatus> runStatusFromString(const std::string& text) {
   for (RunStatus s : {RunStatus::Running, RunStatus::Completed, RunStatus::Stopped,
-                      RunStatus::Failed, RunStatus::Interrupted}) {
+                      RunStatus::Failed, RunStatus::Interrupted, RunStatus::Diverged}) {
     if (text == toString(s)) return s;
   }
   return std::nullopt;
@@ -169,8 +170,8 @@ Result<std::vector<EvaluationRow>> RunStore::evaluations(std::int64_t runId) {
         row.version = s.int64(2);
         row.updates = s.int64(3);
         row.samples = s.int64(4);
-        row.loss = s.real(5);
-        row.accuracy = s.real(6);
+        row.loss = s.realOrNaN(5);
+        row.accuracy = s.realOrNaN(6);
         return row;
       });
 }
@@ -191,7 +192,7 @@ Result<std::vector<SampleRow>> RunStore::samples(std::int64_t runId, const std::
         row.series = s.text(2);
         row.tS = s.real(3);
         row.version = s.int64(4);
-        row.value = s.real(5);
+        row.value = s.realOrNaN(5);
         return row;
       });
 }

@@ -11,6 +11,7 @@
 // (the thread that owns it). A RunRecorder may be fed from any thread.
 
 #include "core/results/recovery_metrics.h"
+#include "core/results/divergence.h"
 #include "core/common/result.h"
 #include "core/events/run_events.h"
 
@@ -24,7 +25,8 @@ struct sqlite3;
 
 namespace dasp {
 
-enum class RunStatus { Running, Completed, Stopped, Failed, Interrupted };
+// Diverged: the model left training (stop.divergence); RunRow::divergence says how.
+enum class RunStatus { Running, Completed, Stopped, Failed, Interrupted, Diverged };
 const char* toString(RunStatus status);
 std::optional<RunStatus> runStatusFromString(const std::string& text);
 
@@ -56,6 +58,7 @@ struct RunRow {
   std::optional<double> endedAt;      // Unix seconds
   std::string tags, notes;
   std::string error;                  // why a failed run failed
+  std::optional<Divergence> divergence;  // status Diverged: what was seen, when
   std::string specJson;
 };
 
@@ -215,8 +218,9 @@ class RunRecorder {
   void recordFaults(const std::vector<RecoveryMetrics>& faults);
   // Blocks until everything recorded so far is committed; returns the first write error.
   Status flush();
-  // Flushes, sets the final status (and error text) and stops the writer thread.
-  Status finish(RunStatus status, const std::string& error = {});
+  // Flushes, sets the final status (and error text; for Diverged, what was seen) and stops
+  // the writer thread.
+  Status finish(RunStatus status, const std::string& error = {}, const std::optional<Divergence>& divergence = {});
 
  private:
   struct Impl;

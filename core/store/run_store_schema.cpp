@@ -170,6 +170,44 @@ CREATE TABLE faults(
 ALTER TABLE events ADD COLUMN code INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE events ADD COLUMN target TEXT NOT NULL DEFAULT '';
 )sql",
+    // Version 4: divergence. A run whose model left training ends with status 'diverged';
+    // the new runs columns say what was seen (core DivergenceCause's word), at which
+    // version and run time (NULL for every other run, and for the runs of older files).
+    // A diverging model's losses are NaN, which SQLite stores as NULL: the loss, accuracy
+    // and sample value columns become nullable (NULL reads back as NaN), by rebuilding
+    // their two tables as SQLite's ALTER TABLE cannot drop a NOT NULL.
+    R"sql(
+ALTER TABLE runs ADD COLUMN divergence_cause TEXT NULL;
+ALTER TABLE runs ADD COLUMN diverged_version INTEGER NULL;
+ALTER TABLE runs ADD COLUMN diverged_t_s REAL NULL;
+
+CREATE TABLE evaluations_v4(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  t_s REAL NOT NULL,
+  version INTEGER NOT NULL,
+  updates INTEGER NOT NULL,
+  samples INTEGER NOT NULL,
+  loss REAL NULL,
+  accuracy REAL NULL
+);
+INSERT INTO evaluations_v4 SELECT run_id, t_s, version, updates, samples, loss, accuracy FROM evaluations;
+DROP TABLE evaluations;
+ALTER TABLE evaluations_v4 RENAME TO evaluations;
+CREATE INDEX evaluations_run ON evaluations(run_id);
+
+CREATE TABLE samples_v4(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  node TEXT NOT NULL,
+  series TEXT NOT NULL,
+  t_s REAL NOT NULL,
+  version INTEGER NOT NULL,
+  value REAL NULL
+);
+INSERT INTO samples_v4 SELECT run_id, node, series, t_s, version, value FROM samples;
+DROP TABLE samples;
+ALTER TABLE samples_v4 RENAME TO samples;
+CREATE INDEX samples_run_series ON samples(run_id, series);
+)sql",
 };
 
 constexpr int kMigrationCount = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));

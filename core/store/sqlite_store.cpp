@@ -164,6 +164,13 @@ RunRow readRunRow(const Stmt& s) {
   row.notes = s.text(16);
   row.error = s.text(17);
   row.specJson = s.text(18);
+  if (auto cause = divergenceCauseFromString(s.text(19))) {
+    Divergence d;
+    d.cause = *cause;
+    d.version = s.optInt64(20).value_or(0);
+    d.tS = s.optReal(21).value_or(0);
+    row.divergence = d;
+  }
   return row;
 }
 

@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,7 +20,8 @@ namespace dasp::store_detail {
 inline constexpr std::size_t kBatchRows = 4096;  // the writer commits early past this many rows
 inline constexpr const char* kRunColumns =
     "id, kind, name, model, dataset, strategy, recovery, engine, seed, status, host, pid, "
-    "code_version, started_at, ended_at, tags, notes, error, spec_json";
+    "code_version, started_at, ended_at, tags, notes, error, spec_json, divergence_cause, diverged_version, "
+    "diverged_t_s";
 
 // RAII wrapper of a prepared statement.
 class Stmt {
@@ -67,6 +69,8 @@ class Stmt {
   std::int64_t int64(int column) const { return sqlite3_column_int64(m_stmt, column); }
   double real(int column) const { return sqlite3_column_double(m_stmt, column); }
   bool isNull(int column) const { return sqlite3_column_type(m_stmt, column) == SQLITE_NULL; }
+  // A float that may be NaN: SQLite stores a NaN as NULL.
+  double realOrNaN(int column) const { return isNull(column) ? std::numeric_limits<double>::quiet_NaN() : real(column); }
   std::optional<double> optReal(int column) const {
     if (isNull(column)) return std::nullopt;
     return real(column);

@@ -83,6 +83,15 @@ bool isOutage(const grpc::Status& status) {
          status.error_code() == grpc::StatusCode::CANCELLED;
 }
 
+// The server refused a push (the INVALID_ARGUMENT status carries a PushRefusal): the
+// reason, or nullopt for any other status.
+std::optional<pb::PushRefusal::Reason> refusalOf(const grpc::Status& status) {
+  if (status.error_code() != grpc::StatusCode::INVALID_ARGUMENT) return std::nullopt;
+  pb::PushRefusal refusal;
+  if (!refusal.ParseFromString(status.error_details())) return pb::PushRefusal::REASON_UNSPECIFIED;
+  return refusal.reason();
+}
+
 }  // namespace
 
 Result<JoinInfo> joinServer(const WorkerOptions& options, const std::string& role) {
@@ -206,6 +215,10 @@ class WorkerLoop {
   void keepParameters();
   // One iteration after a pull: false when the loop ends (stop, or `m_result` says why).
   bool iterate(grpc::Status& status);
+  // After a push: a refused gradient was not applied; the worker says so, counts it and
+  // goes on from fresh parameters (true), unless the push was malformed, its own fatal
+  // error (false, `m_result` says why).
+  bool onRefused(pb::PushRefusal::Reason reason, grpc::Status& status);
 
   const WorkerOptions& m_options;
   const JoinInfo& m_join;
@@ -460,6 +473,7 @@ bool WorkerLoop::iterate(grpc::Status& status) {
       status = pullNext();
       return true;
     }
+    if (auto reason = refusalOf(status)) return onRefused(*reason, status);
     if (!status.ok()) return fail(Status::error(m_options.name + ": push failed: " + describe(status)));
     ++m_stats.iterations;
     m_link.hold(m_modelBytes);  // the parameters coming back
@@ -474,10 +488,28 @@ bool WorkerLoop::iterate(grpc::Status& status) {
     status = pullNext();
     return true;
   }
+  if (auto reason = refusalOf(status)) return onRefused(*reason, status);
   if (!status.ok()) return fail(Status::error(m_options.name + ": push failed: " + describe(status)));
   m_prevPushS = secondsSince(pushStart);
   ++m_stats.iterations;
   if (m_pushReply.stop()) return false;
+  status = pullNext();
+  return true;
+}
+
+bool WorkerLoop::onRefused(pb::PushRefusal::Reason reason, grpc::Status& status) {
+  if (reason == pb::PushRefusal::MALFORMED) {
+    m_result = Status::error(m_options.name + ": the server refused its push as malformed: " + describe(status));
+    return false;
+  }
+  ++m_stats.refused;
+  // The first few and then every hundredth: a diverging model is refused on every push
+  // until the runner ends the run.
+  if (m_stats.refused <= 3 || m_stats.refused % 100 == 0) {
+    say(m_options, m_options.name + ": push " + std::to_string(m_stats.refused) + " refused, not applied (" +
+                       describe(status) + "); going on from fresh parameters");
+  }
+  m_prevPushS = 0;
   status = pullNext();
   return true;
 }

@@ -41,6 +41,7 @@ struct NodeStats {
   std::int64_t overruns = 0;
   std::int64_t retries = 0;
   std::int64_t outages = 0;
+  std::int64_t refused = 0;  // pushes the server refused (not applied); the worker went on
 };
 
 struct WorkerOptions {

@@ -2,6 +2,7 @@
 #include "net/runner/event_recording.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace dasp::net {
@@ -44,8 +45,12 @@ std::optional<EventRow> eventRowOf(const pb::ClusterEvent& e, std::int64_t runId
   }
 }
 
-EventRecording::EventRecording(RunRecorder& recorder, std::vector<std::string> nodeNames, double targetAccuracy)
-    : m_recorder(recorder), m_names(std::move(nodeNames)), m_target(targetAccuracy) {}
+EventRecording::EventRecording(RunRecorder& recorder, std::vector<std::string> nodeNames,
+                               const v1::StopCondition& stop)
+    : m_recorder(recorder),
+      m_names(std::move(nodeNames)),
+      m_target(stop.target_accuracy()),
+      m_divergence(stop.divergence()) {}
 
 std::string EventRecording::nodeName(int rank) const {
   if (rank < 0) return "server";
@@ -82,6 +87,7 @@ void EventRecording::record(const pb::EventBatch& batch) {
         interval("PUSH", tl.computeEnd, tl.pushEnd);
         m_recorder.record(SampleRow{runId, node, "wait_s", e.t_s(), e.version(), e.wait_s()});
         m_recorder.record(SampleRow{runId, node, "train_loss", e.t_s(), e.version(), e.loss()});
+        m_divergence.onTrainLoss(e.t_s(), e.version(), e.loss());
         m_recorder.record(SampleRow{runId, node, "compute_s", e.t_s(), e.version(), e.compute_s()});
         if (e.emulated_s() > 0) {
           m_recorder.record(SampleRow{runId, node, "emulated_s", e.t_s(), e.version(), e.emulated_s()});
@@ -114,13 +120,20 @@ void EventRecording::record(const pb::EventBatch& batch) {
         f.lastLoss = e.loss();
         f.lastEvaluatedVersion = e.version();
         if (m_target > 0 && e.accuracy() >= m_target && !f.targetT) f.targetT = e.version_t_s();
+        m_divergence.onTestLoss(e.version_t_s(), e.version(), e.loss());
         break;
       }
+      case pb::ClusterEvent::REJECT:
+        // A gradient refused for NaN or Inf comes with its loss: the model may have left training.
+        if (e.rank() >= 0 && !std::isfinite(e.loss())) m_divergence.onTrainLoss(e.t_s(), e.version(), e.loss());
+        if (auto row = eventRowOf(e, runId, node)) m_recorder.record(std::move(*row));
+        break;
       default:
         if (auto row = eventRowOf(e, runId, node)) m_recorder.record(std::move(*row));
         break;
     }
   }
+  if (!f.divergence && m_divergence.divergence()) f.divergence = m_divergence.divergence();
 }
 
 }  // namespace dasp::net

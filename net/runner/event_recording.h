@@ -6,6 +6,7 @@
 // Threading: fed by the runner's watch thread; figures() may be read from another thread
 // (it takes the lock).
 
+#include "core/results/divergence.h"
 #include "core/store/run_store.h"
 #include "dasp/ps/v1/parameter_server.pb.h"
 
@@ -47,11 +48,13 @@ struct RunFigures {
   bool haveEvaluation = false;
   double lastAccuracy = 0, lastLoss = 0;
   std::int64_t lastEvaluatedVersion = -1;
+  std::optional<Divergence> divergence;  // the first sign that the model left training
 };
 
 class EventRecording {
  public:
-  EventRecording(RunRecorder& recorder, std::vector<std::string> nodeNames, double targetAccuracy);
+  // `stop`: the spec's stop condition with its defaults (target, divergence rule).
+  EventRecording(RunRecorder& recorder, std::vector<std::string> nodeNames, const v1::StopCondition& stop);
   void record(const dasp::ps::v1::EventBatch& batch);
   RunFigures figures() const;
   std::string nodeName(int rank) const;
@@ -61,6 +64,7 @@ class EventRecording {
   std::vector<std::string> m_names;
   double m_target;
   mutable std::mutex m_mu;
+  DivergenceMonitor m_divergence;  // guarded by m_mu
   RunFigures m_figures;
 };
 

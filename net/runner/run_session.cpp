@@ -236,7 +236,7 @@ Status RunSession::startNodes() {
   }
 
   // 2. The event stream, re-subscribed whenever the head changes or restarts.
-  m_recording = std::make_unique<EventRecording>(*m_recorder, m_workerNames, m_spec.stop().target_accuracy());
+  m_recording = std::make_unique<EventRecording>(*m_recorder, m_workerNames, m_spec.stop());
   m_watcher = std::make_unique<EventWatcher>(m_lines, m_security, m_clock, [this](const pb::EventBatch& batch) {
     m_recording->record(batch);
     m_tracker.observe(batch, [this](int rank) { return m_nodes->nameOf(rank); });
@@ -325,6 +325,7 @@ std::string RunSession::watch() {
     // Run time keeps going while no server is up (no events then).
     const double runT = std::max(f.lastT, m_clock.now());
     if (m_options.cancel && m_options.cancel->load()) stopReason = "cancelled";
+    else if (f.divergence) stopReason = "diverged";
     else if (f.targetT && stop.stop_at_target()) stopReason = "target";
     else if (stop.max_seconds() > 0 && runT >= stop.max_seconds()) stopReason = "max_seconds";
     else if (stop.max_updates() > 0 && f.version >= stop.max_updates()) stopReason = "max_updates";
@@ -396,9 +397,16 @@ Result<RunSummary> RunSession::summarize(const std::string& stopReason) {
   m_recorder->setSummary(summaryRows(summary, m_spec));
   const RunStatus status = !m_failure.empty()          ? RunStatus::Failed
                            : stopReason == "cancelled" ? RunStatus::Stopped
+                           : f.divergence              ? RunStatus::Diverged
                                                        : RunStatus::Completed;
   summary.status = toString(status);
-  auto finished = m_recorder->finish(status, m_failure);
+  if (status == RunStatus::Diverged) {
+    summary.divergence = f.divergence;
+    m_recorder->record(EventRow{m_runId, f.divergence->tS, v1::RunEvent::TRAINING, "cluster",
+                                "diverged: " + f.divergence->describeWithLoss(), v1::RunEvent::DIVERGED, {}});
+    say("run " + std::to_string(m_runId) + ": diverged: " + f.divergence->describeWithLoss());
+  }
+  auto finished = m_recorder->finish(status, m_failure, summary.divergence);
   if (!m_failure.empty()) return Status::error("run " + std::to_string(m_runId) + ": " + m_failure);
   if (!finished) return finished;
   return summary;

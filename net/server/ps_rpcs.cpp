@@ -229,7 +229,7 @@ grpc::ServerReadReactor<pb::PushChunk>* ParameterServer::Impl::PushChunks(grpc::
 grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes,
                                                pb::PushReply* reply) {
   const int rank = req.rank();
-  auto reject = [&](const std::string& why) {
+  auto reject = [&](pb::PushRefusal::Reason reason, const std::string& why) {
     std::lock_guard<std::mutex> lock(mu);
     ++counters.rejected;
     if (auto* e = newEventLocked()) {
@@ -237,20 +237,27 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
       e->set_t_s(now());
       e->set_rank(rank);
       e->set_detail(why);
+      e->set_version(req.base_version());
+      e->set_loss(req.train_loss());  // a refused gradient's loss still tells of divergence
       publishLocked(e);
     }
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why);
+    pb::PushRefusal refusal;
+    refusal.set_reason(reason);
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why, refusal.SerializeAsString());
   };
   if (!isHead) return notHead();
-  if (rank < 0 || rank >= options.workers) return reject("push from unknown rank " + std::to_string(rank));
+  if (rank < 0 || rank >= options.workers) {
+    return reject(pb::PushRefusal::MALFORMED, "push from unknown rank " + std::to_string(rank));
+  }
   if (bytes != gradientBytes()) {
-    return reject("gradient from worker " + std::to_string(rank) + " has " + std::to_string(bytes / 4) +
-                  " values (" + std::to_string(bytes) + " bytes), the model has " +
-                  std::to_string(store->size()) + " parameters");
+    return reject(pb::PushRefusal::MALFORMED, "gradient from worker " + std::to_string(rank) + " has " +
+                                                  std::to_string(bytes / 4) + " values (" + std::to_string(bytes) +
+                                                  " bytes), the model has " + std::to_string(store->size()) +
+                                                  " parameters");
   }
   if (!allFinite(grad, store->size())) {
-    return reject("gradient from worker " + std::to_string(rank) +
-                  " contains NaN or Inf; rejected, not applied");
+    return reject(pb::PushRefusal::NON_FINITE,
+                  "gradient from worker " + std::to_string(rank) + " contains NaN or Inf; rejected, not applied");
   }
   std::lock_guard<std::mutex> lock(mu);
   const double t = now();

@@ -91,9 +91,16 @@ class TestNodeStatus : public QObject {
     t.apply(ev(9, RE::CONTROL, RE::RESTARTED, "evaluator", "evaluator"));
     QCOMPARE(at(t, "evaluator").condition, NodeCondition::Running);
     // Kinds that say nothing about a node's status.
-    t.apply(ev(10, RE::REJECT, RE::CODE_UNSPECIFIED, "worker-3"));
     t.apply(ev(10, RE::SPEED, RE::CODE_UNSPECIFIED, "worker-3"));
     QVERIFY(t.find("worker-3") == nullptr);
+    // A refused push is counted; the worker goes on as it was. A refused call is no
+    // worker's push.
+    t.apply(ev(10, RE::REJECT, RE::CODE_UNSPECIFIED, "worker-3"));
+    t.apply(ev(10.5, RE::REJECT, RE::CODE_UNSPECIFIED, "worker-3"));
+    t.apply(ev(10.6, RE::REJECT, RE::CODE_UNSPECIFIED, "server"));
+    QCOMPARE(at(t, "worker-3").condition, NodeCondition::Running);
+    QCOMPARE(at(t, "worker-3").refused, std::int64_t(2));
+    QVERIFY(t.find("server") == nullptr || t.find("server")->refused == 0);
   }
 
   void serverRecoverySteps() {

@@ -71,8 +71,8 @@ class TestRunStore : public QObject {
     store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
     QCOMPARE((*store)->run(*first)->status, RunStatus::Running);
-    QCOMPARE(RunStore::schemaVersion(), 3);
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(3));
+    QCOMPARE(RunStore::schemaVersion(), 4);
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(4));
     sqlite3* db = nullptr;
     QCOMPARE(sqlite3_open(path.toStdString().c_str(), &db), SQLITE_OK);
     sqlite3_stmt* stmt = nullptr;

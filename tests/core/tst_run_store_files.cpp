@@ -4,6 +4,8 @@
 // newer, writers that died, default and uncreatable locations.
 #include "tests/support/store_fixtures.h"
 
+#include <limits>
+
 using namespace dasp;
 using namespace store_fixtures;
 
@@ -17,7 +19,7 @@ class TestRunStoreFiles : public QObject {
  private slots:
   void initTestCase() { QVERIFY(m_files.valid()); }
   void migratesVersion1File() {
-    // A version-1 file: the current schema less what versions 2 and 3 added.
+    // A version-1 file: the current schema less what versions 2, 3 and 4 added.
     const QString path = newPath();
     std::int64_t id = 0;
     {
@@ -43,7 +45,7 @@ class TestRunStoreFiles : public QObject {
       (*rec)->recordFaults({m});
       QVERIFY((*rec)->flush().isOk());
     }
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(3));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(4));
     QCOMPARE(rawCount(path, "SELECT count(*) FROM schema_version"), qint64(1));
     auto store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
@@ -59,9 +61,71 @@ class TestRunStoreFiles : public QObject {
     QCOMPARE(rawExec(path, kToVersion1), SQLITE_OK);
     store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(3));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(4));
     QVERIFY((*store)->faults(id)->empty());
     QCOMPARE((*store)->evaluations(id)->size(), std::size_t(1));
+  }
+
+  void migratesVersion3AndKeepsDivergence() {
+    // A version-3 file with a finished run: version 4 adds the divergence columns and makes
+    // the losses nullable (a NaN loss is stored as NULL and reads back as NaN).
+    const QString path = newPath();
+    std::int64_t old = 0;
+    {
+      auto store = RunStore::open(path.toStdString());
+      QVERIFY(store.isOk());
+      old = (*store)->createRun(sampleRun("old")).value();
+      auto rec = RunRecorder::open(path.toStdString(), old);
+      QVERIFY(rec.isOk());
+      (*rec)->record(EvaluationRow{old, 1.0, 1, 10, 320, 2.0, 0.3});
+      (*rec)->record(SampleRow{old, "worker-0", "train_loss", 0.5, 0, 2.25});
+      QVERIFY((*rec)->finish(RunStatus::Completed).isOk());
+    }
+    QCOMPARE(rawExec(path, kToVersion3), SQLITE_OK);
+    auto store = RunStore::open(path.toStdString());
+    QVERIFY2(store.isOk(), store.message().c_str());
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(4));
+    QCOMPARE((*store)->run(old)->status, RunStatus::Completed);
+    QVERIFY(!(*store)->run(old)->divergence);
+    QCOMPARE((*store)->evaluations(old)->front().loss, 2.0);
+    QCOMPARE((*store)->samples(old, "train_loss")->front().value, 2.25);
+
+    const std::int64_t id = (*store)->createRun(sampleRun("diverging")).value();
+    {
+      auto rec = RunRecorder::open(path.toStdString(), id);
+      QVERIFY(rec.isOk());
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      (*rec)->record(EvaluationRow{id, 0.5, 3, 3, 96, nan, 0.1});
+      (*rec)->record(SampleRow{id, "worker-1", "train_loss", 0.4, 2, std::numeric_limits<double>::infinity()});
+      (*rec)->record(SampleRow{id, "worker-0", "train_loss", 0.45, 3, nan});
+      Divergence d;
+      d.cause = DivergenceCause::NonFiniteTrainLoss;
+      d.version = 2;
+      d.tS = 0.4;
+      QVERIFY((*rec)->finish(RunStatus::Diverged, {}, d).isOk());
+    }
+    auto row = (*store)->run(id);
+    QVERIFY2(row.isOk(), row.message().c_str());
+    QCOMPARE(row->status, RunStatus::Diverged);
+    QCOMPARE(std::string(toString(row->status)), std::string("diverged"));
+    QVERIFY(row->divergence.has_value());
+    QCOMPARE(row->divergence->cause, DivergenceCause::NonFiniteTrainLoss);
+    QCOMPARE(row->divergence->version, std::int64_t(2));
+    QCOMPARE(row->divergence->tS, 0.4);
+    QCOMPARE(row->divergence->describe(), std::string("training loss not finite at version 2 (0.40 s)"));
+    auto evals = (*store)->evaluations(id);
+    QVERIFY2(evals.isOk(), evals.message().c_str());
+    QCOMPARE(evals->size(), std::size_t(1));
+    QVERIFY(std::isnan(evals->front().loss));
+    QCOMPARE(evals->front().accuracy, 0.1);
+    auto losses = (*store)->samples(id, "train_loss");
+    QVERIFY2(losses.isOk(), losses.message().c_str());
+    QCOMPARE(losses->size(), std::size_t(2));
+    QVERIFY(std::isinf(losses->at(0).value));
+    QVERIFY(std::isnan(losses->at(1).value));
+    auto listed = (*store)->listRuns(RunFilter{"", "diverged", "", 0});
+    QVERIFY2(listed.isOk(), listed.message().c_str());
+    QCOMPARE(listed->size(), std::size_t(1));
   }
 
   void migratesVersion2EventsToTypedCodes() {
@@ -74,7 +138,7 @@ class TestRunStoreFiles : public QObject {
       QVERIFY(store.isOk());
       id = (*store)->createRun(sampleRun("old events")).value();
     }
-    QCOMPARE(rawExec(path, "ALTER TABLE events DROP COLUMN code; ALTER TABLE events DROP COLUMN target; "
+    QCOMPARE(rawExec(path, DASP_DROP_VERSION_4 "ALTER TABLE events DROP COLUMN code; ALTER TABLE events DROP COLUMN target; "
                            "UPDATE schema_version SET version = 2"),
              SQLITE_OK);
     struct Old {
@@ -128,7 +192,7 @@ class TestRunStoreFiles : public QObject {
 
     auto store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(3));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(4));
     auto events = (*store)->events(id);
     QVERIFY2(events.isOk(), events.message().c_str());
     QCOMPARE(events->size(), std::size_t(std::size(old)));

@@ -32,7 +32,14 @@ using RE = dasp::v1::RunEvent;
 
 // A version-1 file from the current schema: less what versions 2 (faults) and 3 (typed
 // events) added.
+// What version 4 added to the runs table (its nullable losses stay: version 4 rebuilds
+// those tables again, with the same result).
+#define DASP_DROP_VERSION_4                                                                             \
+  "ALTER TABLE runs DROP COLUMN divergence_cause; ALTER TABLE runs DROP COLUMN diverged_version; " \
+  "ALTER TABLE runs DROP COLUMN diverged_t_s; "
+inline const char* const kToVersion3 = DASP_DROP_VERSION_4 "UPDATE schema_version SET version = 3";
 inline const char* const kToVersion1 =
+    DASP_DROP_VERSION_4
     "DROP TABLE faults; ALTER TABLE events DROP COLUMN code; ALTER TABLE events DROP COLUMN target; "
     "UPDATE schema_version SET version = 1";
 

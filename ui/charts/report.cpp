@@ -176,6 +176,7 @@ std::vector<RunFigures> runFigures(const std::vector<RunData>& runs) {
     f.strategy = r.strategy;
     f.engine = r.engine;
     f.status = r.status;
+    f.divergence = r.divergence;
     f.seed = r.seed;
     f.target = specTarget(r);
     f.timeToTarget = summaryValue(r, "time_to_target_s");
@@ -203,6 +204,12 @@ std::vector<RunFigures> runFigures(const std::vector<RunData>& runs) {
   }
   fillRelativeFigures(out, runs);
   return out;
+}
+
+QString timeToTargetText(const RunFigures& f, int decimals) {
+  if (f.timeToTarget && std::isfinite(*f.timeToTarget)) return QString::number(*f.timeToTarget, 'f', decimals);
+  if (f.status == QLatin1String(toString(RunStatus::Diverged))) return QObject::tr("not reached (diverged)");
+  return QStringLiteral("–");
 }
 
 std::vector<RunFaults> runFaults(const std::vector<RunData>& runs) {

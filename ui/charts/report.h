@@ -72,7 +72,11 @@ struct RunFigures {
   std::optional<double> finalAccuracy;
   std::optional<double> meanWait, meanStaleness, maxStaleness;
   std::optional<double> updates, dropped, lost;
+  QString divergence;                  // status diverged: what was seen, when
 };
+// A run's time-to-target cell: the seconds, "not reached (diverged)" for a run that
+// diverged before it, "–" for any other run that did not reach it.
+QString timeToTargetText(const RunFigures& f, int decimals);
 // The figures of every run, speedups against the mean of the BSP runs with the same
 // experiment name (else of all BSP runs) that reached the target.
 std::vector<RunFigures> runFigures(const std::vector<RunData>& runs);

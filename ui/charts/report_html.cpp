@@ -165,7 +165,7 @@ QString summaryTable(const std::vector<RunFigures>& figs) {
              .arg(esc(f.name), esc(f.strategy), esc(f.engine), esc(f.status));
     h += QStringLiteral("<td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td><td>%8</td>"
                         "<td>%9</td>")
-             .arg(fig(f.target, 3), fig(f.timeToTarget, 2),
+             .arg(fig(f.target, 3), esc(timeToTargetText(f, 2)),
                   f.speedupVsBsp ? fig(f.speedupVsBsp, 2) + QStringLiteral("×") : QStringLiteral("–"),
                   fig(f.heterogeneityCost, 2), fig(f.finalAccuracy, 4), fig(f.meanWait, 4), fig(f.meanStaleness, 2),
                   fig(f.maxStaleness, 0), fig(f.updates, 0));
@@ -348,6 +348,9 @@ QString runSection(const RunData& r, ReportImages& img) {
            .arg(r.nodes.size())
            .arg(end, 0, 'f', 1)
            .arg(r.evaluations.size());
+  if (!r.divergence.isEmpty()) {
+    h += QStringLiteral("<p class=\"diverged\"><b>Diverged:</b> %1.</p>\n").arg(esc(r.divergence));
+  }
   if (!r.nodes.empty()) {
     NodeLanes lanes;
     lanes.setRun(&r);

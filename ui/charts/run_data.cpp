@@ -115,6 +115,7 @@ Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
   d.recovery = QString::fromStdString(row->recovery);
   d.engine = QString::fromStdString(row->engine);
   d.status = QString::fromLatin1(toString(row->status));
+  if (row->divergence) d.divergence = QString::fromStdString(row->divergence->describe());
   d.seed = row->seed;
   d.specJson = QString::fromStdString(row->specJson);
   setSpecIdentity(d);

@@ -95,6 +95,7 @@ struct NodeData {
 struct RunData {
   std::int64_t runId = 0;
   QString name, kind, model, dataset, strategy, recovery, engine, status;
+  QString divergence;  // status diverged: what was seen, at which version and time (core Divergence)
   std::int64_t seed = 0;
   QString specJson;
   QString lrConvention;

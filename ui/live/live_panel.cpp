@@ -46,6 +46,13 @@ QString tipOf(const NodeStatus& st) {
 
 LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(parent), m_controller(controller) {
   auto* layout = new QVBoxLayout(this);
+  m_divergenceBanner = new QLabel(this);
+  m_divergenceBanner->setObjectName(QStringLiteral("liveDivergenceBanner"));
+  m_divergenceBanner->setWordWrap(true);
+  m_divergenceBanner->setStyleSheet(
+      QStringLiteral("QLabel { background: #b00020; color: white; padding: 6px; font-weight: bold; }"));
+  m_divergenceBanner->hide();
+  layout->addWidget(m_divergenceBanner);
   m_summary = new QLabel(tr("No run yet: design an experiment and Launch it."), this);
   m_summary->setObjectName(QStringLiteral("liveSummary"));
   m_summary->setWordWrap(true);
@@ -63,7 +70,10 @@ LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(paren
   m_table = new QTableWidget(0, ColumnCount, tables);
   m_table->setObjectName(QStringLiteral("liveNodeTable"));
   m_table->setHorizontalHeaderLabels({tr("Node"), tr("State"), tr("Parallel"), tr("Iterations"), tr("Mean wait (ms)"),
-                                      tr("Mean staleness"), tr("Last loss")});
+                                      tr("Mean staleness"), tr("Refused"), tr("Last loss")});
+  m_table->horizontalHeaderItem(Refused)->setToolTip(
+      tr("Pushes the server refused and did not apply (NaN or Inf, or outside strategy.gradient_guard); the worker "
+         "went on from fresh parameters"));
   m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
   m_table->setSelectionMode(QAbstractItemView::SingleSelection);
@@ -364,6 +374,7 @@ void LivePanel::setRow(int row, const QString& node, const RowFigures& f) {
   setCell(row, Iterations, f.iterations >= 0 ? QString::number(f.iterations) : QString());
   setCell(row, MeanWait, number(1000.0 * f.meanWait, 1));
   setCell(row, MeanStaleness, number(f.meanStaleness, 2));
+  setCell(row, Refused, f.refused >= 0 ? QString::number(f.refused) : QString());
   setCell(row, LastLoss, number(f.lastLoss, 4));
 }
 
@@ -425,6 +436,7 @@ LivePanel::RowFigures LivePanel::figuresAt(const NodeData& n, const RunData& /*r
 void LivePanel::refresh() {
   if (m_data == nullptr) {
     m_table->setRowCount(0);
+    m_divergenceBanner->hide();
     m_summary->setText(m_replay ? tr("No run to replay.") : tr("No run yet: design an experiment and Launch it."));
     updateActions();
     Q_EMIT refreshed();
@@ -462,6 +474,9 @@ void LivePanel::refresh() {
     if (const NodeStatus* st = status.find(n.name.toStdString())) {
       if (st->condition != NodeCondition::Running) f.state = QLatin1String(toString(st->condition));
       f.stateTip = tipOf(*st);
+      f.refused = st->refused;
+    } else {
+      f.refused = 0;
     }
     setRow(static_cast<int>(i), n.name, f);
   }
@@ -503,6 +518,14 @@ void LivePanel::refresh() {
   }
   if (sim && m_running && !m_replay) text += tr(" · simulated: the live actions do not apply");
   m_summary->setText(text);
+  const bool diverged = d.status == QLatin1String(toString(RunStatus::Diverged));
+  if (diverged) {
+    m_divergenceBanner->setText(tr("Run %1 diverged: %2. It was ended there; its time to target reads \"not reached "
+                                   "(diverged)\".")
+                                    .arg(d.runId)
+                                    .arg(d.divergence.isEmpty() ? tr("the loss left training") : d.divergence));
+  }
+  m_divergenceBanner->setVisible(diverged);
   updateActions();
   Q_EMIT refreshed();
 }

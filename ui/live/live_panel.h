@@ -60,7 +60,7 @@ class LivePanel : public QWidget {
   Q_OBJECT
 
  public:
-  enum Column { Node, State, Parallel, Iterations, MeanWait, MeanStaleness, LastLoss, ColumnCount };
+  enum Column { Node, State, Parallel, Iterations, MeanWait, MeanStaleness, Refused, LastLoss, ColumnCount };
 
   explicit LivePanel(RunController* controller, QWidget* parent = nullptr);
 
@@ -82,6 +82,8 @@ class LivePanel : public QWidget {
   QVBoxLayout* chartArea() const { return m_chartArea; }
   QTableWidget* nodeTable() const { return m_table; }
   QLabel* summaryLabel() const { return m_summary; }
+  // The banner over the panel: shown while the run on display has diverged.
+  QLabel* divergenceBanner() const { return m_divergenceBanner; }
   QTableWidget* eventTable() const { return m_events; }
   // The node of the selected row ("" when none).
   QString selectedNode() const;
@@ -110,6 +112,7 @@ class LivePanel : public QWidget {
     QString stateTip;  // the last news of the node (the state cell's tooltip)
     std::int64_t iterations = 0;
     double meanWait = 0, meanStaleness = 0, lastLoss = 0;  // NaN: none
+    std::int64_t refused = -1;  // pushes the server refused (-1: not a worker)
   };
   void resetStats();
   void updateActions();
@@ -149,6 +152,7 @@ class LivePanel : public QWidget {
   std::vector<double> m_eventRowTimes;  // per row of the event list, for replay
 
   QLabel* m_summary = nullptr;
+  QLabel* m_divergenceBanner = nullptr;
   QTableWidget* m_table = nullptr;
   QDoubleSpinBox* m_factor = nullptr;
   QTableWidget* m_events = nullptr;

@@ -245,7 +245,9 @@ RunController::Outcome RunController::runSimChild(const ExperimentSpec& spec, co
     if (row->status == RunStatus::Running) {  // (only if the store could not tell the writer is gone)
       out.status = exitStopped ? QStringLiteral("stopped") : QStringLiteral("failed");
     }
-    if (out.status != QLatin1String("completed") && out.status != QLatin1String("stopped")) {
+    // A diverged run ended as the spec says it should: an outcome, not an error.
+    if (out.status != QLatin1String("completed") && out.status != QLatin1String("stopped") &&
+        out.status != QLatin1String(toString(RunStatus::Diverged))) {
       out.error = !childError.isEmpty()       ? childError
                   : !row->error.empty()       ? QString::fromStdString(row->error)
                   : tr("dasp run: %1").arg(QString::fromStdString(ended.describe()));

@@ -183,7 +183,7 @@ void ComparePanel::updateTable() {
                                QString::number(f.seed),
                                f.status,
                                figure(f.target, 3),
-                               figure(f.timeToTarget, 2),
+                               timeToTargetText(f, 2),
                                figure(f.speedupVsBsp, 2, QStringLiteral("×")),
                                figure(f.heterogeneityCost, 2),
                                figure(f.finalAccuracy, 4),

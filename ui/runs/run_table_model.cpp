@@ -172,6 +172,7 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
       return displayData(*run, column);
     case SortRole: return sortData(*run, column);
     case Qt::ToolTipRole:
+      if (column == Status && run->divergence) return tr("Diverged: %1").arg(qs(run->divergence->describe()));
       if (column == Status && !run->error.empty()) return qs(run->error);
       if (column == Notes && !run->notes.empty()) return qs(run->notes);
       if (column == Started && run->endedAt) {
