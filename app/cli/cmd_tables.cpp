@@ -6,6 +6,7 @@
 //   <!-- dasp-tables matrix NAME=FILE NAME=FILE ... -->
 //   <!-- dasp-tables diagnosis NAME=FILE NAME=FILE ... -->
 //   <!-- dasp-tables validation REAL.jsonl SIM.jsonl -->
+//   <!-- dasp-tables recovery FILE FILE ... -->  (the fault drills' recovery table)
 //   ... generated ...
 //   <!-- /dasp-tables -->
 // with paths relative to the root. --check changes nothing and exits 1 when a table differs
@@ -66,7 +67,17 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
     if (!sim) return sim.status();
     return validationTableMarkdown(real.value(), sim.value());
   }
-  return Status::error("unknown table kind '" + kind + "' (known: suite, matrix, diagnosis, validation)");
+  if (kind == "recovery") {
+    if (args.empty()) return Status::error("recovery needs one or more results files");
+    std::vector<v1::RunResult> all;
+    for (const auto& file : args) {
+      auto runs = loadResults(root, file);
+      if (!runs) return runs.status();
+      all.insert(all.end(), runs->begin(), runs->end());
+    }
+    return recoveryTableMarkdown(runFaultsOf(all));
+  }
+  return Status::error("unknown table kind '" + kind + "' (known: suite, matrix, diagnosis, validation, recovery)");
 }
 
 int tablesCommand(const fs::path& root, bool check) {

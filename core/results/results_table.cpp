@@ -93,6 +93,48 @@ std::string ratesNote(const std::vector<StrategyResult>& rows) {
 
 }  // namespace
 
+std::vector<RunFaults> runFaultsOf(const std::vector<v1::RunResult>& runs) {
+  auto opt = [](bool has, auto value) { return has ? std::optional<decltype(value)>(value) : std::nullopt; };
+  std::vector<RunFaults> out;
+  for (const auto& r : runs) {
+    if (r.faults_size() == 0) continue;
+    RunFaults rf;
+    rf.runId = r.run_id();
+    rf.label = r.label();
+    rf.recovery = r.recovery();
+    rf.workers = r.workers();
+    rf.seed = r.seed();
+    rf.finalAccuracy = r.final_accuracy();
+    if (r.has_time_to_target_s()) rf.timeToTargetS = r.time_to_target_s();
+    for (const auto& f : r.faults()) {
+      RecoveryMetrics m;
+      m.fault.index = f.index();
+      m.fault.node = f.node();
+      m.fault.action = f.action();
+      m.fault.atS = f.at_s();
+      m.fault.restartAtS = opt(f.has_restart_at_s(), f.restart_at_s());
+      m.fault.versionBefore = f.version_before();
+      m.fault.versionAfter = opt(f.has_version_after(), f.version_after());
+      m.fault.gradientsDuringOutage = f.gradients_during_outage();
+      m.fault.gradientsDropped = f.gradients_dropped();
+      m.fault.gradientsDiscarded = f.gradients_discarded();
+      m.fault.cpuS = f.cpu_s();
+      m.fault.detail = f.detail();
+      m.detectionS = opt(f.has_detection_s(), f.detection_s());
+      m.downtimeS = opt(f.has_downtime_s(), f.downtime_s());
+      m.updatesLost = opt(f.has_updates_lost(), f.updates_lost());
+      m.accuracyBefore = opt(f.has_accuracy_before(), f.accuracy_before());
+      m.accuracyLowestAfter = opt(f.has_accuracy_lowest_after(), f.accuracy_lowest_after());
+      m.recoverS = opt(f.has_recover_s(), f.recover_s());
+      m.accuracyJump = opt(f.has_accuracy_jump(), f.accuracy_jump());
+      m.finalAccuracy = f.final_accuracy();
+      rf.faults.push_back(std::move(m));
+    }
+    out.push_back(std::move(rf));
+  }
+  return out;
+}
+
 std::string formatMeanStd(const MeanStd& s, int decimals) {
   if (s.n == 0) return "-";
   return fixed(s.mean, decimals) + " ± " + fixed(s.sd, decimals);

@@ -11,6 +11,7 @@
 // Threading: pure functions.
 
 #include "core/results/mean_std.h"
+#include "core/results/recovery_metrics.h"
 #include "core/common/result.h"
 #include "dasp/v1/results.pb.h"
 
@@ -47,6 +48,10 @@ std::optional<double> referenceMeanOf(const std::vector<StrategyResult>& rows);
 // Sets heterogeneity_cost on every run that reached the target, from the reference's mean
 // (clears it when there is no reference).
 void fillHeterogeneityCost(std::vector<v1::RunResult>& runs);
+
+// The fault drills of result lines (`faults`), as the recovery table groups them: one
+// RunFaults per run that has drills.
+std::vector<RunFaults> runFaultsOf(const std::vector<v1::RunResult>& runs);
 
 // The comparison table of one suite (markdown, a trailing note included).
 std::string suiteTableMarkdown(const std::vector<v1::RunResult>& runs);

@@ -263,6 +263,39 @@ class TestResults : public QObject {
     QVERIFY(!st);
     QVERIFY2(st.message().find("strategy.dasp.change_band") != std::string::npos, st.message().c_str());
   }
+
+  void recoveryTableFromResultLines() {
+    // Two seeds of a checkpoint drill as `dasp run --json` prints them (null: no figure).
+    const std::string lines =
+        R"({"run_id":1,"label":"asp","recovery":"checkpoint","workers":4,"seed":1,"status":"completed",)"
+        R"("final_accuracy":0.82,"faults":[{"index":0,"node":"server","action":"kill","at_s":15,"restart_at_s":30,)"
+        R"("detection_s":0.02,"downtime_s":15.6,"version_before":900,"version_after":850,"updates_lost":50,)"
+        R"("gradients_during_outage":0,"gradients_dropped":0,"gradients_discarded":4,"accuracy_before":0.68,)"
+        R"("accuracy_lowest_after":0.7,"recover_s":15.7,"accuracy_jump":0.05,"final_accuracy":0.82,"cpu_s":1.6,)"
+        R"("detail":"restored checkpoint v850"}]})"
+        "\n"
+        R"({"run_id":2,"label":"asp","recovery":"checkpoint","workers":4,"seed":2,"status":"completed",)"
+        R"("final_accuracy":0.8,"faults":[{"index":0,"node":"server","action":"kill","at_s":15,"restart_at_s":null,)"
+        R"("detection_s":0.04,"downtime_s":15.8,"version_before":910,"version_after":854,"updates_lost":56,)"
+        R"("gradients_during_outage":0,"gradients_dropped":0,"gradients_discarded":4,"accuracy_before":0.7,)"
+        R"("accuracy_lowest_after":null,"recover_s":null,"accuracy_jump":null,"final_accuracy":0.8,"cpu_s":1.4,)"
+        R"("detail":""}]})";
+    auto runs = parseResultLines(lines, "test.jsonl");
+    QVERIFY2(runs.isOk(), runs.message().c_str());
+    const auto faults = runFaultsOf(runs.value());
+    QCOMPARE(faults.size(), std::size_t(2));
+    QCOMPARE(faults[0].recovery, std::string("checkpoint"));
+    QCOMPARE(faults[0].workers, 4);
+    QCOMPARE(faults[0].faults.size(), std::size_t(1));
+    QCOMPARE(*faults[0].faults[0].updatesLost, std::int64_t(50));
+    QCOMPARE(*faults[0].faults[0].fault.restartAtS, 30.0);
+    QVERIFY(!faults[1].faults[0].fault.restartAtS);
+    QVERIFY(!faults[1].faults[0].recoverS);
+    QCOMPARE(faults[1].faults[0].fault.cpuS, 1.4);
+    const std::string table = recoveryTableMarkdown(faults);
+    QVERIFY2(table.find("| checkpoint | 4 |") != std::string::npos, table.c_str());
+    QVERIFY2(table.find("53 ± 4.2") != std::string::npos, table.c_str());  // updates lost, 2 runs
+  }
 };
 
 QTEST_GUILESS_MAIN(TestResults)

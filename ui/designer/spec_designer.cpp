@@ -437,6 +437,10 @@ void SpecDesigner::buildRunSections(QWidget* page, QVBoxLayout* layout) {
   addText(f, tr("Max seconds"), "stop.max_seconds", tr("0 = no limit"));
   addText(f, tr("Epochs"), "stop.epochs", tr("1 when nothing else is set"));
   addText(f, tr("Max updates"), "stop.max_updates", tr("0 = no limit"));
+  addText(f, tr("Diverged above (× initial loss)"), "stop.divergence.loss_factor", QStringLiteral("10"),
+          tr("The run ends as diverged when its loss stays above this many times the initial loss for the window "
+             "below (0 = off; a NaN or Inf loss always ends it)."));
+  addText(f, tr("Divergence window (s)"), "stop.divergence.window_s", QStringLiteral("2"));
 
   f = section(tr("Evaluation"));
   addText(f, tr("Every (s)"), "evaluation.every_s", tr("0 = by steps only"));
