@@ -54,6 +54,9 @@ struct ServerOptions {
   bool adoptFromWorkers = false;          // stateless restart: take the workers' parameters
   bool replica = false;                   // chain: start as a replica, not the head
   std::string chainNext;                  // chain: the successor's address (empty: tail)
+  // Non-empty: write every state held and every update applied to this file
+  // (core/params/update_record.h; `dasp server --record`).
+  std::string recordPath;
   std::function<void(const std::string&)> log;  // recovery messages (any thread)
   // The run's token every call must carry (never empty), and TLS (null: plaintext). The
   // chain replicator uses the same to reach the successor.
