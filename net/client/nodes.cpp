@@ -292,8 +292,11 @@ WorkerLoop::WorkerLoop(const WorkerOptions& options, const JoinInfo& join, Gradi
   m_pushRequest.set_rank(join.rank);
   if (!options.recordPath.empty()) {
     auto opened = UpdateRecordWriter::open(options.recordPath);
-    if (opened) m_record = std::move(opened).value();
-    else say(options, options.name + ": " + opened.message() + "; not recording");
+    if (opened) {
+      m_record = std::move(opened).value();
+    } else {
+      say(options, options.name + ": " + opened.message() + "; not recording");
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 // run's lr at or below it), with momentum restarted at zero; a worker computing through
 // an outage drops exactly what it computed beyond its bound; of two workers holding
 // different versions, the higher version is adopted, whichever rejoins first.
+#include "core/params/parameter_store.h"
 #include "core/spec/spec.h"
 #include "net/client/recovery_line.h"
 #include "tests/support/ps_fixtures.h"
@@ -267,10 +268,14 @@ void TestStateless::higherHeldVersionIsAdopted() {
     auto secondReq = rejoin(1 - firstRank, higherFirst ? low : high);
     pb::JoinReply r1, r2;
     std::thread one([&] { first = (higherFirst ? w1 : w0).join(firstReq, r1, 15); });
-    QVERIFY(events.waitRecovery("adopting", [](const pb::ClusterEvent&) { return true; }));
+    // The second rejoins only once the server has taken in the first (its NODE UP event).
+    const bool firstIn = events.waitEvent([&](const pb::ClusterEvent& e) {
+      return e.kind() == pb::ClusterEvent::NODE && e.code() == v1::RunEvent::NODE_UP && e.rank() == firstRank;
+    }).has_value();
     std::thread two([&] { second = (higherFirst ? w0 : w1).join(secondReq, r2, 15); });
     one.join();
     two.join();
+    QVERIFY2(firstIn, "the server did not report the first rejoin");
   }
   QVERIFY2(first.ok() && second.ok(), (first.error_message() + " / " + second.error_message()).c_str());
   auto adopted = events.waitRecovery("adopted", [](const pb::ClusterEvent&) { return true; });

@@ -145,11 +145,18 @@ class EventLog {
   std::optional<pb::ClusterEvent> waitRecovery(const std::string& what,
                                                const std::function<bool(const pb::ClusterEvent&)>& match,
                                                double seconds = 20) {
+    return waitEvent([&](const pb::ClusterEvent& e) {
+      return e.kind() == pb::ClusterEvent::RECOVERY && e.decision() == what && match(e);
+    }, seconds);
+  }
+  // Waits (at most `seconds`) for any event that satisfies `match`.
+  std::optional<pb::ClusterEvent> waitEvent(const std::function<bool(const pb::ClusterEvent&)>& match,
+                                            double seconds = 20) {
     std::unique_lock<std::mutex> lock(m_mu);
     std::optional<pb::ClusterEvent> found;
     m_cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] {
       for (const auto& e : m_events) {
-        if (e.kind() == pb::ClusterEvent::RECOVERY && e.decision() == what && match(e)) {
+        if (match(e)) {
           found = e;
           return true;
         }
