@@ -220,7 +220,7 @@ std::uint64_t hashOf(const float* p, const float* m, std::size_t n) {
 
 struct Audit {
   int acked = 0;           // acknowledged pushes, all in the history
-  int answerLost = 0;      // history updates whose push was never answered
+  int answerLost = 0;      // history updates whose push was not acknowledged (killed head, stop)
   std::int64_t finalVersion = 0;
   std::int64_t highestAck = -1;
   std::map<std::int64_t, std::uint64_t> stateHash;  // version -> hash of the history's state
@@ -393,8 +393,8 @@ void TestChainAcks::headKillsLoseNoAcknowledgedUpdate() {
     QVERIFY2(caughtUp, qPrintable(QString::fromStdString(l.name()) + " never caught up"));
   }
   verifyReplicasHoldTheHistory(run, n, a);
-  qInfo("seed %llu: %d kills, final version %lld, %d acknowledged pushes replayed, %d updates whose answer died "
-        "with a head",
+  qInfo("seed %llu: %d kills, final version %lld, %d acknowledged pushes replayed, %d applied pushes never "
+        "acknowledged (the answer died with a head, or was the stop)",
         static_cast<unsigned long long>(seed), static_cast<int>(killsAt.size()), static_cast<long long>(a.finalVersion),
         a.acked, a.answerLost);
 }
