@@ -4,8 +4,10 @@
 // (`dasp run --record DIR`). A server writes every state it comes to hold (its start, a
 // restore, a replica's catch-up, its end) and every update it applies, exactly as applied
 // (the combined gradient Σ w·g and the learning rate, so that ParameterStore::apply with
-// weight 1 replays it bitwise); a worker writes every gradient it pushed with the version
-// the server acknowledged it under, and the gradient it had in flight when a server failed.
+// weight 1 replays it bitwise); a worker writes every gradient whose push was acknowledged,
+// with the version the reply vouched for, and every push whose fate it never learned (in
+// flight when a server failed, or answered with stop). A stateless worker's backlog flush
+// is not written by the worker: the server records the backlog as the one update it makes.
 // With these, a test replays a run's history and compares it with what the servers hold.
 //
 // File: records back to back, each written with one writev() so that a process killed at
@@ -36,7 +38,8 @@ enum class UpdateRecordKind : std::uint32_t {
   Update = 3,    // server: one applied update: the combined gradient (n), lr; `version` after it
   Final = 4,     // server at a clean shutdown: parameters, momentum (2n) at `version`
   Acked = 5,     // worker: a pushed gradient (n); `version` = the acknowledged version of the reply
-  InFlight = 6,  // worker: the gradient whose push a failed server never answered (n); `version` = its base
+  InFlight = 6,  // worker: a pushed gradient never acknowledged (a failed server, a stop) (n);
+                 // `version` = its base version
 };
 
 struct UpdateRecord {
