@@ -31,6 +31,7 @@ struct ClientFlags {
   int rank = -1;
   double connectTimeoutS = 30;
   std::optional<std::string> tokenFile, tlsCert;
+  std::string recordPath;  // worker: --record
 };
 
 struct ServerFlags {
@@ -44,6 +45,7 @@ struct ServerFlags {
   bool restore = false, adopt = false, replica = false;
   std::string chainNext;
   std::optional<std::string> tokenFile, tlsCert, tlsKey;
+  std::string recordPath;
 };
 
 void logLine(const std::string& text) {
@@ -107,6 +109,7 @@ Result<NodeSetup> prepareNode(const ClientFlags& flags, const std::string& role)
   s.options.name = flags.name.empty() ? role : flags.name;
   s.options.requestedRank = flags.rank;
   s.options.connectTimeoutS = flags.connectTimeoutS;
+  s.options.recordPath = flags.recordPath;
   s.options.log = logLine;
   s.options.cancel = stopRequested();
   auto security = clientSecurity(flags, role);
@@ -136,6 +139,7 @@ int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_poin
   options.adoptFromWorkers = flags.adopt;
   options.replica = flags.replica;
   options.chainNext = flags.chainNext;
+  options.recordPath = flags.recordPath;
   options.log = logLine;
   if (options.workers <= 0) options.workers = static_cast<int>(expandWorkers(options.spec).size());
   options.bindAddress = flags.bind;
@@ -305,6 +309,8 @@ void addNodeCommands(CLI::App& dasp, int& exitCode) {
   server->add_option("--token-file", serverFlags->tokenFile, "the run token's file (else DASP_RUN_TOKEN)");
   server->add_option("--tls-cert", serverFlags->tlsCert, "TLS: this server's certificate (PEM)");
   server->add_option("--tls-key", serverFlags->tlsKey, "TLS: its private key (PEM)");
+  server->add_option("--record", serverFlags->recordPath,
+                     "append every state held and every update applied to FILE (an update record)");
   server->callback([serverFlags, processStart, &exitCode] { exitCode = serverCommand(*serverFlags, processStart); });
 
   auto workerFlags = std::make_shared<ClientFlags>();
@@ -312,6 +318,8 @@ void addNodeCommands(CLI::App& dasp, int& exitCode) {
   addClientFlags(*worker, *workerFlags);
   worker->add_option("--rank", workerFlags->rank, "the rank to ask for (-1 = the server assigns one)")
       ->check(integerIn(-1, 1 << 20));
+  worker->add_option("--record", workerFlags->recordPath,
+                     "append every acknowledged push (and any left in flight by a failed server) to FILE");
   worker->callback([workerFlags, &exitCode] { exitCode = workerCommand(*workerFlags); });
 
   auto evaluatorFlags = std::make_shared<ClientFlags>();

@@ -41,6 +41,7 @@ struct RunFlags {
   std::optional<std::string> lrFrom;
   std::string db = defaultStorePath();
   std::string tags;
+  std::string recordDir;
   bool reference = false;
   bool json = false;
   bool quiet = false;
@@ -78,7 +79,7 @@ std::string faultsJson(const std::vector<RecoveryMetrics>& faults) {
            ",\"action\":" + jsonString(f.action) + ",\"at_s\":" + jsonNumber(f.atS) +
            ",\"restart_at_s\":" + opt(f.restartAtS) + ",\"detection_s\":" + opt(m.detectionS) +
            ",\"downtime_s\":" + opt(m.downtimeS) + ",\"version_before\":" + std::to_string(f.versionBefore) +
-           ",\"version_after\":" + opt(f.versionAfter) + ",\"updates_lost\":" + opt(m.updatesLost) +
+           ",\"acked_before\":" + opt(f.ackedBefore) + ",\"version_after\":" + opt(f.versionAfter) + ",\"updates_lost\":" + opt(m.updatesLost) +
            ",\"gradients_during_outage\":" + std::to_string(f.gradientsDuringOutage) +
            ",\"gradients_dropped\":" + std::to_string(f.gradientsDropped) +
            ",\"gradients_discarded\":" + std::to_string(f.gradientsDiscarded) +
@@ -183,6 +184,7 @@ int runCommand(const RunFlags& flags) {
   options.daspBinary = selfPath();
   options.dbPath = flags.db;
   options.tags = flags.tags;
+  options.recordDir = flags.recordDir;
   options.cancel = stopRequested();
   if (!quiet) options.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   options.onRunCreated = [](std::int64_t runId) {
@@ -299,6 +301,10 @@ void addRunCommand(CLI::App& dasp, int& exitCode) {
       ->check(CLI::ExistingFile);
   run->add_option("--db", flags->db, "the run store (SQLite)")->capture_default_str();
   run->add_option("--tags", flags->tags, "tags recorded with each run");
+  run->add_option("--record", flags->recordDir,
+                  "real engine: every server and worker writes an update record (states held, updates\n"
+                  "applied, pushes acknowledged) into DIR/run-ID/NODE.N.record, for audits and replays")
+      ->type_name("DIR");
   run->add_flag("--json", flags->json, "print one JSON object per run, after all other output");
   run->add_flag("--quiet", flags->quiet, "no progress on stderr");
   run->callback([flags, &exitCode] { exitCode = runCommand(*flags); });

@@ -38,7 +38,9 @@ std::vector<RecoveryMetrics> computeRecoveryMetrics(std::vector<FaultRecord> fau
     m.finalAccuracy = finalAccuracy;
     if (f.detectedAtS) m.detectionS = *f.detectedAtS - at;
     if (f.resumedAtS) m.downtimeS = *f.resumedAtS - at;
-    if (f.versionAfter) m.updatesLost = std::max<std::int64_t>(0, f.versionBefore - *f.versionAfter);
+    // Counted against what the workers were told, not against what the runner saw: an
+    // update the dead server applied but never acknowledged is not a loss of the mode's.
+    if (f.versionAfter && f.ackedBefore) m.updatesLost = std::max<std::int64_t>(0, *f.ackedBefore - *f.versionAfter);
 
     // The first evaluation strictly after the fault; the one before it is the last at or
     // before the fault.
@@ -117,7 +119,7 @@ RecoveryTable recoveryTable(const std::vector<RunFaults>& runs) {
   table.note =
       "Each cell is the mean \u00b1 sample std over the row's runs (\u2014 where no run has the figure). "
       "Detection: fault to the first sign of it from another node; downtime: fault to the first update "
-      "applied after it; updates lost: versions the recovered server rolled back; gradients in outage: "
+      "applied after it; updates lost: acknowledged versions the recovered server does not hold (the highest version the failed server acknowledged to any worker minus the version recovery resumed from); gradients in outage: "
       "computed while no server answered, of which dropped by the workers' backlog bound; acc. before: the "
       "last evaluation before the fault; lowest after: the lowest evaluation until accuracy is back (or the "
       "next fault); back to pre-fault: fault to the first evaluation at or above acc. before; change at resume: the "

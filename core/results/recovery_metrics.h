@@ -25,7 +25,9 @@ struct FaultRecord {
   std::optional<double> detectedAtS;         // first sign of it from another node (a worker's outage,
                                              // the server marking a worker down)
   std::optional<double> resumedAtS;          // first update applied after the fault (training progresses again)
-  std::int64_t versionBefore = 0;            // the run's version just before the fault
+  std::int64_t versionBefore = 0;            // the run's version just before the fault (as the runner saw it)
+  std::optional<std::int64_t> ackedBefore;   // the highest version the failed server acknowledged to any
+                                             // worker (the workers report it); none: no worker said
   std::optional<std::int64_t> versionAfter;  // the version the recovered server started from
                                              // (restored / promoted / adopted)
   std::int64_t gradientsDuringOutage = 0;    // computed by workers while no server answered
@@ -47,7 +49,8 @@ struct RecoveryMetrics {
   FaultRecord fault;
   std::optional<double> detectionS;           // detectedAtS - atS
   std::optional<double> downtimeS;            // resumedAtS - atS
-  std::optional<std::int64_t> updatesLost;    // max(0, versionBefore - versionAfter)
+  std::optional<std::int64_t> updatesLost;    // max(0, ackedBefore - versionAfter): acknowledged updates
+                                              // the recovered server does not hold
   std::optional<double> accuracyBefore;       // last evaluation with tS <= atS
   std::optional<double> accuracyLowestAfter;  // lowest evaluation in (atS, windowEnd]
   std::optional<double> recoverS;             // first evaluation after atS with accuracy >= accuracyBefore,

@@ -115,6 +115,7 @@ std::vector<RunFaults> runFaultsOf(const std::vector<v1::RunResult>& runs) {
       m.fault.restartAtS = opt(f.has_restart_at_s(), f.restart_at_s());
       m.fault.versionBefore = f.version_before();
       m.fault.versionAfter = opt(f.has_version_after(), f.version_after());
+      m.fault.ackedBefore = opt(f.has_acked_before(), f.acked_before());
       m.fault.gradientsDuringOutage = f.gradients_during_outage();
       m.fault.gradientsDropped = f.gradients_dropped();
       m.fault.gradientsDiscarded = f.gradients_discarded();

@@ -37,6 +37,7 @@ void SimRun::release(int rank, double t) {
   w.lastContact = t;
   m_policy->onPullReleased(rank, m_store->version(), t);
   w.baseVersion = m_store->version();
+  m_ackedVersion = std::max(m_ackedVersion, m_store->version());
   const int batch = m_policy->batchFor(rank);
   if (batch > 0 && batch != w.source->batchSize() && !w.source->setBatchSize(batch)) {
     m_failure = w.name + ": its gradient source cannot compute a batch of " + std::to_string(batch);

@@ -52,6 +52,8 @@ void SimRun::onFaultFire(int index, double t) {
   open.record.action = kill ? "kill" : "pause";
   open.record.atS = t;
   open.record.versionBefore = m_store->version();
+  // Updates lost are counted against what the workers were told, as the runner counts them.
+  if (m_ackedVersion >= 0) open.record.ackedBefore = m_ackedVersion;
   open.awaitingResume = true;
   m_faultSlot[static_cast<std::size_t>(index)] = static_cast<int>(m_faults.size());
   m_faults.push_back(open);
@@ -233,6 +235,7 @@ void SimRun::restartServerState(double t, EventCode how, const std::string& text
   auto& slot = m_faults[static_cast<std::size_t>(m_serverFault)];
   slot.record.versionAfter = v;
   slot.record.detail = text;
+  m_ackedVersion = -1;  // the recovered server acknowledges afresh
   recordEvent(t, RE::RECOVERY, how, "server", text, promoted);
   for (int r = 0; r < n; ++r) {
     auto& w = m_workers[static_cast<std::size_t>(r)];

@@ -201,6 +201,9 @@ class SimRun {
   // Checkpoint / chain snapshot the next server incarnation starts from.
   std::vector<float> m_snapParams, m_snapMomentum;
   std::int64_t m_snapVersion = -1;
+  // The highest version the current server has acknowledged to a worker (sent it with a
+  // released pull); -1 before the first, and again after a restart or promotion.
+  std::int64_t m_ackedVersion = -1;
   double m_lastCheckpointT = 0;
 
   // Figures (the same as the real runner's EventRecording).

@@ -4,6 +4,9 @@
 #include "net/client/link_emulation.h"
 
 #include "net/client/ps_client.h"
+#include "net/client/recovery_line.h"
+
+#include "core/params/update_record.h"
 
 #include <chrono>
 #include <cmath>
@@ -182,7 +185,18 @@ class Backlog {
   std::int64_t m_dropped = 0;
 };
 
-void recoveryLine(const WorkerOptions& o, const std::string& text) { say(o, "dasp-recovery " + text); }
+void recoveryLine(const WorkerOptions& o, const RecoveryReport& report) { say(o, formatRecoveryLine(report)); }
+
+RecoveryReport outageReport(const WorkerOptions& o, const std::string& server, const grpc::Status& why,
+                            std::int64_t acked) {
+  RecoveryReport r;
+  r.kind = RecoveryReport::Kind::OutageDetected;
+  r.node = o.name;
+  r.server = server;
+  r.ackedVersion = acked;
+  r.status = describe(why);
+  return r;
+}
 
 }  // namespace
 
@@ -251,6 +265,14 @@ class WorkerLoop {
   std::int64_t m_lastVersion = -1;
   Backlog m_backlog;
   std::optional<Status> m_result;  // set when iterate() ends the loop with an error
+  // Acknowledgements: the highest version the current server vouched for (PullReply /
+  // PushReply acked_version; -1 before its first), reported when it fails; and whether the
+  // gradient in m_gradient was pushed and awaits its acknowledgement (the push reply, or
+  // for a chunked push the pull after it).
+  std::int64_t m_ackedVersion = -1;
+  bool m_awaitingAck = false;
+  std::unique_ptr<UpdateRecordWriter> m_record;  // options.recordPath (null: none)
+  void noteAck(std::int64_t vouched, bool pushAcknowledged);
 };
 
 v1::NodeSpec nodeOf(const JoinInfo& join) {
@@ -281,6 +303,29 @@ WorkerLoop::WorkerLoop(const WorkerOptions& options, const JoinInfo& join, Gradi
   m_pullRequest.set_rank(join.rank);
   m_pullRequest.set_min_version(-1);
   m_pushRequest.set_rank(join.rank);
+  if (!options.recordPath.empty()) {
+    auto opened = UpdateRecordWriter::open(options.recordPath);
+    if (opened) {
+      m_record = std::move(opened).value();
+    } else {
+      say(options, options.name + ": " + opened.message() + "; not recording");
+    }
+  }
+}
+
+// A reply vouched for `vouched`; `pushAcknowledged`: it also acknowledged the push of
+// m_gradient (else its fate is unknown: recorded as in flight).
+void WorkerLoop::noteAck(std::int64_t vouched, bool pushAcknowledged) {
+  m_ackedVersion = std::max(m_ackedVersion, vouched);
+  if (!m_awaitingAck) return;
+  m_awaitingAck = false;
+  if (!m_record) return;
+  const auto kind = pushAcknowledged ? UpdateRecordKind::Acked : UpdateRecordKind::InFlight;
+  const std::int64_t version = pushAcknowledged ? vouched : m_pushRequest.base_version();
+  if (auto st = m_record->write(kind, version, 0, m_gradient.data(), m_gradient.size()); !st) {
+    say(m_options, m_options.name + ": " + st.message() + "; recording stops");
+    m_record.reset();
+  }
 }
 
 Result<WorkerLoop::Step> WorkerLoop::compute(const float* p, float* out, double slowdown) {
@@ -351,16 +396,19 @@ Status WorkerLoop::flushBacklog(double outageS) {
 Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
   ++m_stats.outages;
   const auto outageStart = Clock::now();
-  recoveryLine(m_options, "outage_detected node=" + m_options.name + " server=" + m_servers[m_current] +
-                              " status=\"" + describe(why) + "\"");
-  std::int64_t computed = 0;
-  std::int64_t discarded = 0;
+  recoveryLine(m_options, outageReport(m_options, m_servers[m_current], why, m_ackedVersion));
+  noteAck(-1, false);  // a push the failed server never acknowledged
+  m_ackedVersion = -1;  // the next server vouches afresh
+  RecoveryReport done;
+  done.kind = RecoveryReport::Kind::Reconnected;
+  done.node = m_options.name;
   if (inFlight) {
     if (m_stateless && m_lastVersion >= 0) {
       std::copy(m_gradient.begin(), m_gradient.end(), m_backlog.next());
       m_backlog.commit(m_lastVersion, secondsSince(m_joinedAt));
+      done.inFlightKept = 1;
     } else {
-      discarded = 1;
+      done.discarded = 1;
     }
   }
   double backoff = 0.1;
@@ -378,7 +426,7 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
       auto step = compute(m_lastParams.data(), m_backlog.next(), m_pullReply.slowdown());
       if (!step) return step.status();
       m_backlog.commit(m_lastVersion, secondsSince(m_joinedAt));
-      ++computed;
+      ++done.computed;
     } else {
       std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
       backoff = std::min(backoff * 1.5, 0.5);
@@ -396,10 +444,11 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
       const double outageS = secondsSince(outageStart);
       const std::size_t total = m_backlog.size();
       if (auto st = flushBacklog(outageS); !st) return st;
-      recoveryLine(m_options, "reconnected node=" + m_options.name + " server=" + m_servers[m_current] +
-                                  " outage_s=" + std::to_string(outageS) + " computed=" + std::to_string(computed) +
-                                  " dropped=" + std::to_string(m_backlog.dropped()) + " discarded=" +
-                                  std::to_string(discarded) + " flushed=" + std::to_string(total));
+      done.server = m_servers[m_current];
+      done.outageS = outageS;
+      done.dropped = m_backlog.dropped();
+      done.flushed = static_cast<std::int64_t>(total);
+      recoveryLine(m_options, done);
       m_backlog.clear();
       return Status::ok();
     }
@@ -414,7 +463,11 @@ grpc::Status WorkerLoop::pullNext() {
       m_pullReply.Clear();
       r = m_client->pullParameters(m_pullRequest, m_pullReply, m_params, m_pullTimeout);
     } while (r.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(m_options));
-    if (r.ok()) m_link.hold(m_modelBytes);
+    if (r.ok()) {
+      m_link.hold(m_modelBytes);
+      // A pull after a chunked push acknowledges it (it waits for the chain as a push-pull does).
+      noteAck(m_pullReply.acked_version(), !m_pullReply.stop());
+    }
     m_pullS = std::max(0.0, secondsSince(pullStart) - m_pullReply.wait_s());
     if (!isOutage(r) || cancelled(m_options)) return r;
     if (auto st = recover(r, false); !st) return grpc::Status(grpc::StatusCode::UNAVAILABLE, st.message());
@@ -457,6 +510,7 @@ bool WorkerLoop::iterate(grpc::Status& status) {
   m_pushRequest.set_prev_push_s(m_prevPushS);
   m_link.hold(m_modelBytes);  // the push on the wire; the server sees it arrive this much later
   const auto pushStart = Clock::now();
+  m_awaitingAck = true;
   if (!m_client->chunked()) {
     // One call pushes and brings the next parameters; its transfer time (both ways) is
     // reported as the next iteration's pull.
@@ -475,6 +529,8 @@ bool WorkerLoop::iterate(grpc::Status& status) {
     }
     if (auto reason = refusalOf(status)) return onRefused(*reason, status);
     if (!status.ok()) return fail(Status::error(m_options.name + ": push failed: " + describe(status)));
+    // A reply with stop may answer a push the stopping server dropped: not an acknowledgement.
+    noteAck(m_pullReply.acked_version(), !m_pullReply.stop());
     ++m_stats.iterations;
     m_link.hold(m_modelBytes);  // the parameters coming back
     m_pullS = std::max(0.0, secondsSince(pushStart) - m_pullReply.wait_s());
@@ -492,6 +548,7 @@ bool WorkerLoop::iterate(grpc::Status& status) {
   if (!status.ok()) return fail(Status::error(m_options.name + ": push failed: " + describe(status)));
   m_prevPushS = secondsSince(pushStart);
   ++m_stats.iterations;
+  m_ackedVersion = std::max(m_ackedVersion, m_pushReply.acked_version());
   if (m_pushReply.stop()) return false;
   status = pullNext();
   return true;
@@ -551,8 +608,7 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
     if (!isOutage(status) || cancelled(options)) return status;
     ++stats.outages;
     const auto outageStart = Clock::now();
-    recoveryLine(options, "outage_detected node=" + options.name + " server=" + servers[current] + " status=\"" +
-                              describe(status) + "\"");
+    recoveryLine(options, outageReport(options, servers[current], status, -1));
     request.set_min_version(0);
     while (!cancelled(options) && secondsSince(outageStart) < reconnectTimeoutS) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -565,8 +621,12 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
           current = i;
           client = std::move(candidate);
           lastVersion = -1;
-          recoveryLine(options, "reconnected node=" + options.name + " server=" + servers[current] +
-                                    " outage_s=" + std::to_string(secondsSince(outageStart)));
+          RecoveryReport done;
+          done.kind = RecoveryReport::Kind::Reconnected;
+          done.node = options.name;
+          done.server = servers[current];
+          done.outageS = secondsSince(outageStart);
+          recoveryLine(options, done);
           return status;
         }
       }

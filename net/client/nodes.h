@@ -9,8 +9,9 @@
 // until one answers (at most recovery.reconnect_timeout_s), then rejoins. Under stateless
 // recovery a worker keeps computing gradients on its last parameters meanwhile, buffers
 // them (bounded), and flushes the backlog after rejoining; otherwise it idles and the
-// gradient in flight is discarded. Each outage is reported in two log lines
-// ("dasp-recovery outage_detected …" and "dasp-recovery reconnected …") that the runner reads.
+// gradient in flight is discarded. Each outage is reported in two structured lines
+// (net/client/recovery_line.h: outage_detected, with the highest version the failed
+// server acknowledged to the node, and reconnected) that the runner reads.
 // Threading: run() blocks the calling thread until the run ends.
 
 #include "core/common/gradient_source.h"
@@ -55,6 +56,9 @@ struct WorkerOptions {
   const std::atomic<bool>* cancel = nullptr;
   std::function<void(const std::string&)> log;  // progress and retry messages
   NodeSecurity security;    // the run's token and TLS, for every connection to a server
+  // Non-empty (workers): record every acknowledged push and every push left in flight by
+  // a failed server to this file (core/params/update_record.h; `dasp worker --record`).
+  std::string recordPath;
 };
 
 // Joins the server (retrying with backoff while it is unreachable). Role "probe" only

@@ -1,21 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "net/runner/fault_tracker.h"
 
+#include "net/client/recovery_line.h"
+
 #include <algorithm>
-#include <regex>
 
 namespace dasp::net {
 namespace {
 
 namespace pb = dasp::ps::v1;
-
-const std::regex kRecoveryLine(R"(dasp-recovery (outage_detected|reconnected) node=(\S+)(.*))");
-
-std::int64_t field(const std::string& text, const std::string& key) {
-  const std::regex re("\\b" + key + R"(=(\d+))");
-  std::smatch m;
-  return std::regex_search(text, m, re) ? std::stoll(m[1].str()) : 0;
-}
 
 }  // namespace
 
@@ -195,19 +188,22 @@ void FaultTracker::observe(const pb::EventBatch& batch, const std::function<std:
 }
 
 void FaultTracker::observeLine(const std::string& node, const std::string& line, double now) {
-  std::smatch m;
-  if (line.find("dasp-recovery") == std::string::npos || !std::regex_search(line, m, kRecoveryLine)) return;
+  const auto report = parseRecoveryLine(line);
+  if (!report) return;
   (void)node;
   std::lock_guard<std::mutex> lock(m_mu);
   Drill* d = latestServerDrillLocked(now);
   if (d == nullptr) return;
-  const std::string rest = m[3].str();
-  if (m[1].str() == "outage_detected") {
+  if (report->kind == RecoveryReport::Kind::OutageDetected) {
     if (!d->record.detectedAtS) d->record.detectedAtS = now;
+    // What the failed server acknowledged: the highest version any worker was told.
+    if (report->ackedVersion >= 0) {
+      d->record.ackedBefore = std::max(d->record.ackedBefore.value_or(0), report->ackedVersion);
+    }
   } else {
-    d->record.gradientsDuringOutage += field(rest, "computed");
-    d->record.gradientsDropped += field(rest, "dropped");
-    d->record.gradientsDiscarded += field(rest, "discarded");
+    d->record.gradientsDuringOutage += report->computed;
+    d->record.gradientsDropped += report->dropped;
+    d->record.gradientsDiscarded += report->discarded;
   }
 }
 

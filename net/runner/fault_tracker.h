@@ -4,9 +4,10 @@
 // drill is due (a kill or pause, then its restart or resume) and observes what follows:
 // from the server's event stream the version before the fault, the recovered server's
 // starting version (restored / promoted / adopted) and the first update after it, the
-// evaluation series; from the nodes' log lines ("dasp-recovery outage_detected …",
-// "… reconnected … computed=N dropped=D discarded=K") when the outage was noticed and
-// what the workers did meanwhile. records() turns it into core's FaultRecords.
+// evaluation series; from the nodes' recovery lines (net/client/recovery_line.h) when the
+// outage was noticed, the highest version the failed server had acknowledged to any
+// worker (updates lost are counted against it), and what the workers did meanwhile.
+// records() turns it into core's FaultRecords.
 //
 // Threading: every method may be called from any thread (the runner's loop, its watch
 // thread and its output pump); one mutex guards the state.

@@ -71,6 +71,8 @@ Result<std::string> RunNodes::startServer(const std::string& name, const std::st
   args.insert(args.end(), m_config.tlsServerArgs.begin(), m_config.tlsServerArgs.end());
   if (!m_config.checkpointDir.empty()) args.insert(args.end(), {"--checkpoint-dir", m_config.checkpointDir});
   args.insert(args.end(), extra.begin(), extra.end());
+  const auto record = recordArgs(name);
+  args.insert(args.end(), record.begin(), record.end());
   if (auto st = launch(name, args); !st) return st;
   auto& child = m_children[name];
   std::unique_lock<std::mutex> lock(m_lines.mu);
@@ -130,7 +132,18 @@ std::vector<std::string> RunNodes::evaluatorArgs() const {
   return args;
 }
 
-Status RunNodes::startWorker(int rank) { return launch(nameOf(rank), workerArgs(rank)); }
+std::vector<std::string> RunNodes::recordArgs(const std::string& name) {
+  if (m_config.recordDir.empty()) return {};
+  const int n = m_starts[name]++;
+  return {"--record", m_config.recordDir + "/" + name + "." + std::to_string(n) + ".record"};
+}
+
+Status RunNodes::startWorker(int rank) {
+  auto args = workerArgs(rank);
+  const auto record = recordArgs(nameOf(rank));
+  args.insert(args.end(), record.begin(), record.end());
+  return launch(nameOf(rank), args);
+}
 
 Status RunNodes::startEvaluator() { return launch("evaluator", evaluatorArgs()); }
 

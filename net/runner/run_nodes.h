@@ -46,6 +46,7 @@ class RunNodes {
     std::vector<std::string> tlsClientArgs, tlsServerArgs;
     std::map<std::string, std::string> specPathOn;   // host name -> the spec file there
     std::string checkpointDir;                       // empty: no checkpoints
+    std::string recordDir;                           // empty: no update records
     double startTimeoutS = 60;
   };
   RunNodes(Config config, OutputPump& pump, RunRecorder& recorder, NodeLines& lines);
@@ -78,6 +79,8 @@ class RunNodes {
   Status launch(const std::string& name, const std::vector<std::string>& args);
   std::vector<std::string> workerArgs(int rank) const;
   std::vector<std::string> evaluatorArgs() const;
+  // "--record DIR/NAME.N.record" for the node's next start (none without a record dir).
+  std::vector<std::string> recordArgs(const std::string& name);
 
   Config m_config;
   OutputPump& m_pump;
@@ -86,6 +89,7 @@ class RunNodes {
   std::map<std::string, std::unique_ptr<NodeProcess>> m_children;
   std::map<std::string, std::string> m_serverAddress;  // node -> host:port
   std::string m_serverList;  // every server's address, head first: what clients dial
+  std::map<std::string, int> m_starts;  // node -> starts so far (update record names)
 };
 
 }  // namespace dasp::net

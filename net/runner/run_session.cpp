@@ -3,6 +3,7 @@
 
 #include "core/common/build_info.h"
 #include "net/client/ps_client.h"
+#include "net/client/recovery_line.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -188,6 +189,12 @@ Status RunSession::prepare() {
     config.checkpointDir = base + "/run-" + std::to_string(m_runId);
   }
   config.startTimeoutS = m_options.startTimeoutS;
+  if (!m_options.recordDir.empty()) {
+    config.recordDir = m_options.recordDir + "/run-" + std::to_string(m_runId);
+    std::error_code ec;
+    std::filesystem::create_directories(config.recordDir, ec);
+    if (ec) return failRun("cannot create the update record directory " + config.recordDir + ": " + ec.message());
+  }
   m_nodes = std::make_unique<RunNodes>(std::move(config), *m_pump, *m_recorder, m_lines);
   return Status::ok();
 }
@@ -205,7 +212,7 @@ void RunSession::onLine(const std::string& node, bool isStderr, const std::strin
   } else if (std::regex_search(line, m, kNodeStats)) {
     std::lock_guard<std::mutex> lock(m_lines.mu);
     m_lines.bytes[node] = {std::stoll(m[1].str()), std::stoll(m[2].str())};
-  } else if (line.find("dasp-recovery") != std::string::npos) {
+  } else if (line.rfind(kRecoveryLinePrefix, 0) == 0) {
     m_tracker.observeLine(node, line, m_clock.now());
   }
   if (isServer(node) && isStderr) {

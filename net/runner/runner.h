@@ -74,6 +74,10 @@ struct RunnerOptions {
   RunControl* control = nullptr;  // live actions (may be null)
   // Called once the run exists in the store (on the runner's thread).
   std::function<void(std::int64_t runId)> onRunCreated;
+  // Non-empty: every server and worker start writes an update record
+  // (core/params/update_record.h) into RECORD_DIR/run-ID/NODE.N.record (N: the node's start,
+  // from 0). The path is the same on every host: a placed node writes on its own.
+  std::string recordDir;
 };
 
 // The figures of a finished run (shared with the simulator: core/results/run_summary.h).

@@ -89,6 +89,7 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Replicate(grpc::CallbackServerC
     store->restore(reinterpret_cast<const float*>(req->parameters().data()),
                    reinterpret_cast<const float*>(req->momentum().data()), req->version());
     versionTime.resize(static_cast<std::size_t>(req->version()) + 1, req->t_s());
+    recordStateLocked(UpdateRecordKind::State);
   } else if (req->version() == have + 1) {
     if (req->gradient().size() != gradientBytes()) {
       return fail(grpc::StatusCode::INVALID_ARGUMENT, "replica update of the wrong size");
@@ -96,6 +97,7 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Replicate(grpc::CallbackServerC
     const float* g = reinterpret_cast<const float*>(req->gradient().data());
     const double one = 1.0;
     store->apply(&g, &one, 1, req->lr());
+    recordUpdateLocked(&g, &one, 1, req->lr());
     versionTime.push_back(req->t_s());
   } else if (req->version() > have + 1) {
     return fail(grpc::StatusCode::FAILED_PRECONDITION, "update for version " + std::to_string(req->version()) +

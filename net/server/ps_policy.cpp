@@ -33,6 +33,7 @@ void ParameterServer::Impl::applyOutputLocked(double t) {
       const float* c = combined.data();
       const double one = 1.0;
       store->apply(&c, &one, 1, lr);
+      recordUpdateLocked(&c, &one, 1, lr);
       auto upd = replicator->acquire();
       upd->set_version(store->version());
       upd->set_full_state(false);
@@ -44,6 +45,7 @@ void ParameterServer::Impl::applyOutputLocked(double t) {
       replicator->enqueue(std::move(upd));
     } else {
       store->apply(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), lr);
+      recordUpdateLocked(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), lr);
     }
     versionTime.push_back(t);
     afterUpdateLocked(t);
@@ -78,6 +80,7 @@ void ParameterServer::Impl::answerPullLocked(PendingPull* r, double t) {
   const int rank = r->rank();
   reply->set_stop(stopping);
   reply->set_version(store->version());
+  reply->set_acked_version(vouchedVersionLocked());
   reply->set_incarnation(incarnation);
   reply->set_server_t_s(t);
   reply->set_version_t_s(versionTime[std::min(versionTime.size() - 1, static_cast<std::size_t>(store->version()))]);

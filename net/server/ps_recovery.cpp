@@ -49,6 +49,8 @@ Status ParameterServer::Impl::restoreBeforeServing() {
     if (o.adoptFromWorkers) {
       // Wait for the workers' parameters: until every worker rejoined, at most a few seconds.
       adopting = true;
+      // Every rank counts as joined (the run goes on), so the wait counts the rejoins itself.
+      offered.assign(static_cast<std::size_t>(o.workers), 0);
       adoptDeadline = o.resumeAtS + std::min(5.0, o.spec.strategy().barrier_timeout_s());
       emitRecoveryLocked(v1::RunEvent::ADOPTING, "restarted; waiting for the rejoining workers' parameters", 0);
     } else {
@@ -184,6 +186,7 @@ grpc::Status ParameterServer::Impl::handleBacklogLocked(const pb::PushRequest& r
   const std::int64_t base = store->version();
   const float* g = sum.data();
   store->apply(&g, &weight, 1, lr);
+  recordUpdateLocked(&g, &weight, 1, lr);
   versionTime.push_back(t);
   counters.applied += count;
   counters.backlogApplied += count;

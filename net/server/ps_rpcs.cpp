@@ -111,8 +111,10 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
       versionTime.assign(static_cast<std::size_t>(req->held_version()) + 1, now());
       adoptedVersion = req->held_version();
       adoptedFrom = req->name();
+      recordStateLocked(UpdateRecordKind::State);
     }
     joined[static_cast<std::size_t>(rank)] = 1;
+    if (adopting) offered[static_cast<std::size_t>(rank)] = 1;
     maybeStartLocked();
     const double t = now();
     lastContact[static_cast<std::size_t>(rank)] = t;
@@ -124,9 +126,10 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
   reply->set_shard_seed(options.spec.seed());
   reply->set_incarnation(incarnation);
   if (adopting && req->role() == "worker") {
-    // Answered once the parameters are adopted (every worker rejoined, or the wait ended).
+    // Answered once the parameters are adopted (every worker rejoined, or the wait ended):
+    // the highest version any of them holds wins, whichever rejoins first.
     parkedJoins.push_back({reactor, reply});
-    if (std::count(joined.begin(), joined.end(), 1) >= options.workers) finishAdoptionLocked();
+    if (std::count(offered.begin(), offered.end(), 1) >= options.workers) finishAdoptionLocked();
     return reactor;
   }
   reply->set_server_t_s(now());
@@ -264,7 +267,11 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
   ++counters.pushes;
   counters.bytesReceived += static_cast<std::int64_t>(bytes);
   lastContact[static_cast<std::size_t>(rank)] = t;
-  if (req.backlog_total() > 0) return handleBacklogLocked(req, grad, t, reply);
+  if (req.backlog_total() > 0) {
+    const auto handled = handleBacklogLocked(req, grad, t, reply);
+    reply->set_acked_version(vouchedVersionLocked());
+    return handled;
+  }
   if (auto* e = newEventLocked()) {
     e->set_kind(pb::ClusterEvent::ITERATION);
     e->set_t_s(t);
@@ -285,6 +292,7 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
     reply->set_stop(true);
     reply->set_outcome("dropped");
     reply->set_version(store->version());
+    reply->set_acked_version(vouchedVersionLocked());
     return grpc::Status::OK;
   }
   // The pushed gradient is read in place unless the policy holds it.
@@ -305,6 +313,7 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
     gradientOf[r] = held[r].data();
   }
   reply->set_version(store->version());
+  reply->set_acked_version(vouchedVersionLocked());
   reply->set_outcome(toString(outcome));
   tickCv.notify_one();
   return grpc::Status::OK;

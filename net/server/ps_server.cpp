@@ -109,6 +109,8 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   impl->policy->reset(o.workers, std::max(0.0, o.resumeAtS));
   if (o.spec.recovery().mode() == v1::RecoverySpec::CHAIN) impl->setUpChain();
   if (auto st = impl->openCheckpoints(); !st) return st;
+  if (auto st = impl->openRecord(); !st) return st;
+  impl->recordStateLocked(UpdateRecordKind::Initial);
 
   grpc::ServerBuilder builder;
   const std::string address = hostPort(impl->options.bindAddress, impl->options.port);
@@ -176,6 +178,9 @@ void ParameterServer::shutdown(double graceSeconds) {
   m_impl->server->Shutdown(std::chrono::system_clock::now() +
                            std::chrono::milliseconds(static_cast<int>(graceSeconds * 1000)));
   if (m_impl->ticker.joinable()) m_impl->ticker.join();
+  std::lock_guard<std::mutex> lock(m_impl->mu);
+  m_impl->recordStateLocked(UpdateRecordKind::Final);
+  m_impl->record.reset();
 }
 
 ServerStats ParameterServer::stats() const {

@@ -14,7 +14,10 @@
 // each worker's backlog in one step). In a chain, the head applies updates and forwards
 // them to its successor (net/server/replicator.h); with forward_every 1 a worker's pull — the
 // acknowledgement of its push — is answered only once the tail holds the update. Replicas
-// refuse worker traffic until the runner promotes one to head.
+// refuse worker traffic until the runner promotes one to head. Every reply to a worker
+// carries the version the server vouches for (acked_version: applied, and in such a chain
+// held by the tail): updates lost after a failure are counted against it. With
+// `recordPath` the server writes an update record (core/params/update_record.h).
 //
 // Security: every RPC must carry the run's token (options.security); a call without it or
 // with another one is refused with PERMISSION_DENIED before anything else happens, counted
@@ -54,6 +57,9 @@ struct ServerOptions {
   bool adoptFromWorkers = false;          // stateless restart: take the workers' parameters
   bool replica = false;                   // chain: start as a replica, not the head
   std::string chainNext;                  // chain: the successor's address (empty: tail)
+  // Non-empty: write every state held and every update applied to this file
+  // (core/params/update_record.h; `dasp server --record`).
+  std::string recordPath;
   std::function<void(const std::string&)> log;  // recovery messages (any thread)
   // The run's token every call must carry (never empty), and TLS (null: plaintext). The
   // chain replicator uses the same to reach the successor.

@@ -16,6 +16,7 @@
 //   ps_chain.cpp        chain replication: the Replicate RPC, promotion, SET_NEXT, the
 //                       replicator's set-up and state snapshots
 //   ps_server.cpp       ParameterServer itself: start, stop, shutdown, stats, the ticker
+//   ps_record.cpp       the update record (options.recordPath) and the acknowledged version
 //
 // Locking contract (one mutex, `mu`; the groups of fields below say what each is under):
 // - Every field in "guarded by mu" is read and written only with `mu` held, by the RPC
@@ -41,6 +42,7 @@
 #include "core/events/run_events.h"
 #include "core/params/checkpoint.h"
 #include "core/params/parameter_store.h"
+#include "core/params/update_record.h"
 #include "core/policy/sync_policy.h"
 #include "net/server/replicator.h"
 #include "dasp/ps/v1/parameter_server.grpc.pb.h"
@@ -151,9 +153,13 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   };
   std::vector<ParkedJoin> parkedJoins;
   bool adopting = false;
+  std::vector<char> offered;                 // per rank: rejoined (and offered) during the adoption
   double adoptDeadline = 0;                  // start anyway at this run time
   std::int64_t adoptedVersion = -1;
   std::string adoptedFrom;
+  // The update record (options.recordPath; null: none) and its scratch buffer.
+  std::unique_ptr<UpdateRecordWriter> record;
+  std::vector<float> recordScratch;
   // Checkpoints: when the last copy was taken, and whether one waits for the writer.
   bool checkpointDue = false;                // a copy waits for the writer
   std::int64_t lastCheckpointVersion = 0;
@@ -267,6 +273,16 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   void snapshotState(pb::ReplicaUpdate& u);
   void promoteLocked(double t);
   bool setNextLocked(const std::string& address, pb::ControlReply* reply, std::string& detail);
+
+  // --- the update record and the acknowledged version (ps_record.cpp) ---------------------------
+  Status openRecord();
+  // The state now (parameters, momentum, version) as a record of `kind`.
+  void recordStateLocked(UpdateRecordKind kind);
+  // The update just applied, as its combined gradient Σ w·g and lr (store->version() after it).
+  void recordUpdateLocked(const float* const* gradients, const double* weights, int count, double lr);
+  // What a reply vouches for (PullReply/PushReply acked_version): the version, or in a
+  // chain that forwards every update, the version the tail holds.
+  std::int64_t vouchedVersionLocked() const;
 
   // --- time-driven decisions (ps_server.cpp) ---------------------------------------------------
   void tickLoop();

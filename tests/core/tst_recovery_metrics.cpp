@@ -34,8 +34,11 @@ struct Case {
   std::vector<Expected> expected;
 };
 
+// `before` is both the version the runner saw and the highest one acknowledged to a worker
+// unless `acked` says otherwise (nullopt in `acked`: no worker reported one).
 FaultRecord fault(int index, double atS, std::optional<double> detectedAtS = {}, std::optional<double> resumedAtS = {},
-                  std::int64_t before = 0, std::optional<std::int64_t> after = {}) {
+                  std::int64_t before = 0, std::optional<std::int64_t> after = {},
+                  std::optional<std::optional<std::int64_t>> acked = {}) {
   FaultRecord f;
   f.index = index;
   f.node = "server";
@@ -44,6 +47,7 @@ FaultRecord fault(int index, double atS, std::optional<double> detectedAtS = {},
   f.detectedAtS = detectedAtS;
   f.resumedAtS = resumedAtS;
   f.versionBefore = before;
+  f.ackedBefore = acked ? *acked : std::optional<std::int64_t>(before);
   f.versionAfter = after;
   return f;
 }
@@ -82,6 +86,20 @@ const std::vector<Case>& cases() {
        {fault(0, 10.5, 10.6, 11.0, 812, 812)},
        {{13, 130, 0.72}, {0, 0, 0.1}, {12.5, 125, kNaN}, {10, 100, 0.7}, {11, 110, 0.1}, {12, 120, 0.78}},
        {{0, 0.1, 0.5, 0, 0.7, 0.1, 1.5, 0.08}}},
+      // The runner saw 505 applied, the workers were told 500, the promoted replica holds
+      // 500: the five unacknowledged updates are no loss of the recovery mode's.
+      {"updates lost count against acknowledgements",
+       {fault(0, 1.0, {}, {}, 505, 500, std::optional<std::int64_t>(500))},
+       {},
+       {{0, {}, {}, 0, {}, {}, {}, {}}}},
+      {"acknowledged beyond what the recovered server holds",
+       {fault(0, 1.0, {}, {}, 505, 300, std::optional<std::int64_t>(503))},
+       {},
+       {{0, {}, {}, 203, {}, {}, {}, {}}}},
+      {"no worker reported an acknowledgement: lost unknown",
+       {fault(0, 1.0, {}, {}, 505, 300, std::optional<std::int64_t>())},
+       {},
+       {{0, {}, {}, {}, {}, {}, {}, {}}}},
       {"accuracy only falls: a negative change at resume",
        {fault(0, 1.0, {}, 2.5, 0, 0)},
        {{0, 0, 0.8}, {2, 20, 0.5}, {3, 30, 0.4}},
