@@ -206,7 +206,8 @@ class WorkerLoop {
   // A call that ran past its deadline (recovery.call_timeout_s): a hung server or a cut
   // link, not a dead server. The first one of a stall is reported as an outage
   // ("dasp-recovery outage_detected"), the next answer ends it ("… reconnected …");
-  // `inFlight`: the call carried a push, which is never sent again (applied or not).
+  // `inFlight`: the call carried a push, which is never sent again (applied or not): it is
+  // counted as discarded.
   void noteStall(const grpc::Status& why, bool inFlight);
   void endStall();
   void keepParameters();
@@ -415,8 +416,8 @@ void WorkerLoop::endStall() {
   if (!m_stallStart) return;
   recoveryLine(m_options, "reconnected node=" + m_options.name + " server=" + m_servers[m_current] +
                               " outage_s=" + std::to_string(secondsSince(*m_stallStart)) +
-                              " computed=0 dropped=0 discarded=0 flushed=0 unanswered=" +
-                              std::to_string(m_stallUnanswered) + " stalled=1");
+                              " computed=0 dropped=0 discarded=" + std::to_string(m_stallUnanswered) +
+                              " flushed=0 stalled=1");
   m_stallStart.reset();
   m_stallUnanswered = 0;
 }

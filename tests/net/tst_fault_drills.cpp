@@ -537,6 +537,9 @@ void TestFaultDrills::pauseServerPastDeadlines() {
   QVERIFY2(f["version_after"].toInteger() >= f["version_before"].toInteger(), qPrintable(why));
   QCOMPARE(f["updates_lost"].toInteger(), qint64{0});
   QVERIFY2(r.json["updates"].toInteger() > f["version_after"].toInteger() + 50, qPrintable(why));
+  // The pushes that got no answer in time were not sent again: counted as discarded, at
+  // most one per stalled call (each worker's first, and any push started in the pause).
+  QVERIFY2(f["gradients_discarded"].toInteger() >= 1, qPrintable(why));
 
   const auto events = store.value()->events(runId).value();
   QVERIFY2(hasEvent(events, "fault", "server", "pause server"), qPrintable(eventList(events)));
@@ -580,6 +583,8 @@ void TestFaultDrills::workerDisconnectThenReconnect() {
   // The server lost nothing, and the other two workers trained on meanwhile.
   QCOMPARE(f["updates_lost"].toInteger(), qint64{0});
   QVERIFY2(f["version_after"].toInteger() > f["version_before"].toInteger() + 50, qPrintable(why));
+  // Its push in flight when the link was cut got no answer and was never sent again.
+  QVERIFY2(f["gradients_discarded"].toInteger() >= 1, qPrintable(why));
 
   const auto events = store.value()->events(runId).value();
   const double at = f["at_s"].toDouble();
