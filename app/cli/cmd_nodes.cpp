@@ -7,6 +7,7 @@
 #include "ml/node_compute.h"
 #include "ml/trainer.h"
 #include "net/security/node_security.h"
+#include "net/client/link_emulation.h"
 #include "net/client/nodes.h"
 #include "net/server/ps_server.h"
 
@@ -228,6 +229,7 @@ int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_poin
 
 int workerCommand(const ClientFlags& flags) {
   installStopSignals();
+  net::LinkCut::installSignalHandlers();  // the runner's DISCONNECT drill (SIGUSR1 / SIGUSR2)
   auto setup = prepareNode(flags, "worker");
   if (!setup) return fail(setup.message(), 1);
   auto& s = setup.value();

@@ -16,6 +16,7 @@ const char* toString(NodeCondition condition) {
     case NodeCondition::Paused: return "PAUSED";
     case NodeCondition::Restarting: return "RESTARTING";
     case NodeCondition::Promoted: return "PROMOTED";
+    case NodeCondition::Disconnected: return "CUT OFF";
   }
   return "?";
 }
@@ -104,11 +105,14 @@ void NodeStatusTracker::applyAction(const EventRow& e, const std::string& news) 
   switch (e.code) {
     case RE::KILL:
     case RE::PAUSE:
-    case RE::RESUME: {
+    case RE::RESUME:
+    case RE::DISCONNECT:
+    case RE::RECONNECT: {
       NodeStatus& st = m_nodes[node];
-      st.condition = e.code == RE::KILL ? NodeCondition::Down
-                     : e.code == RE::PAUSE ? NodeCondition::Paused
-                                           : NodeCondition::Running;
+      st.condition = e.code == RE::KILL         ? NodeCondition::Down
+                     : e.code == RE::PAUSE      ? NodeCondition::Paused
+                     : e.code == RE::DISCONNECT ? NodeCondition::Disconnected
+                                                : NodeCondition::Running;
       if (e.code == RE::KILL) st.recovered = false;
       st.news = news;
       return;

@@ -27,8 +27,9 @@ enum class NodeCondition : std::uint8_t {
   Paused,
   Restarting,
   Promoted,
+  Disconnected,  // its link to the servers is cut (a DISCONNECT drill) until RECONNECT
 };
-// "UP", "DOWN", "PAUSED", "RESTARTING", "PROMOTED".
+// "UP", "DOWN", "PAUSED", "RESTARTING", "PROMOTED", "CUT OFF".
 const char* toString(NodeCondition condition);
 
 enum class ChainRole : std::uint8_t { None, Head, Replica, Tail };

@@ -19,7 +19,7 @@ namespace dasp {
 struct FaultRecord {
   int index = 0;                             // 0-based order of the fault in the run
   std::string node;                          // "server", "server-1", "worker-2", "evaluator"
-  std::string action;                        // "kill" or "pause"
+  std::string action;                        // "kill", "pause" or "disconnect" (faultActionName)
   double atS = 0;                            // run time of the fault (s)
   std::optional<double> restartAtS;          // when the node was restarted / resumed
   std::optional<double> detectedAtS;         // first sign of it from another node (a worker's outage,

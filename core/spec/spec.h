@@ -73,5 +73,10 @@ v1::LinkSpec effectiveLink(const v1::NodeSpec& node, const ExperimentSpec& spec)
 
 // "none", "checkpoint", "chain", "stateless".
 std::string recoveryName(v1::RecoverySpec::Mode mode);
+// "kill", "pause", "disconnect": a drill's action as the fault records and tables name it.
+std::string faultActionName(v1::FaultSpec::Action action);
+// The deadline of a worker's pull and push (recovery.call_timeout_s; default
+// max(30, 3 × strategy.barrier_timeout_s)).
+double callTimeoutS(const ExperimentSpec& spec);
 
 }  // namespace dasp

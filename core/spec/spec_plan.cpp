@@ -114,6 +114,17 @@ std::string recoveryName(v1::RecoverySpec::Mode mode) {
   return name;
 }
 
+std::string faultActionName(v1::FaultSpec::Action action) {
+  std::string name = v1::FaultSpec::Action_Name(action);
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+double callTimeoutS(const ExperimentSpec& spec) {
+  if (spec.recovery().has_call_timeout_s()) return spec.recovery().call_timeout_s();
+  return std::max(30.0, 3 * spec.strategy().barrier_timeout_s());
+}
+
 std::vector<v1::NodeSpec> expandWorkers(const ExperimentSpec& spec) {
   std::vector<v1::NodeSpec> out;
   const auto& cluster = spec.cluster();

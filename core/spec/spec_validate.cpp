@@ -3,6 +3,7 @@
 #include "core/spec/spec.h"
 #include "core/spec/spec_text.h"
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 
@@ -54,6 +55,11 @@ Status validateEngine(const ExperimentSpec& spec) {
     if (spec.faults(i).node() == "evaluator") {
       return Status::error("faults[" + std::to_string(i) +
                            "].node: the simulator evaluates in virtual time and has no evaluator process to fault");
+    }
+    if (spec.faults(i).action() == v1::FaultSpec::DISCONNECT) {
+      return Status::error("faults[" + std::to_string(i) +
+                           "].action: DISCONNECT (a cut worker link) is not modelled by the simulator (engine sim); "
+                           "use engine real, or KILL or PAUSE");
     }
   }
   auto stateless = [](const v1::RecoverySpec& r) { return r.mode() == v1::RecoverySpec::STATELESS; };
@@ -376,6 +382,9 @@ Status validateRecoveries(const ExperimentSpec& spec) {
     if (r.has_reconnect_timeout_s() && !(r.reconnect_timeout_s() > 0)) {
       return bad(prefix + "reconnect_timeout_s", "must be > 0");
     }
+    if (r.has_call_timeout_s() && !(r.call_timeout_s() > 0 && r.call_timeout_s() <= 3600)) {
+      return bad(prefix + "call_timeout_s", "must be in (0, 3600] seconds (got " + num(r.call_timeout_s()) + ")");
+    }
     return Status::ok();
   };
   if (auto st = checkRecovery(spec.recovery(), "recovery."); !st) return st;
@@ -402,8 +411,17 @@ Status validateFaults(const ExperimentSpec& spec) {
       return bad(field + ".node", "no node '" + f.node() + "' in this run (nodes: " + joined(nodes) + ")");
     }
     if (!(f.at_s() >= 0)) return bad(field + ".at_s", "must be >= 0 (got " + num(f.at_s()) + ")");
-    if (f.has_restart_after_s() && !(f.restart_after_s() >= 0)) {
+    if (f.has_restart_after_s() && !(f.restart_after_s() >= 0 && std::isfinite(f.restart_after_s()))) {
       return bad(field + ".restart_after_s", "must be >= 0 (got " + num(f.restart_after_s()) + ")");
+    }
+    if (f.action() == v1::FaultSpec::DISCONNECT) {
+      const auto workers = expandWorkers(spec);
+      const bool worker = std::any_of(workers.begin(), workers.end(),
+                                      [&](const v1::NodeSpec& w) { return w.name() == f.node(); });
+      if (!worker) {
+        return bad(field + ".node", "DISCONNECT cuts a worker's link to the servers; '" + f.node() +
+                                        "' is not a worker (use KILL or PAUSE for it)");
+      }
     }
   }
   return Status::ok();

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 // RunRecorder: producers append to a vector under a mutex; a writer thread swaps the vector
 // out and commits it in one transaction with statements prepared once. A sequence number
-// (records queued / records committed) lets flush() wait without polling.
+// (records queued / records committed) lets flush() wait without polling. A batch that
+// fails because the disk is full (SQLITE_FULL) is rolled back whole (the file stays as it
+// was: SQLite's journal guarantees it) and put back in front of the queue: the rows stay
+// in memory, in order, and the writer tries again every second until space comes back;
+// at finish() it gives up after a grace period and says how many rows were not written.
 #include "core/store/run_store.h"
 #include "core/store/sqlite_store.h"
 
@@ -10,7 +14,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <condition_variable>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -31,6 +37,19 @@ struct FaultsRecord {
 };
 using Record = std::variant<EvaluationRow, SampleRow, StateIntervalRow, DecisionRow, EventRow,
                             LogRow, NodeRow, SummaryRow, FaultsRecord>;
+using SteadyClock = std::chrono::steady_clock;
+
+// While the disk is full: how often the writer tries again, how many rows it holds at most
+// (later ones are dropped and counted), and how long finish() keeps trying.
+constexpr auto kFullRetry = std::chrono::seconds(1);
+constexpr std::size_t kMaxHeldRows = 2'000'000;
+constexpr auto kFinishGrace = std::chrono::seconds(5);
+
+bool isDiskFull(sqlite3* db) { return (sqlite3_errcode(db) & 0xff) == SQLITE_FULL; }
+
+double secondsBetween(SteadyClock::time_point a, SteadyClock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 }  // namespace
 
 struct RunRecorder::Impl {
@@ -54,6 +73,13 @@ struct RunRecorder::Impl {
   bool writerDone = false;            // guarded
   bool finished = false;              // guarded
   Status firstError;                  // guarded
+  // The disk-full state (guarded): rows held in `queue`, since when, and the totals.
+  bool full = false;
+  SteadyClock::time_point fullSince;
+  double fullSecondsBefore = 0;       // of earlier full spells
+  std::size_t heldMax = 0;
+  std::int64_t lostRows = 0;          // dropped beyond kMaxHeldRows or given up at finish
+  Status fullError;                   // the latest SQLITE_FULL error
   std::thread writer;
 
   ~Impl() {
@@ -115,6 +141,10 @@ struct RunRecorder::Impl {
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (finished || stopping) return;
+      if (full && queue.size() >= kMaxHeldRows) {
+        ++lostRows;
+        return;
+      }
       queue.emplace_back(std::forward<Row>(row));
       ++recordedSeq;
       // Wake the writer when the queue becomes non-empty (it starts its interval) and when
@@ -255,27 +285,61 @@ struct RunRecorder::Impl {
     return ok;
   }
 
-  // Commits a batch in one transaction; returns the error, if any (the batch is rolled back).
-  Status writeBatch(const std::vector<Record>& batch) {
-    if (Status s = exec(path, db, "BEGIN IMMEDIATE"); !s) return s;
+  // Commits a batch in one transaction; returns the error, if any (the batch is rolled
+  // back). `diskFull`: the error was SQLITE_FULL (read before the rollback resets it).
+  Status writeBatch(const std::vector<Record>& batch, bool* diskFull) {
+    *diskFull = false;
+    if (Status s = exec(path, db, "BEGIN IMMEDIATE"); !s) {
+      *diskFull = isDiskFull(db);
+      return s;
+    }
     for (const Record& record : batch) {
       if (!write(record)) {
         Status s = sqlError(path, db);
+        *diskFull = isDiskFull(db);
         exec(path, db, "ROLLBACK");
         return s;
       }
     }
     if (Status s = exec(path, db, "COMMIT"); !s) {
+      *diskFull = isDiskFull(db);
       exec(path, db, "ROLLBACK");
       return s;
     }
     return Status::ok();
   }
 
+  // A batch the full disk refused: back in front of the rows queued meanwhile (guarded).
+  void holdBack(std::vector<Record>& batch, const Status& why) {
+    if (!full) {
+      full = true;
+      fullSince = SteadyClock::now();
+    }
+    fullError = why;
+    batch.insert(batch.end(), std::make_move_iterator(queue.begin()), std::make_move_iterator(queue.end()));
+    queue.swap(batch);
+    batch.clear();
+    heldMax = std::max(heldMax, queue.size());
+    committed.notify_all();  // a flush() waiting returns: its rows are held, not written
+  }
+
+  // Space came back: the held rows are written (guarded).
+  void endFull() {
+    if (!full) return;
+    fullSecondsBefore += secondsBetween(fullSince, SteadyClock::now());
+    full = false;
+  }
+
+  std::string fullText(std::size_t rows) const {
+    return path + ": the disk is full (" + fullError.message() + "): " + std::to_string(rows) + " rows of run " +
+           std::to_string(runId) + " could not be written; the rows committed before stay readable";
+  }
+
   bool urgent() const { return stopping || queue.size() > kBatchRows || flushTarget > committedSeq; }
 
   void run() {
     std::vector<Record> batch;
+    std::optional<SteadyClock::time_point> stopDeadline;  // set when stopping with a full disk
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
       wake.wait(lock, [&] { return stopping || !queue.empty(); });
@@ -289,9 +353,26 @@ struct RunRecorder::Impl {
       batch.swap(queue);  // `queue` takes the old batch's (cleared) capacity
       const std::uint64_t seq = recordedSeq;
       lock.unlock();
-      Status s = writeBatch(batch);
-      batch.clear();
+      bool diskFull = false;
+      Status s = writeBatch(batch, &diskFull);
       lock.lock();
+      if (diskFull) {
+        holdBack(batch, s);
+        if (stopping && !stopDeadline) stopDeadline = SteadyClock::now() + kFinishGrace;
+        if (!stopDeadline || SteadyClock::now() < *stopDeadline) {
+          const auto retry = SteadyClock::now() + kFullRetry;
+          while (SteadyClock::now() < retry) wake.wait_until(lock, retry);
+          continue;
+        }
+        // finish() waited long enough: the held rows are lost, and said so.
+        lostRows += static_cast<std::int64_t>(queue.size());
+        if (firstError.isOk()) firstError = Status::error(fullText(queue.size()));
+        queue.clear();
+        committedSeq = recordedSeq;
+        break;
+      }
+      endFull();
+      batch.clear();
       if (!s && firstError.isOk()) firstError = s;
       committedSeq = seq;
       committed.notify_all();
@@ -306,8 +387,9 @@ struct RunRecorder::Impl {
     if (committedSeq < target && !writerDone) {
       if (flushTarget < target) flushTarget = target;
       wake.notify_one();
-      committed.wait(lock, [&] { return committedSeq >= target || writerDone; });
+      committed.wait(lock, [&] { return committedSeq >= target || writerDone || full; });
     }
+    if (full && firstError.isOk() && committedSeq < target) return Status::error(fullText(queue.size()));
     return firstError;
   }
 };
@@ -344,6 +426,19 @@ Result<std::unique_ptr<RunRecorder>> RunRecorder::open(const std::string& path, 
 }
 
 std::int64_t RunRecorder::runId() const { return m_impl->runId; }
+
+RunRecorder::StoreHealth RunRecorder::health() const {
+  Impl& d = *m_impl;
+  std::lock_guard<std::mutex> lock(d.mutex);
+  StoreHealth h;
+  h.full = d.full;
+  h.heldRows = d.full ? d.queue.size() : 0;
+  h.heldMax = d.heldMax;
+  h.lostRows = d.lostRows;
+  h.fullSeconds = d.fullSecondsBefore + (d.full ? secondsBetween(d.fullSince, SteadyClock::now()) : 0.0);
+  if (d.full) h.error = d.fullError.message();
+  return h;
+}
 
 void RunRecorder::record(EvaluationRow row) { m_impl->enqueue(std::move(row)); }
 void RunRecorder::record(SampleRow row) { m_impl->enqueue(std::move(row)); }

@@ -216,8 +216,21 @@ class RunRecorder {
   // one step of the batched writer: the latest call wins. Absent or NaN figures are
   // stored as NULL (a NaN final accuracy reads back as NaN).
   void recordFaults(const std::vector<RecoveryMetrics>& faults);
-  // Blocks until everything recorded so far is committed; returns the first write error.
+  // Blocks until everything recorded so far is committed, or is held because the disk is
+  // full (then returns that error); returns the first write error.
   Status flush();
+  // The writer's state on a full disk (SQLITE_FULL): it keeps the rows in memory (at most
+  // 2,000,000; later ones are dropped and counted) and retries every second; finish()
+  // retries for 5 s more, then gives up and returns an error that counts the rows lost.
+  struct StoreHealth {
+    bool full = false;            // the last write found the disk full
+    std::size_t heldRows = 0;     // rows waiting in memory now
+    std::size_t heldMax = 0;      // the most ever held
+    std::int64_t lostRows = 0;    // dropped beyond the bound, or not written at finish
+    double fullSeconds = 0;       // time the disk was full, all spells together
+    std::string error;            // SQLite's message while full
+  };
+  StoreHealth health() const;
   // Flushes, sets the final status (and error text; for Diverged, what was seen) and stops
   // the writer thread.
   Status finish(RunStatus status, const std::string& error = {}, const std::optional<Divergence>& divergence = {});

@@ -9,6 +9,7 @@
 
 #include "core/spec/spec.h"
 
+#include <chrono>
 #include <cstddef>
 
 namespace dasp::net {
@@ -29,6 +30,25 @@ class LinkEmulation {
  private:
   double m_latencyS = 0;
   double m_bitsPerS = 0;  // 0 = not limited here
+};
+
+// LinkCut: this process's link to the servers, cut and restored by the runner's DISCONNECT
+// drill (FaultSpec DISCONNECT: SIGUSR1 cuts it, SIGUSR2 restores it; `dasp worker`
+// installs the handlers). While it is cut nothing the process sends leaves and no reply
+// reaches it: PsClient holds each call before it leaves, and each reply after it arrives,
+// until the link is back or the call's deadline has passed, as over a black-holed TCP
+// connection (gRPC notices nothing before the deadline). Emulated in the sender, like the
+// link's latency, so it needs no root and works under every launcher.
+// Threading: one lock-free flag, set from the signal handler; any thread may ask.
+class LinkCut {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // SIGUSR1 cuts the link, SIGUSR2 restores it.
+  static void installSignalHandlers();
+  static void set(bool cut);
+  static bool isCut();
+  // Blocks while the link is cut, at most until `deadline`; false when it is still cut then.
+  static bool waitUntilUp(Clock::time_point deadline);
 };
 
 }  // namespace dasp::net

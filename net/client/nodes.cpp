@@ -226,6 +226,13 @@ class WorkerLoop {
   // A plain pull; a pull that times out while parked is simply asked again; an outage is
   // recovered from and the pull asked of the server found.
   grpc::Status pullNext();
+  // A call that ran past its deadline (recovery.call_timeout_s): a hung server or a cut
+  // link, not a dead server. The first one of a stall is reported as an outage
+  // ("dasp-recovery outage_detected"), the next answer ends it ("… reconnected …");
+  // `inFlight`: the call carried a push, which is never sent again (applied or not): it is
+  // counted as discarded.
+  void noteStall(const grpc::Status& why, bool inFlight);
+  void endStall();
   void keepParameters();
   // One iteration after a pull: false when the loop ends (stop, or `m_result` says why).
   bool iterate(grpc::Status& status);
@@ -247,7 +254,7 @@ class WorkerLoop {
   LinkEmulation m_link;
   std::size_t m_modelBytes;
   double m_pullTimeout;
-  const double m_pushTimeout = 60.0;
+  double m_pushTimeout;
   const v1::RecoverySpec& m_recovery;
   bool m_stateless;
   std::size_t m_parameterCount;
@@ -264,6 +271,8 @@ class WorkerLoop {
   std::vector<float> m_lastParams;
   std::int64_t m_lastVersion = -1;
   Backlog m_backlog;
+  std::optional<Clock::time_point> m_stallStart;
+  std::int64_t m_stallUnanswered = 0;
   std::optional<Status> m_result;  // set when iterate() ends the loop with an error
   // Acknowledgements: the highest version the current server vouched for (PullReply /
   // PushReply acked_version; -1 before its first), reported when it fails; and whether the
@@ -293,7 +302,8 @@ WorkerLoop::WorkerLoop(const WorkerOptions& options, const JoinInfo& join, Gradi
       m_link(LinkEmulation::of(effectiveLink(m_node, join.spec))),
       m_modelBytes(static_cast<std::size_t>(source.parameterCount()) * sizeof(float)),
       // Pull waits can be long under synchronous rules; a pull that times out is retried.
-      m_pullTimeout(std::max(30.0, 3 * join.spec.strategy().barrier_timeout_s())),
+      m_pullTimeout(callTimeoutS(join.spec)),
+      m_pushTimeout(join.spec.recovery().has_call_timeout_s() ? callTimeoutS(join.spec) : 60.0),
       m_recovery(join.spec.recovery()),
       m_stateless(m_recovery.mode() == v1::RecoverySpec::STATELESS),
       m_parameterCount(static_cast<std::size_t>(source.parameterCount())),
@@ -455,6 +465,30 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
   }
 }
 
+void WorkerLoop::noteStall(const grpc::Status& why, bool inFlight) {
+  if (inFlight) ++m_stallUnanswered;
+  if (m_stallStart) return;
+  m_stallStart = Clock::now();
+  ++m_stats.outages;
+  RecoveryReport report = outageReport(m_options, m_servers[m_current], why, m_ackedVersion);
+  report.stalled = true;
+  recoveryLine(m_options, report);
+}
+
+void WorkerLoop::endStall() {
+  if (!m_stallStart) return;
+  RecoveryReport done;
+  done.kind = RecoveryReport::Kind::Reconnected;
+  done.node = m_options.name;
+  done.server = m_servers[m_current];
+  done.outageS = secondsSince(*m_stallStart);
+  done.discarded = m_stallUnanswered;
+  done.stalled = true;
+  recoveryLine(m_options, done);
+  m_stallStart.reset();
+  m_stallUnanswered = 0;
+}
+
 grpc::Status WorkerLoop::pullNext() {
   while (true) {
     const auto pullStart = Clock::now();
@@ -462,11 +496,13 @@ grpc::Status WorkerLoop::pullNext() {
     do {
       m_pullReply.Clear();
       r = m_client->pullParameters(m_pullRequest, m_pullReply, m_params, m_pullTimeout);
+      if (r.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) noteStall(r, false);
     } while (r.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(m_options));
     if (r.ok()) {
       m_link.hold(m_modelBytes);
       // A pull after a chunked push acknowledges it (it waits for the chain as a push-pull does).
       noteAck(m_pullReply.acked_version(), !m_pullReply.stop());
+      endStall();
     }
     m_pullS = std::max(0.0, secondsSince(pullStart) - m_pullReply.wait_s());
     if (!isOutage(r) || cancelled(m_options)) return r;
@@ -517,7 +553,9 @@ bool WorkerLoop::iterate(grpc::Status& status) {
     m_pullReply.Clear();
     status = m_client->pushPull(m_pushRequest, m_gradient.data(), m_pullReply, m_params, m_pullTimeout);
     if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      // The push was handled; only the release took too long: pull again, never re-push.
+      // The push was handled, or the server is hung (paused) or the link cut; only the
+      // answer did not come in time: pull again, never re-push.
+      noteStall(status, true);
       ++m_stats.iterations;
       status = pullNext();
       return true;
@@ -539,6 +577,12 @@ bool WorkerLoop::iterate(grpc::Status& status) {
   }
   m_pushReply.Clear();
   status = m_client->pushGradient(m_pushRequest, m_gradient.data(), m_pushReply, m_pushTimeout);
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(m_options)) {
+    noteStall(status, true);  // as for pushPull above: never re-pushed
+    ++m_stats.iterations;
+    status = pullNext();
+    return true;
+  }
   if (isOutage(status) && !cancelled(m_options)) {
     if (auto st = recover(status, true); !st) return fail(st);
     status = pullNext();
@@ -642,10 +686,13 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
     const double timeout = everyS > 0 ? everyS : 60.0;
     const float* params = nullptr;
     auto status = pull(request, reply, params, timeout);
-    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    // No new version in time: take the current one; a server that does not answer that
+    // either is hung (paused) or its link slow, not gone: ask again until it does.
+    for (double wait = 30.0; status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(options);
+         wait = callTimeoutS(join.spec)) {
       request.set_min_version(0);
       reply.Clear();
-      status = pull(request, reply, params, 30.0);
+      status = pull(request, reply, params, wait);
     }
     if (!status.ok()) return Status::error(options.name + ": pull failed: " + describe(status));
     stop = reply.stop();

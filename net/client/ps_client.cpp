@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "net/client/ps_client.h"
 
+#include "net/client/link_emulation.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -26,6 +28,22 @@ std::string describe(const grpc::Status& status) {
 namespace {
 constexpr std::size_t kChunkThreshold = 4u << 20;
 constexpr std::size_t kChunkBytes = 2u << 20;
+
+// A call over this process's link (LinkCut): held before it leaves and its reply held after
+// it arrives while the link is cut, and DEADLINE_EXCEEDED when the deadline passes first.
+// A reply held past the deadline is lost to the caller although the server acted on the
+// request, as over a real cut link.
+template <typename Call>
+grpc::Status throughLink(double timeoutS, Call&& call) {
+  const auto deadline = LinkCut::Clock::now() + std::chrono::duration_cast<LinkCut::Clock::duration>(
+                                                    std::chrono::duration<double>(timeoutS));
+  const grpc::Status cut(grpc::StatusCode::DEADLINE_EXCEEDED,
+                         "the link to the server is cut (DISCONNECT drill): no reply within the deadline");
+  if (!LinkCut::waitUntilUp(deadline)) return cut;
+  grpc::Status status = call();
+  if (!LinkCut::waitUntilUp(deadline)) return cut;
+  return status;
+}
 }  // namespace
 
 PsClient::PsClient(const std::string& address, std::int64_t parameters, NodeSecurity security)
@@ -52,13 +70,13 @@ PsClient::PsClient(const std::string& address, std::int64_t parameters, NodeSecu
 grpc::Status PsClient::join(const pb::JoinRequest& request, pb::JoinReply& reply, double timeoutS) {
   grpc::ClientContext context;
   prepare(context, timeoutS);
-  return m_stub->Join(&context, request, &reply);
+  return throughLink(timeoutS, [&] { return m_stub->Join(&context, request, &reply); });
 }
 
 grpc::Status PsClient::pull(const pb::PullRequest& request, pb::PullReply& reply, double timeoutS) {
   grpc::ClientContext context;
   prepare(context, timeoutS);
-  auto status = m_stub->Pull(&context, request, &reply);
+  auto status = throughLink(timeoutS, [&] { return m_stub->Pull(&context, request, &reply); });
   if (status.ok()) m_bytesReceived += static_cast<std::int64_t>(reply.parameters().size());
   return status;
 }
@@ -66,7 +84,7 @@ grpc::Status PsClient::pull(const pb::PullRequest& request, pb::PullReply& reply
 grpc::Status PsClient::push(const pb::PushRequest& request, pb::PushReply& reply, double timeoutS) {
   grpc::ClientContext context;
   prepare(context, timeoutS);
-  auto status = m_stub->Push(&context, request, &reply);
+  auto status = throughLink(timeoutS, [&] { return m_stub->Push(&context, request, &reply); });
   if (status.ok()) m_bytesSent += static_cast<std::int64_t>(request.gradient().size());
   return status;
 }
@@ -74,13 +92,13 @@ grpc::Status PsClient::push(const pb::PushRequest& request, pb::PushReply& reply
 grpc::Status PsClient::report(const pb::EvaluationReport& request, pb::ReportReply& reply, double timeoutS) {
   grpc::ClientContext context;
   prepare(context, timeoutS);
-  return m_stub->Report(&context, request, &reply);
+  return throughLink(timeoutS, [&] { return m_stub->Report(&context, request, &reply); });
 }
 
 grpc::Status PsClient::control(const pb::ControlRequest& request, pb::ControlReply& reply, double timeoutS) {
   grpc::ClientContext context;
   prepare(context, timeoutS);
-  return m_stub->Control(&context, request, &reply);
+  return throughLink(timeoutS, [&] { return m_stub->Control(&context, request, &reply); });
 }
 
 grpc::Status PsClient::pullParameters(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
@@ -94,31 +112,33 @@ grpc::Status PsClient::pullParameters(const pb::PullRequest& request, pb::PullRe
     }
     return status;
   }
-  grpc::ClientContext context;
-  prepare(context, timeoutS);
-  auto reader = m_stub->PullChunks(&context, request);
-  m_pullBuffer.resize(bytes);
-  std::size_t received = 0;
-  bool first = true;
-  while (reader->Read(&m_pullChunk)) {
-    if (first) {
-      reply = m_pullChunk.header();
-      first = false;
+  return throughLink(timeoutS, [&]() -> grpc::Status {
+    grpc::ClientContext context;
+    prepare(context, timeoutS);
+    auto reader = m_stub->PullChunks(&context, request);
+    m_pullBuffer.resize(bytes);
+    std::size_t received = 0;
+    bool first = true;
+    while (reader->Read(&m_pullChunk)) {
+      if (first) {
+        reply = m_pullChunk.header();
+        first = false;
+      }
+      const auto& data = m_pullChunk.data();
+      if (received + data.size() > bytes) {
+        context.TryCancel();
+        (void)reader->Finish();
+        return grpc::Status(grpc::StatusCode::DATA_LOSS, "server sent more parameter bytes than the model has");
+      }
+      std::memcpy(m_pullBuffer.data() + received, data.data(), data.size());
+      received += data.size();
     }
-    const auto& data = m_pullChunk.data();
-    if (received + data.size() > bytes) {
-      context.TryCancel();
-      (void)reader->Finish();
-      return grpc::Status(grpc::StatusCode::DATA_LOSS, "server sent more parameter bytes than the model has");
-    }
-    std::memcpy(m_pullBuffer.data() + received, data.data(), data.size());
-    received += data.size();
-  }
-  auto status = reader->Finish();
-  if (!status.ok()) return status;
-  m_bytesReceived += static_cast<std::int64_t>(received);
-  if (received == bytes) params = reinterpret_cast<const float*>(m_pullBuffer.data());
-  return status;
+    auto status = reader->Finish();
+    if (!status.ok()) return status;
+    m_bytesReceived += static_cast<std::int64_t>(received);
+    if (received == bytes) params = reinterpret_cast<const float*>(m_pullBuffer.data());
+    return status;
+  });
 }
 
 grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradient, pb::PushReply& reply,
@@ -128,22 +148,24 @@ grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradi
     request.mutable_gradient()->assign(reinterpret_cast<const char*>(gradient), bytes);
     return push(request, reply, timeoutS);
   }
-  grpc::ClientContext context;
-  prepare(context, timeoutS);
-  auto writer = m_stub->PushChunks(&context, &reply);
-  request.clear_gradient();
-  *m_pushChunk.mutable_header() = request;
-  const char* data = reinterpret_cast<const char*>(gradient);
-  bool ok = true;
-  for (std::size_t offset = 0; ok && offset < bytes; offset += kChunkBytes) {
-    m_pushChunk.mutable_data()->assign(data + offset, std::min(kChunkBytes, bytes - offset));
-    ok = writer->Write(m_pushChunk);
-    m_pushChunk.clear_header();
-  }
-  writer->WritesDone();
-  auto status = writer->Finish();
-  if (status.ok()) m_bytesSent += static_cast<std::int64_t>(bytes);
-  return status;
+  return throughLink(timeoutS, [&]() -> grpc::Status {
+    grpc::ClientContext context;
+    prepare(context, timeoutS);
+    auto writer = m_stub->PushChunks(&context, &reply);
+    request.clear_gradient();
+    *m_pushChunk.mutable_header() = request;
+    const char* data = reinterpret_cast<const char*>(gradient);
+    bool ok = true;
+    for (std::size_t offset = 0; ok && offset < bytes; offset += kChunkBytes) {
+      m_pushChunk.mutable_data()->assign(data + offset, std::min(kChunkBytes, bytes - offset));
+      ok = writer->Write(m_pushChunk);
+      m_pushChunk.clear_header();
+    }
+    writer->WritesDone();
+    auto status = writer->Finish();
+    if (status.ok()) m_bytesSent += static_cast<std::int64_t>(bytes);
+    return status;
+  });
 }
 
 grpc::Status PsClient::pushPull(pb::PushRequest& request, const float* gradient, pb::PullReply& reply,
@@ -153,7 +175,7 @@ grpc::Status PsClient::pushPull(pb::PushRequest& request, const float* gradient,
   request.mutable_gradient()->assign(reinterpret_cast<const char*>(gradient), bytes);
   grpc::ClientContext context;
   prepare(context, timeoutS);
-  auto status = m_stub->PushPull(&context, request, &reply);
+  auto status = throughLink(timeoutS, [&] { return m_stub->PushPull(&context, request, &reply); });
   if (!status.ok()) return status;
   m_bytesSent += static_cast<std::int64_t>(bytes);
   m_bytesReceived += static_cast<std::int64_t>(reply.parameters().size());

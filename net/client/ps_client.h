@@ -2,7 +2,8 @@
 #pragma once
 // PsClient: a node's connection to the parameter server. Every call carries a deadline
 // and the run's token; the channel is plaintext or TLS as the NodeSecurity says; messages
-// are sized for the model. Counts the payload bytes it sends and receives.
+// are sized for the model. Counts the payload bytes it sends and receives. Every call
+// crosses this process's LinkCut (a DISCONNECT drill holds it while the link is cut).
 // Threading: one PsClient per thread (each call blocks its caller).
 
 #include "core/common/result.h"

@@ -93,6 +93,7 @@ std::string formatRecoveryLine(const RecoveryReport& r) {
             " in_flight_kept=" + number(r.inFlightKept) + " dropped=" + number(r.dropped) +
             " discarded=" + number(r.discarded) + " flushed=" + number(r.flushed);
   }
+  if (r.stalled) line += " stalled=1";
   return line;
 }
 
@@ -117,6 +118,7 @@ std::optional<RecoveryReport> parseRecoveryLine(std::string_view line) {
   if (node == f.end() || server == f.end() || node->second.empty()) return std::nullopt;
   r.node = node->second;
   r.server = server->second;
+  if (const auto s = f.find("stalled"); s != f.end()) r.stalled = s->second == "1";
   if (r.kind == RecoveryReport::Kind::OutageDetected) {
     if (!parseNumber(f, "acked", r.ackedVersion)) return std::nullopt;
     if (const auto s = f.find("status"); s != f.end()) r.status = s->second;

@@ -33,6 +33,9 @@ struct RecoveryReport {
   // (PushReply / PullReply acked_version since the node joined it); -1: none.
   std::int64_t ackedVersion = -1;
   std::string status;  // outage_detected: the failed call's status, for people only
+  // A stall: the node's own calls went unanswered (its link was cut) while the server
+  // lived; written as stalled=1 on both lines of it.
+  bool stalled = false;
   // reconnected:
   double outageS = 0;              // how long no server answered
   std::int64_t computed = 0;       // stateless: gradients computed during the outage

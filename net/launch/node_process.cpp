@@ -25,6 +25,8 @@ const char* signalWord(int sig) {
     case SIGCONT: return "CONT";
     case SIGINT: return "INT";
     case SIGHUP: return "HUP";
+    case SIGUSR1: return "USR1";  // a worker's link cut (DISCONNECT drill) ...
+    case SIGUSR2: return "USR2";  // ... and restored
     default: return nullptr;
   }
 }

@@ -29,7 +29,7 @@ const std::string& nodeWrapperScript() {
       "kill -s KILL $p 2>/dev/null; }; "
       "exec 3<&0; \"$@\" </dev/null & p=$!; "
       "( while IFS= read -r c; do case $c in PING) : > \"$h\" 2>/dev/null;; "
-      "TERM|KILL|STOP|CONT|INT|HUP) kill -s $c $p 2>/dev/null;; esac; done; z ) <&3 >/dev/null 2>&1 & r=$!; "
+      "TERM|KILL|STOP|CONT|INT|HUP|USR1|USR2) kill -s $c $p 2>/dev/null;; esac; done; z ) <&3 >/dev/null 2>&1 & r=$!; "
       "w=; if : > \"$h\" 2>/dev/null; then ( m=0; while sleep ${DASP_WATCHDOG_S:-10}; do "
       "if [ -e \"$h\" ]; then rm -f \"$h\"; m=0; else m=$((m+1)); [ $m -ge 3 ] && break; fi; done; z ) "
       "</dev/null >/dev/null 2>&1 & w=$!; fi; "

@@ -16,7 +16,11 @@ std::string spokenNode(const std::string& node) { return node == "evaluator" ? "
 ActionOutcome notApplied(std::string text) { return {RE::NOT_APPLIED, {}, std::move(text)}; }
 
 ActionOutcome signalled(EventCode code, const std::string& target) {
-  const char* verb = code == RE::KILL ? "kill " : code == RE::PAUSE ? "pause " : "resume ";
+  const char* verb = code == RE::KILL         ? "kill "
+                     : code == RE::PAUSE      ? "pause "
+                     : code == RE::DISCONNECT ? "cut the link of "
+                     : code == RE::RECONNECT  ? "restore the link of "
+                                              : "resume ";
   return {code, target, verb + target};
 }
 

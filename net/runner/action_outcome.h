@@ -22,7 +22,8 @@ struct ActionOutcome {
 
 // An action that changed nothing ("worker-3 is not running").
 ActionOutcome notApplied(std::string text);
-// KILL, PAUSE or RESUME of `target`: "kill X", "pause X", "resume X".
+// KILL, PAUSE, RESUME, DISCONNECT or RECONNECT of `target`: "kill X", "pause X", "resume X",
+// "cut the link of X", "restore the link of X".
 ActionOutcome signalled(EventCode code, const std::string& target);
 // "restore X to its own speed profile" (restore) / "slow X to xK".
 ActionOutcome speedSet(const std::string& worker, bool restore, double factor);

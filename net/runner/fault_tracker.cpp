@@ -24,7 +24,7 @@ FaultTracker::FaultTracker(const std::vector<v1::FaultSpec>& faults) {
     auto& r = m_drills[i].record;
     r.index = static_cast<int>(i);
     r.node = m_drills[i].spec.node();
-    r.action = m_drills[i].spec.action() == v1::FaultSpec::PAUSE ? "pause" : "kill";
+    r.action = faultActionName(m_drills[i].spec.action());
   }
 }
 
@@ -45,9 +45,10 @@ std::vector<FaultTracker::Due> FaultTracker::due(double now) {
   return out;
 }
 
-void FaultTracker::fired(int index, double t, const std::string& target, bool serverFault, bool chain) {
+void FaultTracker::fired(int index, double t, const std::string& target, bool serverFault, bool chain, int rank) {
   std::lock_guard<std::mutex> lock(m_mu);
   auto& d = m_drills[static_cast<std::size_t>(index)];
+  d.rank = rank;
   d.record.atS = t;
   d.record.node = target;
   d.record.versionBefore = m_version;
@@ -91,7 +92,7 @@ int FaultTracker::addManual(const v1::FaultSpec& spec, double t, const std::stri
   d.chain = chain;
   d.record.index = static_cast<int>(m_drills.size());
   d.record.node = target;
-  d.record.action = spec.action() == v1::FaultSpec::PAUSE ? "pause" : "kill";
+  d.record.action = faultActionName(spec.action());
   d.record.atS = t;
   d.record.versionBefore = m_version;
   d.record.detail = "by hand";
@@ -126,6 +127,17 @@ void FaultTracker::setCpu(int index, double cpuS) {
   d.cpuTaken = true;
 }
 
+FaultTracker::Drill* FaultTracker::openDisconnectLocked(const std::string& node, double t) {
+  Drill* open = nullptr;
+  for (auto& d : m_drills) {
+    if (d.timed && d.spec.action() == v1::FaultSpec::DISCONNECT && d.record.node == node && d.record.atS <= t + 1e-9 &&
+        !d.linkLinesDone) {
+      open = &d;
+    }
+  }
+  return open;
+}
+
 FaultTracker::Drill* FaultTracker::latestServerDrillLocked(double t) {
   Drill* latest = nullptr;
   for (auto& d : m_drills) {
@@ -138,9 +150,20 @@ void FaultTracker::observe(const pb::EventBatch& batch, const std::function<std:
   std::lock_guard<std::mutex> lock(m_mu);
   for (const auto& e : batch.events()) {
     switch (e.kind()) {
+      case pb::ClusterEvent::ITERATION:
+        // A cut-off worker is back when a push of its own reaches the server.
+        for (auto& d : m_drills) {
+          if (d.timed && d.spec.action() == v1::FaultSpec::DISCONNECT && !d.record.resumedAtS && d.rank >= 0 &&
+              e.rank() == d.rank && d.record.restartAtS && e.t_s() >= *d.record.restartAtS) {
+            d.record.resumedAtS = e.t_s();
+            d.record.versionAfter = m_version;
+          }
+        }
+        break;
       case pb::ClusterEvent::APPLY:
         m_version = e.version();
         for (auto& d : m_drills) {
+          if (d.spec.action() == v1::FaultSpec::DISCONNECT) continue;  // resumes with its own push (above)
           // Training progresses again with the first update after the fault: on a worker
           // fault, any later update; on a chain head's death, one of the promoted head; on
           // any other server fault, one made after the restart (or resume), never an
@@ -154,6 +177,8 @@ void FaultTracker::observe(const pb::EventBatch& batch, const std::function<std:
             }
           }
           d.record.resumedAtS = e.t_s();
+          // A paused server goes on from the version it held: this update is its next.
+          if (keepsState(d) && !d.record.versionAfter) d.record.versionAfter = e.version() - 1;
         }
         break;
       case pb::ClusterEvent::EVALUATION:
@@ -162,7 +187,8 @@ void FaultTracker::observe(const pb::EventBatch& batch, const std::function<std:
       case pb::ClusterEvent::NODE:
         if (e.code() != v1::RunEvent::NODE_DOWN) break;
         for (auto& d : m_drills) {
-          if (d.timed && !d.record.detectedAtS && d.record.node == nodeName(e.rank()) && e.t_s() >= d.record.atS) {
+          if (d.timed && d.record.node == nodeName(e.rank()) && e.t_s() >= d.record.atS &&
+              (!d.record.detectedAtS || e.t_s() < *d.record.detectedAtS)) {
             d.record.detectedAtS = e.t_s();
           }
         }
@@ -190,17 +216,20 @@ void FaultTracker::observe(const pb::EventBatch& batch, const std::function<std:
 void FaultTracker::observeLine(const std::string& node, const std::string& line, double now) {
   const auto report = parseRecoveryLine(line);
   if (!report) return;
-  (void)node;
   std::lock_guard<std::mutex> lock(m_mu);
-  Drill* d = latestServerDrillLocked(now);
+  // A cut-off worker's own lines belong to its DISCONNECT drill; every other outage line
+  // to the latest server fault.
+  Drill* d = openDisconnectLocked(node, now);
+  if (d == nullptr) d = latestServerDrillLocked(now);
   if (d == nullptr) return;
   if (report->kind == RecoveryReport::Kind::OutageDetected) {
-    if (!d->record.detectedAtS) d->record.detectedAtS = now;
+    if (!d->record.detectedAtS || now < *d->record.detectedAtS) d->record.detectedAtS = now;
     // What the failed server acknowledged: the highest version any worker was told.
     if (report->ackedVersion >= 0) {
       d->record.ackedBefore = std::max(d->record.ackedBefore.value_or(0), report->ackedVersion);
     }
   } else {
+    if (d->spec.action() == v1::FaultSpec::DISCONNECT) d->linkLinesDone = true;
     d->record.gradientsDuringOutage += report->computed;
     d->record.gradientsDropped += report->dropped;
     d->record.gradientsDiscarded += report->discarded;

@@ -8,6 +8,11 @@
 // outage was noticed, the highest version the failed server had acknowledged to any
 // worker (updates lost are counted against it), and what the workers did meanwhile.
 // records() turns it into core's FaultRecords.
+// A server PAUSE keeps the server's state: its versionAfter is the version it resumed
+// from (the first update after the resume, less one). A worker's DISCONNECT (its link
+// cut) is detected by the server marking it down or by the worker's own stalled call,
+// whichever comes first; it resumes with the worker's first push that reaches the
+// server after the link is back, and its versionAfter is the server's version then.
 //
 // Threading: every method may be called from any thread (the runner's loop, its watch
 // thread and its output pump); one mutex guards the state.
@@ -37,7 +42,8 @@ class FaultTracker {
   // Drills due at run time `now`, in order; each is returned once.
   std::vector<Due> due(double now);
   // The runner carried out drill `index` at `t` on `target` (the node it resolved to).
-  void fired(int index, double t, const std::string& target, bool serverFault, bool chain = false);
+  // `rank`: the target's worker rank (-1 for other nodes).
+  void fired(int index, double t, const std::string& target, bool serverFault, bool chain = false, int rank = -1);
   void restarted(int index, double t);
   void addDetail(int index, const std::string& text);
   // A fault done by hand (the GUI's kill / pause), recorded like a drill; returns its index.
@@ -70,10 +76,18 @@ class FaultTracker {
     bool manual = false;
     bool timed = false;  // fired() has set the fault's time
     bool chain = false;  // a chain head's kill: training resumes at the promotion
+    int rank = -1;       // the target worker's rank
+    bool linkLinesDone = false;  // DISCONNECT: the worker's "reconnected" line was seen
     FaultRecord record;
   };
   // The latest fired drill on a server (outage lines and recovery events belong to it).
   Drill* latestServerDrillLocked(double t);
+  // The open DISCONNECT drill of worker `node` at `t` (its outage lines belong to it).
+  Drill* openDisconnectLocked(const std::string& node, double t);
+  // A server PAUSE or a worker DISCONNECT: the node keeps its state through the fault.
+  static bool keepsState(const Drill& d) {
+    return d.spec.action() == v1::FaultSpec::DISCONNECT || (d.serverFault && d.spec.action() == v1::FaultSpec::PAUSE);
+  }
 
   mutable std::mutex m_mu;
   std::vector<Drill> m_drills;

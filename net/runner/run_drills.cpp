@@ -48,17 +48,25 @@ std::map<pid_t, double> RunDrills::cpuSnapshot() {
   return out;
 }
 
-// Kill or pause a node.
+// Kill or pause a node, or cut a worker's link (SIGUSR1: its LinkCut, net/client/link_emulation.h).
 ActionOutcome RunDrills::fire(int index, const v1::FaultSpec& fault, double t) {
   const std::string target = m_chain.resolve(fault.node());
   NodeProcess* child = m_nodes.process(target);
   if (child == nullptr || !child->running()) return notApplied(target + " is not running; fault not applied");
   m_cpuAtFault[index] = cpuSnapshot();
-  m_tracker.fired(index, t, target, m_nodes.isServer(target), m_isChain);
-  const bool kill = fault.action() == v1::FaultSpec::KILL;
-  if (kill) m_expectedExit.insert(target);
-  child->signal(kill ? SIGKILL : SIGSTOP);
-  return signalled(kill ? RE::KILL : RE::PAUSE, target);
+  m_tracker.fired(index, t, target, m_nodes.isServer(target), m_isChain, m_nodes.rankOf(target));
+  switch (fault.action()) {
+    case v1::FaultSpec::KILL:
+      m_expectedExit.insert(target);
+      child->signal(SIGKILL);
+      return signalled(RE::KILL, target);
+    case v1::FaultSpec::DISCONNECT:
+      child->signal(SIGUSR1);
+      return signalled(RE::DISCONNECT, target);
+    default:
+      child->signal(SIGSTOP);
+      return signalled(RE::PAUSE, target);
+  }
 }
 
 void RunDrills::fireDue(double t) {
@@ -66,11 +74,12 @@ void RunDrills::fireDue(double t) {
     ActionOutcome what;
     if (!due.restart) {
       what = fire(due.index, due.spec, t);
-    } else if (due.spec.action() == v1::FaultSpec::PAUSE) {
-      const std::string target = m_chain.resolve(due.spec.node());
-      if (NodeProcess* child = m_nodes.process(target)) child->signal(SIGCONT);
+    } else if (due.spec.action() == v1::FaultSpec::PAUSE || due.spec.action() == v1::FaultSpec::DISCONNECT) {
+      const bool pause = due.spec.action() == v1::FaultSpec::PAUSE;
+      const std::string target = m_tracker.records()[static_cast<std::size_t>(due.index)].node;
+      if (NodeProcess* child = m_nodes.process(target)) child->signal(pause ? SIGCONT : SIGUSR2);
       m_tracker.restarted(due.index, t);
-      what = signalled(RE::RESUME, target);
+      what = signalled(pause ? RE::RESUME : RE::RECONNECT, target);
     } else {
       const auto records = m_tracker.records();
       const std::string target = records[static_cast<std::size_t>(due.index)].node;

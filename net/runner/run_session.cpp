@@ -343,8 +343,26 @@ std::string RunSession::watch() {
     if (f.lastT > 0) m_drills->fireDue(runT);
     m_drills->takeCpuFigures();
     handleExits(runT);
+    noteStoreHealth(runT);
   }
   return stopReason;
+}
+
+void RunSession::noteStoreHealth(double runT) {
+  const auto h = m_recorder->health();
+  if (h.full == m_storeFull) return;
+  m_storeFull = h.full;
+  std::string text;
+  if (h.full) {
+    text = "the run store is full (" + h.error + "): its rows are kept in memory (" + std::to_string(h.heldRows) +
+           " so far) and written again every second";
+  } else {
+    text = "the run store has room again after " + std::to_string(h.fullSeconds).substr(0, 5) + " s: the " +
+           std::to_string(h.heldMax) + " rows held were written (" + std::to_string(h.lostRows) + " lost)";
+  }
+  say("run " + std::to_string(m_runId) + ": " + text);
+  m_recorder->record(EventRow{m_runId, runT, v1::RunEvent::RECOVERY, "store", text,
+                              h.full ? v1::RunEvent::STORE_FULL : v1::RunEvent::STORE_WRITABLE, {}});
 }
 
 // The server answers every pull with stop; the evaluator does its final evaluation; then
@@ -401,7 +419,14 @@ Result<RunSummary> RunSession::summarize(const std::string& stopReason) {
     m_recorder->recordFaults(summary.faults);
   }
   summary.wallS = m_clock.now();
-  m_recorder->setSummary(summaryRows(summary, m_spec));
+  auto rows = summaryRows(summary, m_spec);
+  if (const auto h = m_recorder->health(); h.heldMax > 0 || h.lostRows > 0) {
+    // The store's own recovery figures: how long its disk was full, what it held, what it lost.
+    rows.push_back({"store_full_s", h.fullSeconds, ""});
+    rows.push_back({"store_rows_held_max", static_cast<double>(h.heldMax), ""});
+    rows.push_back({"store_rows_lost", static_cast<double>(h.lostRows), ""});
+  }
+  m_recorder->setSummary(rows);
   const RunStatus status = !m_failure.empty()          ? RunStatus::Failed
                            : stopReason == "cancelled" ? RunStatus::Stopped
                            : f.divergence              ? RunStatus::Diverged

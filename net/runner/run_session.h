@@ -53,6 +53,9 @@ class RunSession {
   void handleExits(double runT);
   void handleExit(const std::string& name, NodeProcess& child, double runT);
   void stopNodes();
+  // The run store's disk filled up, or has room again: said and recorded as an event (held
+  // with the other rows until it can be written).
+  void noteStoreHealth(double runT);
   Result<RunSummary> summarize(const std::string& stopReason);
   // The run failed before it trained: records it, cleans up, names the run.
   Status failRun(const std::string& problem);
@@ -90,6 +93,7 @@ class RunSession {
 
   std::string m_failure;
   std::map<std::string, bool> m_reportedExit;
+  bool m_storeFull = false;
 };
 
 }  // namespace dasp::net

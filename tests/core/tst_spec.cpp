@@ -83,6 +83,16 @@ void TestSpec::invalidValues_data() {
   QTest::newRow("device") << R"({"device": "tpu"})" << "device";
   QTest::newRow("suite") << R"({"suite": [{"strategy": {"name": "bsp"}}, {"strategy": {"name": "nope"}}]})"
                          << "suite[1].strategy.name";
+  // A DISCONNECT drill cuts a worker's link: on the server it is refused, naming the node;
+  // the virtual cluster does not model it (engine sim), naming the action.
+  QTest::newRow("disconnect server")
+      << R"({"faults": [{"node": "server", "action": "DISCONNECT", "at_s": 1, "restart_after_s": 1}]})"
+      << "faults[0].node";
+  QTest::newRow("disconnect sim")
+      << R"({"engine": "sim", "cluster": {"count": 2},
+             "faults": [{"node": "worker-1", "action": "DISCONNECT", "at_s": 1, "restart_after_s": 1}]})"
+      << "faults[0].action";
+  QTest::newRow("call timeout") << R"({"recovery": {"call_timeout_s": 0}})" << "recovery.call_timeout_s";
 }
 
 void TestSpec::invalidValues() {

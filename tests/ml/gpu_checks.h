@@ -16,7 +16,7 @@ namespace dasp::gputest {
 struct Outcome {
   enum Kind { Pass, Skip, Fail };
   Kind kind = Pass;
-  std::string message;  // why it was skipped or what failed
+  std::string message;  // why it was skipped (only ever: no CUDA device) or what failed
 };
 
 // Why the CUDA checks cannot run here, or "" when they can.

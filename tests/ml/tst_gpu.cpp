@@ -3,17 +3,18 @@
 // Without a GPU the CUDA checks skip with the reason; the device-error and staging-path
 // checks run everywhere. The checks themselves are Qt-free (gpu_checks.h).
 #include "tests/ml/gpu_checks.h"
+#include "tests/support/skips.h"
 
 #include <QtTest>
 
 using dasp::gputest::Outcome;
 
-// Turns an Outcome into QSKIP / QVERIFY2.
-#define DASP_EXPECT(expr)                                                 \
-  do {                                                                    \
-    const Outcome outcome_ = (expr);                                      \
-    if (outcome_.kind == Outcome::Skip) QSKIP(outcome_.message.c_str());  \
-    QVERIFY2(outcome_.kind == Outcome::Pass, outcome_.message.c_str());   \
+// Turns an Outcome into QSKIP / QVERIFY2 (a check skips only where there is no CUDA device).
+#define DASP_EXPECT(expr)                                                          \
+  do {                                                                             \
+    const Outcome outcome_ = (expr);                                               \
+    if (outcome_.kind == Outcome::Skip) DASP_SKIP_NEEDS_GPU_BECAUSE(outcome_.message); \
+    QVERIFY2(outcome_.kind == Outcome::Pass, outcome_.message.c_str());            \
   } while (false)
 
 class TestGpu : public QObject {

@@ -3,6 +3,8 @@
 #include "core/data/dataset.h"
 #include "ml/model.h"
 
+#include "tests/support/skips.h"
+
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -197,7 +199,7 @@ void TestModel::loadRejectsOtherModelAndCorruption() {
 }
 
 void TestModel::cudaDeviceOnCpuBuild() {
-  if (dasp::ml::torchInfo().cudaAvailable) QSKIP("CUDA is available: the CPU-only message does not apply");
+  if (dasp::ml::torchInfo().cudaAvailable) DASP_SKIP_NEEDS_NO_GPU("CUDA is available: the CPU-only message does not apply");
   ModelOptions o;
   o.device = "cuda:0";
   auto m = Model::create(o);
@@ -209,7 +211,7 @@ void TestModel::cudaDeviceOnCpuBuild() {
 
 void TestModel::gpuTrainsOnCuda() {
   if (!dasp::ml::torchInfo().cudaAvailable) {
-    QSKIP("no CUDA device: this LibTorch build is CPU-only or no GPU is visible");
+    DASP_SKIP_NEEDS_GPU("no CUDA device: this LibTorch build is CPU-only or no GPU is visible");
   }
   auto data = imageData(64, 28, 1, 6);
   ModelOptions o;

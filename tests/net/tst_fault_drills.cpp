@@ -3,8 +3,10 @@
 // parameter server comes back as each recovery mode says (none: from the initial
 // parameters; checkpoint: from the latest checkpoint; chain: a replica is promoted;
 // stateless: adopted from the workers, who flush their backlogs); a killed worker never
-// deadlocks a synchronous run, with or without a restart; a paused server resumes; a
-// drill on a node the run does not have is refused before anything starts. Every run is
+// deadlocks a synchronous run, with or without a restart; a paused server resumes, also
+// when the pause outlasts the workers' deadlines; a worker whose link is cut for longer
+// than its deadlines comes back when it is restored; a drill on a node the run does not
+// have is refused before anything starts. Every run is
 // short (logreg on synthetic data, 10 ms iterations, 5 s) and leaves no node process.
 #include "core/store/run_store.h"
 #include "core/spec/spec.h"
@@ -54,12 +56,12 @@ QJsonObject fault(const QString& node, const QString& action, double atS, std::o
 
 // A short synthetic logreg run with the given strategy, recovery and drills.
 QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& strategy, int workers,
-                  const QJsonObject& recovery, const QJsonArray& faults) {
+                  const QJsonObject& recovery, const QJsonArray& faults, double maxSeconds = kRunSeconds) {
   test_support::SyntheticSpec base;
   base.name = name;
   base.strategy = strategy;
   base.workers = workers;
-  base.maxSeconds = kRunSeconds;
+  base.maxSeconds = maxSeconds;
   base.barrierTimeoutS = kBarrierTimeoutS;
   QJsonObject spec = base.json();
   spec["faults"] = faults;
@@ -217,6 +219,8 @@ class TestFaultDrills : public QObject {
   void workerKillNeverDeadlocks();
   void workerKillWithoutRestart();
   void pauseServerThenResume();
+  void pauseServerPastDeadlines();
+  void workerDisconnectThenReconnect();
   void badFaultNode();
 
  private:
@@ -482,13 +486,127 @@ void TestFaultDrills::pauseServerThenResume() {
   QVERIFY2(f["downtime_s"].isDouble(), qPrintable(why));
   QVERIFY2(f["downtime_s"].toDouble() >= 0.8 && f["downtime_s"].toDouble() < pauseS + 1.0, qPrintable(why));
   // Paused, not killed: same server, same version line, nothing rolled back.
-  QVERIFY2(f["version_after"].isNull() && f["updates_lost"].isNull(), qPrintable(why));
+  QVERIFY2(f["version_after"].isDouble() && f["version_after"].toInteger() >= f["version_before"].toInteger(),
+           qPrintable(why));
+  QCOMPARE(f["updates_lost"].toInteger(), qint64{0});
   QVERIFY2(r.json["updates"].toInteger() > f["version_before"].toInteger() + 50, qPrintable(why));
 
   const auto events = store.value()->events(runId).value();
   QVERIFY2(hasEvent(events, "fault", "server", "pause server"), qPrintable(eventList(events)));
   QVERIFY2(hasEvent(events, "fault", "server", "resume server"), qPrintable(eventList(events)));
   QVERIFY2(!hasEvent(events, "exit", "server", ""), qPrintable(eventList(events)));
+  verifyNoOrphans(*store.value(), runId, r.tag, kWorkers + 2);
+}
+
+// Lines of `node`'s log that contain `text`.
+int logLines(dasp::RunStore& store, std::int64_t runId, const std::string& node, const QString& text) {
+  const auto logs = store.logs(runId, node);
+  if (!logs.isOk()) return -1;
+  return static_cast<int>(std::count_if(logs->begin(), logs->end(), [&](const dasp::LogRow& l) {
+    return QString::fromStdString(l.line).contains(text);
+  }));
+}
+
+// The workers' deadline (recovery.call_timeout_s) and a fault that outlasts it.
+constexpr double kCallTimeoutS = 1.0;
+constexpr double kLongFaultS = 2.5;
+
+void TestFaultDrills::pauseServerPastDeadlines() {
+  // SIGSTOP on the server for longer than the workers' deadlines: their calls time out,
+  // each reports the stall (detection), asks again without re-pushing, and training goes
+  // on from the server's own state once it is continued.
+  const auto db = m_dir.filePath("server-long-pause.sqlite");
+  const auto spec = writeSpec(m_dir, "server-long-pause", "asp", kWorkers, QJsonObject{{"call_timeout_s", kCallTimeoutS}},
+                              QJsonArray{fault("server", "PAUSE", kFaultAtS, kLongFaultS)}, kRunSeconds + 1);
+  const auto r = runDrill(spec, db);
+  auto store = dasp::RunStore::open(db.toStdString());
+  QVERIFY2(store.isOk(), qPrintable(describe(r)));
+  const auto runId = verifyCompleted(r, *store.value());
+  if (QTest::currentTestFailed()) return;
+
+  const auto f = r.json["faults"].toArray().first().toObject();
+  const QString why = r.lastLine;
+  QCOMPARE(f["action"].toString(), QStringLiteral("pause"));
+  const double pauseS = f["restart_at_s"].toDouble() - f["at_s"].toDouble();
+  QVERIFY2(pauseS >= kLongFaultS - 0.01 && pauseS < kLongFaultS + 1.0, qPrintable(why));
+  // Detected by the first worker call that ran past its deadline: one deadline after the
+  // pause (a call in flight at the pause), at most two (one that started just before it).
+  QVERIFY2(f["detection_s"].isDouble(), qPrintable(why));
+  QVERIFY2(f["detection_s"].toDouble() >= kCallTimeoutS - 0.05 && f["detection_s"].toDouble() < 2 * kCallTimeoutS + 0.5,
+           qPrintable(why));
+  // Nothing applied while stopped; training resumed right after SIGCONT.
+  QVERIFY2(f["downtime_s"].toDouble() >= pauseS - 0.05 && f["downtime_s"].toDouble() < pauseS + 1.0, qPrintable(why));
+  // The server kept its state: it went on from at least the version the runner last saw.
+  QVERIFY2(f["version_after"].toInteger() >= f["version_before"].toInteger(), qPrintable(why));
+  QCOMPARE(f["updates_lost"].toInteger(), qint64{0});
+  QVERIFY2(r.json["updates"].toInteger() > f["version_after"].toInteger() + 50, qPrintable(why));
+  // The pushes that got no answer in time were not sent again: counted as discarded, at
+  // most one per stalled call (each worker's first, and any push started in the pause).
+  QVERIFY2(f["gradients_discarded"].toInteger() >= 1, qPrintable(why));
+
+  const auto events = store.value()->events(runId).value();
+  QVERIFY2(hasEvent(events, "fault", "server", "pause server"), qPrintable(eventList(events)));
+  QVERIFY2(hasEvent(events, "fault", "server", "resume server"), qPrintable(eventList(events)));
+  QVERIFY2(!hasEvent(events, "exit", "", ""), qPrintable(eventList(events)));  // no node gave up
+  // Every worker reported the stall and its end (the runner's evidence for detection).
+  for (int w = 0; w < kWorkers; ++w) {
+    const std::string node = "worker-" + std::to_string(w);
+    QVERIFY2(logLines(*store.value(), runId, node, "dasp-recovery/2 outage_detected") >= 1, node.c_str());
+    QVERIFY2(logLines(*store.value(), runId, node, "dasp-recovery/2 reconnected") >= 1, node.c_str());
+  }
+  verifyNoOrphans(*store.value(), runId, r.tag, kWorkers + 2);
+}
+
+void TestFaultDrills::workerDisconnectThenReconnect() {
+  // worker-1's link cut for longer than its deadline and the server's silence bound: the
+  // server marks it down, the others train on, and it pushes again once its link is back.
+  const auto db = m_dir.filePath("worker-disconnect.sqlite");
+  const auto spec =
+      writeSpec(m_dir, "worker-disconnect", "asp", kWorkers, QJsonObject{{"call_timeout_s", kCallTimeoutS}},
+                QJsonArray{fault("worker-1", "DISCONNECT", kFaultAtS, kLongFaultS)}, kRunSeconds + 1);
+  const auto r = runDrill(spec, db);
+  auto store = dasp::RunStore::open(db.toStdString());
+  QVERIFY2(store.isOk(), qPrintable(describe(r)));
+  const auto runId = verifyCompleted(r, *store.value());
+  if (QTest::currentTestFailed()) return;
+
+  const auto f = r.json["faults"].toArray().first().toObject();
+  const QString why = r.lastLine;
+  QCOMPARE(f["node"].toString(), QStringLiteral("worker-1"));
+  QCOMPARE(f["action"].toString(), QStringLiteral("disconnect"));
+  const double cutS = f["restart_at_s"].toDouble() - f["at_s"].toDouble();
+  QVERIFY2(cutS >= kLongFaultS - 0.01 && cutS < kLongFaultS + 1.0, qPrintable(why));
+  // Detected by the server's silence bound (barrier_timeout_s) or the worker's own stalled
+  // call (call_timeout_s), whichever came first: both are 1 s here.
+  QVERIFY2(f["detection_s"].isDouble(), qPrintable(why));
+  QVERIFY2(f["detection_s"].toDouble() >= 0.9 && f["detection_s"].toDouble() < 2 * kCallTimeoutS + 0.5, qPrintable(why));
+  // worker-1's own first push after the link came back ends the outage.
+  QVERIFY2(f["downtime_s"].isDouble(), qPrintable(why));
+  QVERIFY2(f["downtime_s"].toDouble() >= cutS - 0.05 && f["downtime_s"].toDouble() < cutS + 1.0, qPrintable(why));
+  // The server lost nothing, and the other two workers trained on meanwhile.
+  QCOMPARE(f["updates_lost"].toInteger(), qint64{0});
+  QVERIFY2(f["version_after"].toInteger() > f["version_before"].toInteger() + 50, qPrintable(why));
+  // Its push in flight when the link was cut got no answer and was never sent again.
+  QVERIFY2(f["gradients_discarded"].toInteger() >= 1, qPrintable(why));
+
+  const auto events = store.value()->events(runId).value();
+  const double at = f["at_s"].toDouble();
+  const double back = f["restart_at_s"].toDouble();
+  QVERIFY2(hasEvent(events, "fault", "worker-1", "cut the link of worker-1"), qPrintable(eventList(events)));
+  QVERIFY2(hasEvent(events, "fault", "worker-1", "restore the link of worker-1"), qPrintable(eventList(events)));
+  const auto during = [&](RE::Code code, double from, double to) {
+    return std::any_of(events.begin(), events.end(), [&](const dasp::EventRow& e) {
+      return e.kind == RE::NODE && e.code == code && e.node == "worker-1" && e.tS > from && e.tS < to;
+    });
+  };
+  QVERIFY2(during(RE::NODE_DOWN, at, back), qPrintable(eventList(events)));       // the server saw silence
+  QVERIFY2(during(RE::NODE_UP, back - 0.01, 1e9), qPrintable(eventList(events)));  // and the worker back
+  QVERIFY2(!hasEvent(events, "exit", "", ""), qPrintable(eventList(events)));       // nobody gave up
+  QVERIFY2(logLines(*store.value(), runId, "worker-1", "dasp-recovery/2 outage_detected") >= 1, qPrintable(why));
+  QVERIFY2(logLines(*store.value(), runId, "worker-1", "dasp-recovery/2 reconnected") >= 1, qPrintable(why));
+  // The other workers' links were never cut: they saw no stall.
+  QCOMPARE(logLines(*store.value(), runId, "worker-0", "dasp-recovery/2 outage_detected"), 0);
+  QCOMPARE(logLines(*store.value(), runId, "worker-2", "dasp-recovery/2 outage_detected"), 0);
   verifyNoOrphans(*store.value(), runId, r.tag, kWorkers + 2);
 }
 

@@ -72,6 +72,12 @@ void TestFaultDesigner::designerRoundTripsRecoveryAndFaults() {
   QCOMPARE(built->faults(1).restart_after_s(), 5.0);
   QVERIFY(designer.validate());
   QVERIFY(specToJson(built.value()).find("\"restart_after_s\"") != std::string::npos);
+  // A worker's drill may cut its link instead.
+  drills->item(0, FaultTable::Action)->setText(QStringLiteral("disconnect"));
+  built = designer.buildSpec();
+  QVERIFY2(built.isOk(), built.message().c_str());
+  QCOMPARE(built->faults(0).action(), v1::FaultSpec::DISCONNECT);
+  QVERIFY(designer.validate());
 }
 
 void TestFaultDesigner::faultPresetsRoundTrip() {
@@ -90,7 +96,8 @@ void TestFaultDesigner::faultPresetsRoundTrip() {
     QVERIFY2(built.isOk(), built.message().c_str());
     QVERIFY2(sameSpec(built.value(), loaded.value()), qPrintable(file));
   }
-  if (presets == 0) QSKIP("no preset with fault drills in experiments/");
+  // experiments/ has fault presets (fault-1kill.json, fault-disconnect.json, ...): none is a failure.
+  QVERIFY2(presets > 0, "no preset with fault drills in experiments/");
 }
 
 void TestFaultDesigner::designerShowsTheKnobsOfTheMode() {
@@ -143,7 +150,8 @@ void TestFaultDesigner::designerShowsTheKnobsOfTheMode() {
       drills->itemDelegate()->createEditor(drills->viewport(), option, drills->model()->index(0, FaultTable::Action)));
   auto* actions = qobject_cast<QComboBox*>(actionEditor.get());
   QVERIFY(actions);
-  QCOMPARE(actions->count(), 2);
+  QCOMPARE(actions->count(), 3);
+  QCOMPARE(actions->itemText(2), QStringLiteral("disconnect"));  // a worker's link cut
 
   selectValue(mode, QStringLiteral("STATELESS"));
   QVERIFY(visibleIn(group("STATELESS"), &designer));
@@ -195,7 +203,7 @@ void TestFaultDesigner::badDrillCellsAreMessages() {
   setAndCheck(FaultTable::RestartAfterS, QStringLiteral("inf"), QStringLiteral("faults[1].restart_after_s"));
   setAndCheck(FaultTable::RestartAfterS, QStringLiteral("-1"), QStringLiteral("faults[1].restart_after_s"));
   drills->item(1, FaultTable::RestartAfterS)->setText(QString());
-  setAndCheck(FaultTable::Action, QStringLiteral("explode"), QStringLiteral("faults[1].action: 'explode' is not kill or pause"));
+  setAndCheck(FaultTable::Action, QStringLiteral("explode"), QStringLiteral("faults[1].action: 'explode' is not kill, pause or disconnect"));
   drills->item(1, FaultTable::Action)->setText(QStringLiteral("PAUSE"));  // any case
   QVERIFY2(!designer.hasError(), qPrintable(designer.message()));
   setAndCheck(FaultTable::Node, QString(), QStringLiteral("faults[1].node"));

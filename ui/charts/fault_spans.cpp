@@ -28,8 +28,9 @@ std::vector<FaultSpan> fromMetrics(const std::vector<RecoveryMetrics>& faults) {
     QStringList lines;
     lines << QStringLiteral("%1 at %2 s").arg(s.label, seconds(f.atS));
     lines << (s.closed ? QStringLiteral("%1 at %2 s")
-                             .arg(s.action == QLatin1String("pause") ? QStringLiteral("resumed")
-                                                                     : QStringLiteral("restarted"),
+                             .arg(s.action == QLatin1String("pause")        ? QStringLiteral("resumed")
+                                  : s.action == QLatin1String("disconnect") ? QStringLiteral("link restored")
+                                                                            : QStringLiteral("restarted"),
                                   seconds(s.t1))
                        : QStringLiteral("never restarted"));
     if (m.detectionS) lines << QStringLiteral("detected after %1 s").arg(seconds(*m.detectionS));
@@ -67,12 +68,14 @@ std::vector<FaultSpan> fromEvents(const std::vector<Event>& events) {
   std::vector<FaultSpan> out;
   for (std::size_t i : order) {
     const Event& e = events[i];
-    if (e.code == v1::RunEvent::KILL || e.code == v1::RunEvent::PAUSE) {
+    if (e.code == v1::RunEvent::KILL || e.code == v1::RunEvent::PAUSE || e.code == v1::RunEvent::DISCONNECT) {
       FaultSpan s;
       s.t0 = e.t;
       s.t1 = e.t;
       s.node = e.subject();
-      s.action = e.code == v1::RunEvent::KILL ? QStringLiteral("kill") : QStringLiteral("pause");
+      s.action = e.code == v1::RunEvent::KILL    ? QStringLiteral("kill")
+                 : e.code == v1::RunEvent::PAUSE ? QStringLiteral("pause")
+                                                 : QStringLiteral("disconnect");
       s.label = e.detail;
       s.detail = QStringLiteral("%1 at %2 s (%3)").arg(e.detail, seconds(e.t), e.kind == v1::RunEvent::FAULT
                                                                                   ? QStringLiteral("drill")
@@ -80,7 +83,7 @@ std::vector<FaultSpan> fromEvents(const std::vector<Event>& events) {
       out.push_back(std::move(s));
       continue;
     }
-    if (e.code != v1::RunEvent::RESUME && e.code != v1::RunEvent::RESTARTED) continue;
+    if (e.code != v1::RunEvent::RESUME && e.code != v1::RunEvent::RESTARTED && e.code != v1::RunEvent::RECONNECT) continue;
     const QString& node = e.subject();
     // The latest open span of that node ends here.
     for (auto it = out.rbegin(); it != out.rend(); ++it) {

@@ -22,7 +22,7 @@ struct FaultSpan {
   double t1 = 0;  // run time of the restart / resume (s); valid only when `closed`
   bool closed = false;  // false: not restarted (yet)
   QString node;    // the node faulted: "server", "server-1", "worker-2", "evaluator"
-  QString action;  // "kill" or "pause"
+  QString action;  // "kill", "pause" or "disconnect"
   QString label;   // "kill server"
   QString detail;  // one line per figure known: times, downtime, what recovery did
 };

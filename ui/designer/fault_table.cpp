@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/designer/fault_table.h"
 
+#include "core/spec/spec.h"
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -21,9 +23,7 @@ namespace {
 
 QString number(double v) { return QString::number(v, 'g', QLocale::FloatingPointShortest); }
 
-QString actionText(v1::FaultSpec::Action action) {
-  return action == v1::FaultSpec::PAUSE ? QStringLiteral("pause") : QStringLiteral("kill");
-}
+QString actionText(v1::FaultSpec::Action action) { return QString::fromStdString(faultActionName(action)); }
 
 Status parseSeconds(const QString& text, const std::string& field, double* out) {
   bool ok = false;
@@ -34,7 +34,7 @@ Status parseSeconds(const QString& text, const std::string& field, double* out) 
 }
 
 // The node column edits with a combo of the known names (still free text: "server-3" of a
-// longer chain, a renamed worker); the action column with kill / pause.
+// longer chain, a renamed worker); the action column with kill / pause / disconnect.
 class FaultDelegate : public QStyledItemDelegate {
  public:
   FaultDelegate(const QStringList* names, QObject* parent) : QStyledItemDelegate(parent), m_names(names) {}
@@ -49,7 +49,7 @@ class FaultDelegate : public QStyledItemDelegate {
     }
     if (index.column() == FaultTable::Action) {
       auto* combo = new QComboBox(parent);
-      combo->addItems({QStringLiteral("kill"), QStringLiteral("pause")});
+      combo->addItems({QStringLiteral("kill"), QStringLiteral("pause"), QStringLiteral("disconnect")});
       return combo;
     }
     return QStyledItemDelegate::createEditor(parent, option, index);
@@ -91,10 +91,12 @@ FaultTable::FaultTable(QWidget* parent) : QWidget(parent) {
   m_table->setHorizontalHeaderLabels({tr("Node"), tr("Action"), tr("At (s)"), tr("Restart after (s)")});
   m_table->horizontalHeaderItem(Node)->setToolTip(
       tr("server (a chain's current head), server-N (replica N of a chain), evaluator or a worker's name"));
-  m_table->horizontalHeaderItem(Action)->setToolTip(tr("kill (SIGKILL) or pause (SIGSTOP)"));
+  m_table->horizontalHeaderItem(Action)->setToolTip(
+      tr("kill (SIGKILL), pause (SIGSTOP) or disconnect (a worker's link to the servers cut)"));
   m_table->horizontalHeaderItem(AtS)->setToolTip(tr("Run time of the fault, seconds."));
   m_table->horizontalHeaderItem(RestartAfterS)->setToolTip(
-      tr("kill: restart the node this many seconds later; pause: resume it. Empty = never."));
+      tr("kill: restart the node this many seconds later; pause: resume it; disconnect: restore its link. "
+         "Empty = never."));
   m_table->setItemDelegate(new FaultDelegate(&m_nodeNames, m_table));
   m_table->verticalHeader()->hide();
   m_table->horizontalHeader()->setStretchLastSection(true);
@@ -152,8 +154,11 @@ Result<std::vector<v1::FaultSpec>> FaultTable::faults() const {
       f.set_action(v1::FaultSpec::KILL);
     } else if (action == QLatin1String("pause")) {
       f.set_action(v1::FaultSpec::PAUSE);
+    } else if (action == QLatin1String("disconnect")) {
+      f.set_action(v1::FaultSpec::DISCONNECT);
     } else {
-      return Status::error(field + ".action: '" + text(row, Action).toStdString() + "' is not kill or pause");
+      return Status::error(field + ".action: '" + text(row, Action).toStdString() +
+                           "' is not kill, pause or disconnect");
     }
     const QString at = text(row, AtS);
     if (at.isEmpty()) return Status::error(field + ".at_s: empty (the run time of the fault, in seconds)");
