@@ -452,8 +452,7 @@ void MainWindow::onRunFinished(qint64 runId, const QString& status, const QStrin
   if (!m_liveIsSim && m_liveData.runId == runId && runId != 0) {
     mergeRunnerEvents();
     logRecoveryEvents();
-    // The fault drills' recovery metrics, which the runner writes at the end, and what a
-    // diverged run's runner saw.
+    // The fault drills' recovery metrics (the runner writes them at the end); a divergence.
     if (RunStore* store = m_runs->store()) {
       if (auto faults = store->faults(runId)) m_liveData.faults = std::move(faults).value();
       if (auto row = store->run(runId); row && row->divergence) {
@@ -474,8 +473,7 @@ void MainWindow::onRunFinished(qint64 runId, const QString& status, const QStrin
     statusBar()->showMessage(line, 10000);
     announce(tr("Run Failed"), line);
   } else if (status == QLatin1String(toString(RunStatus::Diverged))) {
-    // Not a failure of the tool: the banner over the live panel says what was seen.
-    statusBar()->showMessage(line, 10000);
+    statusBar()->showMessage(line, 10000);  // an outcome, not a failure: the live banner says more
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "net/client/ps_client.h"
 #include "net/client/recovery_line.h"
+#include "net/client/speed_profile.h"
 
 #include "core/params/update_record.h"
 
@@ -47,29 +48,6 @@ grpc::Status withRetry(const WorkerOptions& o, const char* what, NodeStats& stat
   }
 }
 
-// The node's emulated iteration time: slowdown × base (or × the real compute), jittered,
-// with scheduled changes by server time and live overrides from the server.
-class SpeedProfile {
- public:
-  SpeedProfile(const v1::NodeSpec& node, std::uint64_t seed) : m_node(node), m_rng(seed) {}
-  // `batchFactor` = this iteration's batch ÷ the spec's: an emulated base time scales with
-  // the batch as real compute does (the real compute time already does).
-  double targetSeconds(double computeS, double serverT, double overrideSlowdown, double batchFactor) {
-    double slowdown = slowdownAt(m_node.speed(), serverT);
-    if (overrideSlowdown > 0) slowdown = overrideSlowdown;
-    const double base = m_node.speed().base_iteration_ms() > 0 ? batchFactor * m_node.speed().base_iteration_ms() / 1000.0
-                                                               : computeS;
-    double factor = 1.0;
-    if (m_node.speed().jitter() > 0) factor = std::max(0.1, 1.0 + m_node.speed().jitter() * m_normal(m_rng));
-    return slowdown * base * factor;
-  }
-
- private:
-  v1::NodeSpec m_node;
-  std::mt19937_64 m_rng;
-  std::normal_distribution<double> m_normal{0.0, 1.0};
-};
-
 }  // namespace
 
 namespace {
@@ -86,14 +64,6 @@ bool isOutage(const grpc::Status& status) {
          status.error_code() == grpc::StatusCode::CANCELLED;
 }
 
-// The server refused a push (the INVALID_ARGUMENT status carries a PushRefusal): the
-// reason, or nullopt for any other status.
-std::optional<pb::PushRefusal::Reason> refusalOf(const grpc::Status& status) {
-  if (status.error_code() != grpc::StatusCode::INVALID_ARGUMENT) return std::nullopt;
-  pb::PushRefusal refusal;
-  if (!refusal.ParseFromString(status.error_details())) return pb::PushRefusal::REASON_UNSPECIFIED;
-  return refusal.reason();
-}
 
 }  // namespace
 
@@ -565,7 +535,7 @@ bool WorkerLoop::iterate(grpc::Status& status) {
       status = pullNext();
       return true;
     }
-    if (auto reason = refusalOf(status)) return onRefused(*reason, status);
+    if (auto reason = pushRefusalOf(status)) return onRefused(*reason, status);
     if (!status.ok()) return fail(Status::error(m_options.name + ": push failed: " + describe(status)));
     // A reply with stop may answer a push the stopping server dropped: not an acknowledgement.
     noteAck(m_pullReply.acked_version(), !m_pullReply.stop());
@@ -588,7 +558,7 @@ bool WorkerLoop::iterate(grpc::Status& status) {
     status = pullNext();
     return true;
   }
-  if (auto reason = refusalOf(status)) return onRefused(*reason, status);
+  if (auto reason = pushRefusalOf(status)) return onRefused(*reason, status);
   if (!status.ok()) return fail(Status::error(m_options.name + ": push failed: " + describe(status)));
   m_prevPushS = secondsSince(pushStart);
   ++m_stats.iterations;

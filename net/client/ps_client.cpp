@@ -14,6 +14,15 @@ void setDeadline(grpc::ClientContext& context, double seconds) {
                        std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6)));
 }
 
+// The server refused a push (the INVALID_ARGUMENT status carries a PushRefusal): the
+// reason, or nullopt for any other status.
+std::optional<ps::v1::PushRefusal::Reason> pushRefusalOf(const grpc::Status& status) {
+  if (status.error_code() != grpc::StatusCode::INVALID_ARGUMENT) return std::nullopt;
+  ps::v1::PushRefusal refusal;
+  if (!refusal.ParseFromString(status.error_details())) return ps::v1::PushRefusal::REASON_UNSPECIFIED;
+  return refusal.reason();
+}
+
 std::string describe(const grpc::Status& status) {
   static const char* names[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
                                 "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,5 +75,8 @@ void setDeadline(grpc::ClientContext& context, double seconds);
 
 // "UNAVAILABLE: failed to connect ..." — the status as one line for messages.
 std::string describe(const grpc::Status& status);
+// The server refused a push: the reason its INVALID_ARGUMENT status carries (PushRefusal in
+// the error details; REASON_UNSPECIFIED when it carries none), or nullopt for any other status.
+std::optional<ps::v1::PushRefusal::Reason> pushRefusalOf(const grpc::Status& status);
 
 }  // namespace dasp::net

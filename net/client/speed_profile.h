@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// SpeedProfile: a worker's emulated speed (net/client's worker loop).
+// Threading: one worker thread.
+
+#include "core/spec/spec.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+
+namespace dasp::net {
+
+// The node's emulated iteration time: slowdown × base (or × the real compute), jittered,
+// with scheduled changes by server time and live overrides from the server.
+class SpeedProfile {
+ public:
+  SpeedProfile(const v1::NodeSpec& node, std::uint64_t seed) : m_node(node), m_rng(seed) {}
+  // `batchFactor` = this iteration's batch ÷ the spec's: an emulated base time scales with
+  // the batch as real compute does (the real compute time already does).
+  double targetSeconds(double computeS, double serverT, double overrideSlowdown, double batchFactor) {
+    double slowdown = slowdownAt(m_node.speed(), serverT);
+    if (overrideSlowdown > 0) slowdown = overrideSlowdown;
+    const double base = m_node.speed().base_iteration_ms() > 0 ? batchFactor * m_node.speed().base_iteration_ms() / 1000.0
+                                                               : computeS;
+    double factor = 1.0;
+    if (m_node.speed().jitter() > 0) factor = std::max(0.1, 1.0 + m_node.speed().jitter() * m_normal(m_rng));
+    return slowdown * base * factor;
+  }
+
+ private:
+  v1::NodeSpec m_node;
+  std::mt19937_64 m_rng;
+  std::normal_distribution<double> m_normal{0.0, 1.0};
+};
+
+}  // namespace dasp::net
