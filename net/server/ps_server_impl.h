@@ -91,7 +91,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   static constexpr int kParkedPullsPerRank = 8;
   static constexpr int kParkedJoinsPerWorker = 4;
   static constexpr int kWatcherPendingMax = 50000;
-  static constexpr int kMaxWatchers = 16;  // Watch streams (the runner has one per server)
+  static constexpr int kMaxWatchers = 8;  // Watch streams (the runner has one per server)
   // Field ranges (ps_validate.cpp): Control SET_SLOWDOWN's slowdown is in (0, kMaxSlowdown]
   // (or 0: the node's own profile); a push's batch_size in [0, kMaxBatch].
   static constexpr double kMaxSlowdown = 1000;
