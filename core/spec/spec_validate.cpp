@@ -83,21 +83,14 @@ std::int64_t trainingSamples(const ExperimentSpec& spec) {
   return n;
 }
 
-// batch_size against the data: a batch larger than a worker's IID shard (or, with the
-// Dirichlet split's uneven shards, than the training set) cannot be drawn.
+// batch_size against the data: a batch larger than the whole training set is an error
+// (batchShardWarning() below says when it only exceeds a worker's shard).
 Status checkBatchAgainstData(const ExperimentSpec& spec) {
   const std::int64_t batch = spec.has_batch_size() ? spec.batch_size() : 64;
   const std::int64_t samples = trainingSamples(spec);
-  if (samples <= 0) return Status::ok();
-  const auto workers = static_cast<std::int64_t>(std::max<std::size_t>(1, expandWorkers(spec).size()));
-  const bool iid = spec.dataset().partition() != v1::DatasetSpec::DIRICHLET;
-  const std::int64_t shard = iid ? samples / workers : samples;
-  if (batch > shard) {
-    return bad("batch_size", std::to_string(batch) + " is larger than " +
-                                 (iid ? "a worker's shard (" + std::to_string(shard) + " of the " +
-                                            std::to_string(samples) + " training samples over " +
-                                            std::to_string(workers) + " workers)"
-                                      : "the training set (" + std::to_string(samples) + " samples)"));
+  if (samples > 0 && batch > samples) {
+    return bad("batch_size", std::to_string(batch) + " is larger than the training set (" + std::to_string(samples) +
+                                 " samples)");
   }
   return Status::ok();
 }
@@ -550,6 +543,24 @@ Status validateSecurity(const ExperimentSpec& spec) {
 }
 
 }  // namespace
+
+std::vector<std::string> specWarnings(const ExperimentSpec& spec) {
+  std::vector<std::string> out;
+  const std::int64_t batch = spec.has_batch_size() ? spec.batch_size() : 64;
+  const std::int64_t samples = trainingSamples(spec);
+  const bool iid = spec.dataset().partition() != v1::DatasetSpec::DIRICHLET;
+  if (samples > 0 && iid && batch <= samples) {
+    const auto workers = static_cast<std::int64_t>(std::max<std::size_t>(1, expandWorkers(spec).size()));
+    const std::int64_t shard = samples / workers;
+    if (batch > shard) {
+      out.push_back("batch_size: " + std::to_string(batch) + " is larger than a worker's shard (" +
+                    std::to_string(shard) + " of the " + std::to_string(samples) + " training samples over " +
+                    std::to_string(workers) + " workers): each batch is clamped to the whole shard, " +
+                    std::to_string(shard) + " samples");
+    }
+  }
+  return out;
+}
 
 Status validateSpec(const ExperimentSpec& spec) {
   if (auto st = checkFinite(spec, ""); !st) return st;
