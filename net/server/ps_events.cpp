@@ -49,6 +49,7 @@ void ParameterServer::Impl::publishLocked(pb::ClusterEvent* e) {
       // A watcher that does not read: its stream is cut (the events it missed are gone;
       // the runner's watcher reads as they come and never gets here).
       w->pending.Clear();
+      ++counters.watchersCutOff;
       w->finishLocked(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                    options.name + ": the watcher reads too slowly (over " +
                                        std::to_string(kWatcherPendingMax) + " events pending); watch again"));
