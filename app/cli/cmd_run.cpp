@@ -17,6 +17,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -167,6 +168,14 @@ int runCommand(const RunFlags& flags) {
   if (flags.lrFrom) spec->clear_lr_grid();  // one rate per strategy, from the file
   auto planned = planRuns(spec.value(), flags.grid);
   if (!planned) return fail(flags.specPath + ": " + planned.message());
+  std::vector<std::string> warned;
+  for (const auto& run : planned.value()) {
+    for (const auto& w : specWarnings(run.spec)) {
+      if (std::find(warned.begin(), warned.end(), w) != warned.end()) continue;
+      warned.push_back(w);
+      std::fprintf(stderr, "dasp: warning: %s: %s\n", flags.specPath.c_str(), w.c_str());
+    }
+  }
   if (flags.reference) {
     planned = withReferenceRuns(planned.value());
     if (!planned) return fail(flags.specPath + ": " + planned.message());

@@ -25,6 +25,9 @@ void addValidateCommand(CLI::App& dasp, int& exitCode) {
       exitCode = fail(spec.message());
       return;
     }
+    for (const auto& w : specWarnings(spec.value())) {
+      std::cerr << "dasp: warning: " << flags->specPath << ": " << w << "\n";
+    }
     if (flags->print) {
       std::cout << specToJson(spec.value()) << "\n";
     } else {

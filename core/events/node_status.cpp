@@ -90,7 +90,7 @@ void NodeStatusTracker::apply(const EventRow& e) {
     case RE::REJECT: {
       if (e.node == "server" || e.node == "cluster") return;  // a refused call, not a worker's push
       NodeStatus& st = m_nodes[resolve(e.node)];
-      ++st.refused;
+      if (e.code != RE::GRADIENT_CLIPPED) ++st.refused;  // a clipped gradient was applied
       st.news = news;
       return;
     }

@@ -42,7 +42,7 @@ struct NodeStatus {
   std::string news;        // "<t> s: <detail>" of the last event about the node
   std::string checkpoint;  // "<t> s: <detail>" of the last checkpoint written (a server)
   bool recovered = false;  // back (restored, adopted, rejoined) since it went down
-  std::int64_t refused = 0;  // its pushes the server refused (not applied; it went on)
+  std::int64_t refused = 0;  // its pushes the server refused (not applied; it went on); not clips
 };
 
 class NodeStatusTracker {

@@ -112,6 +112,36 @@ void SimRun::serveNext(double t) {
   const auto [rank, gen] = m_pushQueue.front();
   m_pushQueue.pop_front();
   auto& w = m_workers[static_cast<std::size_t>(rank)];
+  // The server's gradient guard, as handlePush applies it: a refused gradient never
+  // reaches the policy (the worker pulls again), a clipped one is scaled down.
+  const auto decision = m_guard->check(gradientNorm(w.gradient.data(), m_store->size()));
+  const bool refused = decision.refused();
+  if (refused || decision.verdict == GradientGuard::Verdict::Clip) {
+    recordEvent(t, RE::REJECT, refused ? RE::GRADIENT_REFUSED : RE::GRADIENT_CLIPPED, w.name,
+                describeDecision(decision, rank));
+  }
+  if (decision.verdict == GradientGuard::Verdict::Clip) {
+    const auto scale = static_cast<float>(decision.scale);
+    for (auto& v : w.gradient) v *= scale;
+  }
+  std::int64_t applied = 0;
+  if (!refused) applied = offerToPolicy(rank, t);
+  m_lastPusher = -1;
+  if (gen == w.gen && w.phase != Worker::Phase::Dead) {
+    m_parked.push_back(rank);
+    m_lastPusher = rank;
+  }
+  m_busy = true;
+  const double cost = m_spec.sim().push_overhead_ms() / 1000.0 +
+                      static_cast<double>(applied) * static_cast<double>(m_store->size()) *
+                          m_spec.sim().apply_ns_per_param() * 1e-9;
+  schedule(t + cost, Ev::ServerDone, 0, m_serverGen);
+}
+
+// A guarded push goes to the policy, and its updates are applied; returns the number of
+// gradients applied.
+std::int64_t SimRun::offerToPolicy(int rank, double t) {
+  auto& w = m_workers[static_cast<std::size_t>(rank)];
   const auto r = static_cast<std::size_t>(rank);
   if (m_policy->state(rank) == ParallelState::Down) markUp(rank, t, "pushed again after being marked down");
   m_gradientOf[r] = w.gradient.data();
@@ -131,16 +161,7 @@ void SimRun::serveNext(double t) {
     // still hold an earlier gradient of a rank whose newer push was dropped).
     m_gradientOf[r] = w.held.data();
   }
-  m_lastPusher = -1;
-  if (gen == w.gen && w.phase != Worker::Phase::Dead) {
-    m_parked.push_back(rank);
-    m_lastPusher = rank;
-  }
-  m_busy = true;
-  const double cost = m_spec.sim().push_overhead_ms() / 1000.0 +
-                      static_cast<double>(applied) * static_cast<double>(m_store->size()) *
-                          m_spec.sim().apply_ns_per_param() * 1e-9;
-  schedule(t + cost, Ev::ServerDone, 0, m_serverGen);
+  return applied;
 }
 
 void SimRun::onServerDone(double t) {

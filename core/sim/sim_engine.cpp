@@ -88,6 +88,7 @@ Status SimRun::prepare() {
   if (!policy) return policy.status();
   m_policy = std::move(policy).value();
   m_policy->reset(n, 0.0);
+  m_guard = std::make_unique<GradientGuard>(m_spec.strategy().gradient_guard());
   m_versionTime.assign(1, 0.0);
   m_chain = m_spec.recovery().mode() == v1::RecoverySpec::CHAIN;
   if (m_chain) {

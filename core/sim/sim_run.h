@@ -6,6 +6,7 @@
 #include "core/sim/sim_engine.h"
 
 #include "core/common/build_info.h"
+#include "core/params/gradient_guard.h"
 #include "core/params/parameter_store.h"
 #include "core/results/recovery_metrics.h"
 #include "core/policy/sync_policy.h"
@@ -129,6 +130,7 @@ class SimRun {
   void onSpeedChange(int rank, double t);
 
   // --- the server's work -----------------------------------------------------------------
+  std::int64_t offerToPolicy(int rank, double t);
   std::int64_t applyOutput(double t);
   void emitDecisions();
   void releaseParked(double t);
@@ -175,6 +177,7 @@ class SimRun {
   std::vector<Worker> m_workers;
   std::unique_ptr<ParameterStore> m_store;
   std::unique_ptr<SyncPolicy> m_policy;
+  std::unique_ptr<GradientGuard> m_guard;  // strategy.gradient_guard; fresh with each server
   PolicyOutput m_out;
   std::vector<const float*> m_gradientOf;
   std::vector<std::int64_t> m_baseVersionOf;

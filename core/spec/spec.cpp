@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/spec/spec.h"
 #include "core/spec/spec_text.h"
+#include "core/params/gradient_guard.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
@@ -240,6 +241,7 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
     dasp->set_batch_budget(v1::DaspParams::FASTEST_AT_NOMINAL);
   }
   if (!strategy->has_barrier_timeout_s()) strategy->set_barrier_timeout_s(10.0);
+  *strategy->mutable_gradient_guard() = resolvedGuardSpec(strategy->gradient_guard());
 
   auto* stop = spec.mutable_stop();
   if (stop->target_accuracy() <= 0 && stop->max_seconds() <= 0 && stop->epochs() <= 0 &&

@@ -37,6 +37,9 @@ ExperimentSpec withDefaults(ExperimentSpec spec);
 
 // Checks values (ranges, names). The message names the field path and the value.
 Status validateSpec(const ExperimentSpec& spec);
+// What a valid spec does other than it says, one line each naming the field: a batch_size
+// larger than a worker's IID shard is clamped to the shard (as the gradient sources do).
+std::vector<std::string> specWarnings(const ExperimentSpec& spec);
 
 // Applies one `path.to.field=value` override. Repeated scalar fields take a
 // comma-separated list; enums take their names (case-insensitive).

@@ -3,6 +3,12 @@
 #include "core/spec/spec.h"
 #include "core/spec/spec_text.h"
 
+#include "core/params/gradient_guard.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/reflection.h>
+
 #include <algorithm>
 #include <cmath>
 #include <regex>
@@ -14,6 +20,104 @@ using namespace spec_text;
 namespace {
 
 Status bad(const std::string& field, const std::string& problem) { return Status::error(field + ": " + problem); }
+
+// The largest slowdown a node may have (spec and Control SET_SLOWDOWN alike): beyond it a
+// node would sleep for hours per iteration.
+constexpr double kMaxSlowdown = 1000;
+
+// Every floating-point field of `message`, nested messages and repeated fields included,
+// is finite: no range check below has to think of NaN or Inf. The error names the field's
+// path ("cluster.slowdowns[2]") and the value.
+Status checkFinite(const google::protobuf::Message& message, const std::string& prefix) {
+  namespace gp = google::protobuf;
+  const auto* reflection = message.GetReflection();
+  std::vector<const gp::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const auto* f : fields) {
+    const std::string path = prefix + f->name();
+    const int n = f->is_repeated() ? reflection->FieldSize(message, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      const std::string at = f->is_repeated() ? path + "[" + std::to_string(i) + "]" : path;
+      double v = 0;
+      switch (f->cpp_type()) {
+        case gp::FieldDescriptor::CPPTYPE_DOUBLE:
+          v = f->is_repeated() ? reflection->GetRepeatedDouble(message, f, i) : reflection->GetDouble(message, f);
+          break;
+        case gp::FieldDescriptor::CPPTYPE_FLOAT:
+          v = f->is_repeated() ? reflection->GetRepeatedFloat(message, f, i) : reflection->GetFloat(message, f);
+          break;
+        case gp::FieldDescriptor::CPPTYPE_MESSAGE: {
+          const auto& sub = f->is_repeated() ? reflection->GetRepeatedMessage(message, f, i)
+                                             : reflection->GetMessage(message, f);
+          if (auto st = checkFinite(sub, at + "."); !st) return st;
+          continue;
+        }
+        default:
+          continue;
+      }
+      if (!std::isfinite(v)) return bad(at, "must be a finite number (got " + num(v) + ")");
+    }
+  }
+  return Status::ok();
+}
+
+// A node's slowdown factor: in (0, kMaxSlowdown].
+Status checkSlowdown(double v, const std::string& field) {
+  if (!(v > 0 && v <= kMaxSlowdown)) return bad(field, "must be in (0, " + num(kMaxSlowdown) + "] (got " + num(v) + ")");
+  return Status::ok();
+}
+
+// The training samples the spec's dataset has (its documented sizes; train_limit applied),
+// 0 when this build does not know them.
+std::int64_t trainingSamples(const ExperimentSpec& spec) {
+  const auto& data = spec.dataset();
+  const std::string& name = data.name().empty() ? std::string("fashion-mnist") : data.name();
+  std::int64_t n = 0;
+  if (name == "synthetic") {
+    n = data.synthetic().has_train_count() ? data.synthetic().train_count() : 4096;
+  } else if (name == "fashion-mnist" || name == "mnist") {
+    n = 60000;
+  } else if (name == "cifar10") {
+    n = 50000;
+  }
+  if (data.train_limit() > 0 && (n == 0 || data.train_limit() < n)) n = data.train_limit();
+  return n;
+}
+
+// batch_size against the data: a batch larger than the whole training set is an error
+// (batchShardWarning() below says when it only exceeds a worker's shard).
+Status checkBatchAgainstData(const ExperimentSpec& spec) {
+  const std::int64_t batch = spec.has_batch_size() ? spec.batch_size() : 64;
+  const std::int64_t samples = trainingSamples(spec);
+  if (samples > 0 && batch > samples) {
+    return bad("batch_size", std::to_string(batch) + " is larger than the training set (" + std::to_string(samples) +
+                                 " samples)");
+  }
+  return Status::ok();
+}
+
+// strategy.gradient_guard (of the strategy or a suite entry's).
+Status checkGuard(const v1::GradientGuardSpec& g, const std::string& prefix) {
+  if (g.has_clip_norm() && !(g.clip_norm() > 0)) return bad(prefix + "clip_norm", "must be > 0 (got " + num(g.clip_norm()) + ")");
+  if (g.has_outlier_factor() && !(g.outlier_factor() > 1)) {
+    return bad(prefix + "outlier_factor", "must be > 1 (got " + num(g.outlier_factor()) + ")");
+  }
+  if (g.has_window() && (g.window() < 1 || g.window() > 100000)) {
+    return bad(prefix + "window", "must be in [1, 100000] (got " + std::to_string(g.window()) + ")");
+  }
+  if (g.has_warmup() && g.warmup() < 1) return bad(prefix + "warmup", "must be >= 1 (got " + std::to_string(g.warmup()) + ")");
+  const auto resolved = resolvedGuardSpec(g);
+  if (resolved.warmup() > resolved.window()) {
+    return bad(prefix + "warmup", std::to_string(resolved.warmup()) + " is larger than window " +
+                                      std::to_string(resolved.window()) + " (the median would never be taken)");
+  }
+  if (g.has_max_norm() && !(g.max_norm() > 0)) return bad(prefix + "max_norm", "must be > 0 (got " + num(g.max_norm()) + ")");
+  if (resolved.mode() == v1::GradientGuardSpec::CLIP && resolved.clip_norm() > resolved.max_norm()) {
+    return bad(prefix + "clip_norm", num(resolved.clip_norm()) + " is above max_norm " + num(resolved.max_norm()) +
+                                         " (gradients between them would be refused, not clipped)");
+  }
+  return Status::ok();
+}
 
 Status checkLink(const v1::LinkSpec& link, const std::string& field) {
   if (link.has_latency_ms() && !(link.latency_ms() >= 0 && std::isfinite(link.latency_ms()))) {
@@ -176,8 +280,8 @@ Status validateModelAndData(const ExperimentSpec& spec) {
     return bad("model.name", "unknown model '" + model + "' (known: " + joined(knownModels()) +
                                  ")");
   }
-  if (spec.model().has_hidden() && spec.model().hidden() <= 0) {
-    return bad("model.hidden", "must be > 0 (got " + std::to_string(spec.model().hidden()) + ")");
+  if (spec.model().has_hidden() && (spec.model().hidden() <= 0 || spec.model().hidden() > 65536)) {
+    return bad("model.hidden", "must be in [1, 65536] (got " + std::to_string(spec.model().hidden()) + ")");
   }
   const auto& data = spec.dataset();
   if (!data.name().empty() && !contains(knownDatasets(), data.name())) {
@@ -199,15 +303,23 @@ Status validateModelAndData(const ExperimentSpec& spec) {
                "must be > 0 (got " + num(data.dirichlet_alpha()) + ")");
   }
   const auto& syn = data.synthetic();
-  if (syn.has_classes() && syn.classes() < 2) return bad("dataset.synthetic.classes", "must be >= 2");
-  if (syn.has_dimension() && syn.dimension() < 1) {
-    return bad("dataset.synthetic.dimension", "must be >= 1");
+  auto inRange = [](bool has, std::int64_t v, std::int64_t lo, std::int64_t hi, const char* field) -> Status {
+    if (has && (v < lo || v > hi)) {
+      return bad(field, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " + std::to_string(v) + ")");
+    }
+    return Status::ok();
+  };
+  // Upper bounds: the generator holds train_count × dimension floats in memory.
+  if (auto st = inRange(syn.has_classes(), syn.classes(), 2, 65536, "dataset.synthetic.classes"); !st) return st;
+  if (auto st = inRange(syn.has_dimension(), syn.dimension(), 1, 65536, "dataset.synthetic.dimension"); !st) return st;
+  if (auto st = inRange(syn.has_train_count(), syn.train_count(), 1, 1 << 26, "dataset.synthetic.train_count"); !st) {
+    return st;
   }
-  if (syn.has_train_count() && syn.train_count() < 1) {
-    return bad("dataset.synthetic.train_count", "must be >= 1");
+  if (auto st = inRange(syn.has_test_count(), syn.test_count(), 1, 1 << 26, "dataset.synthetic.test_count"); !st) {
+    return st;
   }
-  if (syn.has_test_count() && syn.test_count() < 1) {
-    return bad("dataset.synthetic.test_count", "must be >= 1");
+  if (syn.has_separation() && syn.separation() < 0) {
+    return bad("dataset.synthetic.separation", "must be >= 0 (got " + num(syn.separation()) + ")");
   }
   return Status::ok();
 }
@@ -242,28 +354,27 @@ Status validateCluster(const ExperimentSpec& spec) {
   if (cluster.has_count() && cluster.count() <= 0) {
     return bad("cluster.count", "must be > 0 (got " + std::to_string(cluster.count()) + ")");
   }
+  if (cluster.has_count() && cluster.count() > 100000) {
+    return bad("cluster.count", "must be at most 100000 (got " + std::to_string(cluster.count()) + ")");
+  }
   for (int i = 0; i < cluster.slowdowns_size(); ++i) {
-    if (!(cluster.slowdowns(i) > 0)) {
-      return bad("cluster.slowdowns[" + std::to_string(i) + "]",
-                 "must be > 0 (got " + num(cluster.slowdowns(i)) + ")");
-    }
+    if (auto st = checkSlowdown(cluster.slowdowns(i), "cluster.slowdowns[" + std::to_string(i) + "]"); !st) return st;
   }
   if (cluster.base_iteration_ms() < 0) return bad("cluster.base_iteration_ms", "must be >= 0");
   for (int i = 0; i < cluster.workers_size(); ++i) {
     const auto& speed = cluster.workers(i).speed();
     const std::string field = "cluster.workers[" + std::to_string(i) + "].speed";
-    if (speed.has_slowdown() && !(speed.slowdown() > 0)) {
-      return bad(field + ".slowdown", "must be > 0 (got " + num(speed.slowdown()) + ")");
+    if (speed.has_slowdown()) {
+      if (auto st = checkSlowdown(speed.slowdown(), field + ".slowdown"); !st) return st;
     }
     if (speed.base_iteration_ms() < 0) return bad(field + ".base_iteration_ms", "must be >= 0");
     if (speed.jitter() < 0 || speed.jitter() > 1) {
       return bad(field + ".jitter", "must be in [0, 1] (got " + num(speed.jitter()) + ")");
     }
     for (int c = 0; c < speed.changes_size(); ++c) {
-      if (!(speed.changes(c).slowdown() > 0) || speed.changes(c).at_s() < 0) {
-        return bad(field + ".changes[" + std::to_string(c) + "]",
-                   "needs at_s >= 0 and slowdown > 0");
-      }
+      const std::string change = field + ".changes[" + std::to_string(c) + "]";
+      if (auto st = checkSlowdown(speed.changes(c).slowdown(), change + ".slowdown"); !st) return st;
+      if (speed.changes(c).at_s() < 0) return bad(change + ".at_s", "must be >= 0 (got " + num(speed.changes(c).at_s()) + ")");
     }
   }
   return Status::ok();
@@ -308,7 +419,7 @@ Status validateStrategies(const ExperimentSpec& spec) {
     if (s.has_barrier_timeout_s() && !(s.barrier_timeout_s() > 0)) {
       return bad(prefix + "barrier_timeout_s", "must be > 0");
     }
-    return Status::ok();
+    return checkGuard(s.gradient_guard(), prefix + "gradient_guard.");
   };
   if (auto st = checkStrategy(spec.strategy(), "strategy."); !st) return st;
   for (int i = 0; i < spec.suite_size(); ++i) {
@@ -348,7 +459,11 @@ Status validateStopAndEvaluation(const ExperimentSpec& spec) {
   if (spec.evaluation().has_every_steps() && spec.evaluation().every_steps() <= 0) {
     return bad("evaluation.every_steps", "must be > 0");
   }
-  if (spec.evaluation().every_s() < 0) return bad("evaluation.every_s", "must be >= 0");
+  const double everyS = spec.evaluation().every_s();
+  if (everyS < 0 || (everyS > 0 && everyS < 0.01)) {
+    // 0 is "by steps only"; a positive period below 10 ms would evaluate without pause.
+    return bad("evaluation.every_s", "must be 0 (by steps only) or at least 0.01 s (got " + num(everyS) + ")");
+  }
   if (spec.evaluation().test_subset() < 0) return bad("evaluation.test_subset", "must be >= 0");
   return Status::ok();
 }
@@ -455,8 +570,28 @@ Status validateSecurity(const ExperimentSpec& spec) {
 
 }  // namespace
 
+std::vector<std::string> specWarnings(const ExperimentSpec& spec) {
+  std::vector<std::string> out;
+  const std::int64_t batch = spec.has_batch_size() ? spec.batch_size() : 64;
+  const std::int64_t samples = trainingSamples(spec);
+  const bool iid = spec.dataset().partition() != v1::DatasetSpec::DIRICHLET;
+  if (samples > 0 && iid && batch <= samples) {
+    const auto workers = static_cast<std::int64_t>(std::max<std::size_t>(1, expandWorkers(spec).size()));
+    const std::int64_t shard = samples / workers;
+    if (batch > shard) {
+      out.push_back("batch_size: " + std::to_string(batch) + " is larger than a worker's shard (" +
+                    std::to_string(shard) + " of the " + std::to_string(samples) + " training samples over " +
+                    std::to_string(workers) + " workers): each batch is clamped to the whole shard, " +
+                    std::to_string(shard) + " samples");
+    }
+  }
+  return out;
+}
+
 Status validateSpec(const ExperimentSpec& spec) {
-  for (auto* check : {validateModelAndData, validateOptimizer, validateCluster, validateStrategies,
+  if (auto st = checkFinite(spec, ""); !st) return st;
+  // (The batch against the data after the cluster: its worker count is checked first.)
+  for (auto* check : {validateModelAndData, validateOptimizer, validateCluster, checkBatchAgainstData, validateStrategies,
                       validateStopAndEvaluation, validateRecoveries, validateFaults, validateSecurity,
                       validateEngine, validateLaunch}) {
     if (auto st = check(spec); !st) return st;
@@ -466,8 +601,8 @@ Status validateSpec(const ExperimentSpec& spec) {
   if (!device.empty() && !std::regex_match(device, devicePattern)) {
     return bad("device", "must be auto, cpu or cuda:N (got '" + device + "')");
   }
-  if (spec.has_threads() && spec.threads() < 1) {
-    return bad("threads", "must be >= 1 (got " + std::to_string(spec.threads()) + ")");
+  if (spec.has_threads() && (spec.threads() < 1 || spec.threads() > 1024)) {
+    return bad("threads", "must be in [1, 1024] (got " + std::to_string(spec.threads()) + ")");
   }
   return Status::ok();
 }

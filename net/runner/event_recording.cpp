@@ -34,7 +34,9 @@ std::optional<EventRow> eventRowOf(const pb::ClusterEvent& e, std::int64_t runId
     case pb::ClusterEvent::NODE:
       return EventRow{runId, e.t_s(), RE::NODE, node, e.state() + ": " + e.detail(), e.code(), {}};
     case pb::ClusterEvent::REJECT:
-      return EventRow{runId, e.t_s(), RE::REJECT, node, e.detail(), RE::CODE_UNSPECIFIED, {}};
+      // GRADIENT_REFUSED / GRADIENT_CLIPPED from the gradient guard (the norm is in the
+      // detail text too), else unset.
+      return EventRow{runId, e.t_s(), RE::REJECT, node, e.detail(), e.code(), {}};
     case pb::ClusterEvent::CONTROL:
       return EventRow{runId, e.t_s(), RE::CONTROL, e.rank() < 0 ? "cluster" : node, e.detail(), RE::CODE_UNSPECIFIED, {}};
     case pb::ClusterEvent::RECOVERY:

@@ -58,8 +58,8 @@ void ParameterServer::Impl::promoteLocked(double t) {
   for (auto& c : lastContact) c = t;
   policy->reset(options.workers, t);
   replicatedVersion = store->version();
-  if (versionTime.size() < static_cast<std::size_t>(store->version()) + 1) {
-    versionTime.resize(static_cast<std::size_t>(store->version()) + 1, t);
+  if (versionTimeBase + static_cast<std::int64_t>(versionTime.size()) - 1 < store->version()) {
+    restartVersionTimesLocked(store->version(), t);
   }
   emitRecoveryLocked(v1::RunEvent::PROMOTED,
                      options.name + " promoted to head at version " + std::to_string(store->version()) +
@@ -79,21 +79,14 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Replicate(grpc::CallbackServerC
     return reactor;
   };
   if (isHead) return fail(grpc::StatusCode::FAILED_PRECONDITION, "is the head; it takes no replica updates");
+  if (auto st = checkReplicaUpdate(*req); !st.ok()) return fail(st.error_code(), st.error_message());
   const std::int64_t have = store->version();
   if (req->full_state()) {
-    if (req->parameters().size() != gradientBytes() || req->momentum().size() != gradientBytes()) {
-      return fail(grpc::StatusCode::INVALID_ARGUMENT, "replica state of the wrong size (" +
-                                                          std::to_string(req->parameters().size()) + " bytes, expected " +
-                                                          std::to_string(gradientBytes()) + ")");
-    }
     store->restore(reinterpret_cast<const float*>(req->parameters().data()),
                    reinterpret_cast<const float*>(req->momentum().data()), req->version());
-    versionTime.resize(static_cast<std::size_t>(req->version()) + 1, req->t_s());
+    restartVersionTimesLocked(req->version(), req->t_s());
     recordStateLocked(UpdateRecordKind::State);
   } else if (req->version() == have + 1) {
-    if (req->gradient().size() != gradientBytes()) {
-      return fail(grpc::StatusCode::INVALID_ARGUMENT, "replica update of the wrong size");
-    }
     const float* g = reinterpret_cast<const float*>(req->gradient().data());
     const double one = 1.0;
     store->apply(&g, &one, 1, req->lr());

@@ -4,6 +4,8 @@
 // kept in `unwatched` while nobody watches; the Watch RPC subscribes.
 #include "net/server/ps_reactors.h"
 
+#include <string>
+
 namespace dasp::net {
 
 namespace {
@@ -23,22 +25,38 @@ pb::ClusterEvent::DecisionKind decisionKindOf(DecisionKind kind) {
 }  // namespace
 
 pb::ClusterEvent* ParameterServer::Impl::newEventLocked() {
-  // The first watcher gets the event; others copy it (usually there is one: the runner).
-  if (watchers.empty()) return unwatched.events_size() < kUnwatchedMax ? unwatched.add_events() : nullptr;
-  return (*watchers.begin())->pending.add_events();
+  // The first live watcher gets the event; others copy it (usually there is one: the
+  // runner). A watcher that was cut off stays in `watchers` until gRPC is done with it.
+  for (auto* w : watchers) {
+    if (!w->done) return w->pending.add_events();
+  }
+  return unwatched.events_size() < kUnwatchedMax ? unwatched.add_events() : nullptr;
 }
 
 void ParameterServer::Impl::publishLocked(pb::ClusterEvent* e) {
   if (e == nullptr) return;
   bool first = true;
   for (auto* w : watchers) {
+    if (w->done) continue;
     if (first) {
       first = false;
     } else {
       *w->pending.add_events() = *e;
     }
   }
-  for (auto* w : watchers) w->flushLocked();
+  for (auto* w : watchers) {
+    if (w->pending.events_size() > kWatcherPendingMax) {
+      // A watcher that does not read: its stream is cut (the events it missed are gone;
+      // the runner's watcher reads as they come and never gets here).
+      w->pending.Clear();
+      ++counters.watchersCutOff;
+      w->finishLocked(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                   options.name + ": the watcher reads too slowly (over " +
+                                       std::to_string(kWatcherPendingMax) + " events pending); watch again"));
+    } else {
+      w->flushLocked();
+    }
+  }
 }
 
 void ParameterServer::Impl::emitDecisionsLocked() {
@@ -89,8 +107,16 @@ void ParameterServer::Impl::emitRecoveryLocked(EventCode what, const std::string
 grpc::ServerWriteReactor<pb::EventBatch>* ParameterServer::Impl::Watch(grpc::CallbackServerContext* ctx,
                                                                        const pb::WatchRequest*) {
   if (auto st = authorize(ctx, "Watch"); !st.ok()) return new RefusedWriter<pb::EventBatch>(st);
-  auto* w = new WatchReactor(this);
   std::lock_guard<std::mutex> lock(mu);
+  // Watchers cut off for not reading count until gRPC is done with them (each still holds
+  // the batch it was writing).
+  if (watchers.size() >= static_cast<std::size_t>(kMaxWatchers)) {
+    return new RefusedWriter<pb::EventBatch>(
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, options.name + ": " + std::to_string(watchers.size()) +
+                                                               " Watch streams already (at most " +
+                                                               std::to_string(kMaxWatchers) + ")"));
+  }
+  auto* w = new WatchReactor(this);
   watchers.insert(w);
   if (unwatched.events_size() > 0) {
     w->pending.Swap(&unwatched);

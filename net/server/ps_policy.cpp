@@ -83,7 +83,7 @@ void ParameterServer::Impl::answerPullLocked(PendingPull* r, double t) {
   reply->set_acked_version(vouchedVersionLocked());
   reply->set_incarnation(incarnation);
   reply->set_server_t_s(t);
-  reply->set_version_t_s(versionTime[std::min(versionTime.size() - 1, static_cast<std::size_t>(store->version()))]);
+  reply->set_version_t_s(versionTimeLocked(store->version()));
   reply->set_lr(learningRateAt(options.spec.optimizer(), store->version()));
   // Pulls parked before the start count their wait from the start.
   const double wait = std::max(0.0, t - r->arrivedAt());

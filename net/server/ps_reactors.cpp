@@ -41,16 +41,25 @@ void ParameterServer::Impl::PullStreamReactor::writeNext() {
 
 void ParameterServer::Impl::PushStreamReactor::OnReadDone(bool ok) {
   if (!ok) {  // the client has sent everything
-    Finish(m_failed ? m_status : m_impl->handlePush(m_header, m_buffer, m_received, m_reply));
+    const grpc::Status status = m_failed ? m_status : m_impl->handlePush(m_header, m_buffer, m_received, m_reply);
+    if (m_claimed >= 0) m_impl->releaseReceiveBuffer(m_claimed);
+    m_claimed = -1;
+    Finish(status);
     return;
   }
   if (!m_failed) {
     if (m_chunk.has_header()) {
-      m_header = m_chunk.header();
-      const int r = m_header.rank();
-      if (r < 0 || r >= m_impl->options.workers) {
+      const int r = m_chunk.header().rank();
+      if (m_buffer != nullptr) {
+        fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunked push with a second header"));
+      } else if (r < 0 || r >= m_impl->options.workers) {
         fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "push from unknown rank " + std::to_string(r)));
+      } else if (!m_impl->claimReceiveBuffer(r)) {
+        fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "a chunked push from worker " + std::to_string(r) + " is already in flight"));
       } else {
+        m_claimed = r;
+        m_header = m_chunk.header();
         m_buffer = m_impl->receiveBuffer(r);
       }
     }

@@ -26,6 +26,7 @@ class ParameterServer::Impl::PendingPull {
   virtual void setParameters(const float* params, std::size_t bytes) = 0;
   virtual void complete() = 0;   // the header (and parameters) are set: send
   virtual void abandon() = 0;    // finish with CANCELLED
+  virtual void refuse(const grpc::Status& status) = 0;  // finish with `status`, never parked
   bool finished = false;         // guarded by Impl::mu
   // Chain with per-update forwarding: the policy has released this pull, which now waits
   // until the tail holds `ackVersion` (everything applied when it was released).
@@ -51,6 +52,7 @@ class ParameterServer::Impl::PullReactor final : public grpc::ServerUnaryReactor
   }
   void complete() override { Finish(grpc::Status::OK); }
   void abandon() override { Finish(grpc::Status::CANCELLED); }
+  void refuse(const grpc::Status& status) override { Finish(status); }
 
  private:
   Impl* m_impl;
@@ -76,6 +78,7 @@ class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteR
   void setParameters(const float* params, std::size_t bytes) override;
   void complete() override { writeNext(); }
   void abandon() override { Finish(grpc::Status::CANCELLED); }
+  void refuse(const grpc::Status& status) override { Finish(status); }
 
  private:
   void writeNext();
@@ -87,12 +90,17 @@ class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteR
 };
 
 // A chunked push: chunks are gathered into the rank's receive buffer (allocated once),
-// then handled as one push. Its fields are its own (one read in flight at a time).
+// then handled as one push. Its fields are its own (one read in flight at a time). It
+// claims the buffer on the header (one chunked push per rank at a time) and gives it back
+// once the push is handled, or when the call ends.
 class ParameterServer::Impl::PushStreamReactor final : public grpc::ServerReadReactor<pb::PushChunk> {
  public:
   PushStreamReactor(Impl* impl, pb::PushReply* reply) : m_impl(impl), m_reply(reply) { StartRead(&m_chunk); }
   void OnReadDone(bool ok) override;
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    if (m_claimed >= 0) m_impl->releaseReceiveBuffer(m_claimed);
+    delete this;
+  }
 
  private:
   void fail(grpc::Status status) {
@@ -105,6 +113,7 @@ class ParameterServer::Impl::PushStreamReactor final : public grpc::ServerReadRe
   pb::PushRequest m_header;
   float* m_buffer = nullptr;
   std::size_t m_received = 0;
+  int m_claimed = -1;  // the rank whose receive buffer this call holds
   bool m_failed = false;
   grpc::Status m_status;
 };

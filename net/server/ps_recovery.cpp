@@ -29,7 +29,7 @@ Status ParameterServer::Impl::restoreBeforeServing() {
     for (const auto& line : skipped) skippedText += "; skipped " + line;
     if (latest) {
       store->restore(latest->parameters.data(), latest->momentum.data(), latest->version);
-      versionTime.assign(static_cast<std::size_t>(latest->version) + 1, o.resumeAtS > 0 ? o.resumeAtS : 0.0);
+      restartVersionTimesLocked(latest->version, o.resumeAtS > 0 ? o.resumeAtS : 0.0);
       lastCheckpointVersion = latest->version;
       emitRecoveryLocked(v1::RunEvent::RESTORED, "restored " + latest->path + " (version " + std::to_string(latest->version) +
                                          ", taken at " + std::to_string(latest->runTimeS).substr(0, 6) + " s)" +

@@ -66,6 +66,10 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
     reactor->Finish(notHead());
     return reactor;
   }
+  if (auto st = checkJoinFields(*req); !st.ok()) {
+    reactor->Finish(st);
+    return reactor;
+  }
   if (req->role() == "probe") {
     // A node asks for the run's spec before it builds its model (then it joins for real).
     reply->set_rank(-1);
@@ -87,7 +91,7 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
   std::lock_guard<std::mutex> lock(mu);
   int rank = -1;
   if (req->role() == "worker") {
-    if (req->requested_rank() >= 0 && req->requested_rank() < options.workers) {
+    if (req->requested_rank() >= 0) {
       rank = req->requested_rank();
     } else {
       for (int r = 0; r < options.workers; ++r) {
@@ -103,12 +107,17 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
       return reactor;
     }
     const bool rejoin = joined[static_cast<std::size_t>(rank)] != 0 || req->rejoin();
-    if (adopting && req->held_version() > adoptedVersion &&
-        req->held_parameters().size() == gradientBytes()) {
-      // Stateless restart: the highest version any worker holds wins; momentum is not
-      // kept by workers, so it restarts from zero.
+    if (adopting && parkedJoins.size() >= static_cast<std::size_t>(kParkedJoinsPerWorker * options.workers)) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                   "join rejected: " + std::to_string(parkedJoins.size()) +
+                                       " joins already wait for the stateless adoption"));
+      return reactor;
+    }
+    if (adopting && req->held_version() > adoptedVersion && !req->held_parameters().empty()) {
+      // Stateless restart: the highest version any worker holds wins (its size and
+      // finiteness were checked); momentum is not kept by workers, so it restarts from zero.
       store->restore(reinterpret_cast<const float*>(req->held_parameters().data()), nullptr, req->held_version());
-      versionTime.assign(static_cast<std::size_t>(req->held_version()) + 1, now());
+      restartVersionTimesLocked(req->held_version(), now());
       adoptedVersion = req->held_version();
       adoptedFrom = req->name();
       recordStateLocked(UpdateRecordKind::State);
@@ -138,16 +147,27 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
 }
 
 // Parks or answers a new pull.
+// Parks or answers a new pull; refuses it (RESOURCE_EXHAUSTED) when its rank already has
+// kParkedPullsPerRank parked (a worker has one, the evaluator one or two).
 void ParameterServer::Impl::admitPull(PendingPull* reactor) {
   std::lock_guard<std::mutex> lock(mu);
   const double t = now();
   if (reactor->rank() >= 0) lastContact[static_cast<std::size_t>(reactor->rank())] = t;
   if (stopping || mayAnswerLocked(reactor, t)) {
     answerPullLocked(reactor, t);
-  } else {
-    parked.push_back(reactor);
-    tickCv.notify_one();
+    return;
   }
+  const int rank = reactor->rank();
+  const auto sameRank = std::count_if(parked.begin(), parked.end(), [rank](PendingPull* p) { return p->rank() == rank; });
+  if (sameRank >= kParkedPullsPerRank) {
+    reactor->finished = true;
+    reactor->refuse(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                 "pull refused: " + std::to_string(sameRank) + " pulls of rank " +
+                                     std::to_string(rank) + " already wait"));
+    return;
+  }
+  parked.push_back(reactor);
+  tickCv.notify_one();
 }
 
 grpc::ServerUnaryReactor* ParameterServer::Impl::Pull(grpc::CallbackServerContext* ctx, const pb::PullRequest* req,
@@ -228,25 +248,35 @@ grpc::ServerReadReactor<pb::PushChunk>* ParameterServer::Impl::PushChunks(grpc::
   return new PushStreamReactor(this, reply);
 }
 
-// Validates and handles one push (unary or chunked): `grad` holds `bytes` bytes.
+grpc::Status ParameterServer::Impl::rejectLocked(int rank, const std::string& why, pb::PushRefusal::Reason reason,
+                                                 const pb::PushRequest& req, EventCode code, double norm) {
+  ++counters.rejected;
+  if (auto* e = newEventLocked()) {
+    e->set_kind(pb::ClusterEvent::REJECT);
+    e->set_t_s(now());
+    e->set_rank(rank);
+    e->set_detail(why);
+    e->set_code(code);
+    e->set_norm(norm);
+    e->set_version(req.base_version());
+    e->set_loss(req.train_loss());  // a refused gradient's loss still tells of divergence
+    publishLocked(e);
+  }
+  // The reason travels typed in the status's details: the worker goes on, or not, by it.
+  pb::PushRefusal refusal;
+  refusal.set_reason(reason);
+  refusal.set_norm(norm);
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why, refusal.SerializeAsString());
+}
+
+// Validates and handles one push (unary or chunked): `grad` holds `bytes` bytes. Every
+// refusal is INVALID_ARGUMENT; the gradient guard's also a REJECT event with its code.
 grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes,
                                                pb::PushReply* reply) {
   const int rank = req.rank();
   auto reject = [&](pb::PushRefusal::Reason reason, const std::string& why) {
     std::lock_guard<std::mutex> lock(mu);
-    ++counters.rejected;
-    if (auto* e = newEventLocked()) {
-      e->set_kind(pb::ClusterEvent::REJECT);
-      e->set_t_s(now());
-      e->set_rank(rank);
-      e->set_detail(why);
-      e->set_version(req.base_version());
-      e->set_loss(req.train_loss());  // a refused gradient's loss still tells of divergence
-      publishLocked(e);
-    }
-    pb::PushRefusal refusal;
-    refusal.set_reason(reason);
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why, refusal.SerializeAsString());
+    return rejectLocked(rank, why, reason, req);
   };
   if (!isHead) return notHead();
   if (rank < 0 || rank >= options.workers) {
@@ -258,11 +288,35 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
                                                   " bytes), the model has " + std::to_string(store->size()) +
                                                   " parameters");
   }
-  if (!allFinite(grad, store->size())) {
-    return reject(pb::PushRefusal::NON_FINITE,
-                  "gradient from worker " + std::to_string(rank) + " contains NaN or Inf; rejected, not applied");
-  }
+  if (auto st = checkPushFields(req); !st.ok()) return reject(pb::PushRefusal::MALFORMED, st.error_message());
+  // The norm outside the lock (one pass over the gradient); the guard decides under it.
+  const double norm = gradientNorm(grad, store->size());
   std::lock_guard<std::mutex> lock(mu);
+  const auto decision = guard->check(norm);
+  if (decision.refused()) {
+    counters.guardRefused += 1;
+    const auto reason = decision.verdict == GradientGuard::Verdict::RefuseNonFinite ? pb::PushRefusal::NON_FINITE
+                                                                                    : pb::PushRefusal::GUARDED;
+    return rejectLocked(rank, describeDecision(decision, rank), reason, req, v1::RunEvent::GRADIENT_REFUSED, norm);
+  }
+  if (decision.verdict == GradientGuard::Verdict::Clip) {
+    // From here on the push is its clipped copy (held, applied, forwarded as it is).
+    auto& clipped = clippedOf[static_cast<std::size_t>(rank)];
+    clipped.resize(static_cast<std::size_t>(store->size()));
+    const auto w = static_cast<float>(decision.scale);
+    for (std::size_t i = 0; i < clipped.size(); ++i) clipped[i] = w * grad[i];
+    grad = clipped.data();
+    counters.guardClipped += 1;
+    if (auto* e = newEventLocked()) {
+      e->set_kind(pb::ClusterEvent::REJECT);
+      e->set_t_s(now());
+      e->set_rank(rank);
+      e->set_detail(describeDecision(decision, rank));
+      e->set_code(v1::RunEvent::GRADIENT_CLIPPED);
+      e->set_norm(norm);
+      publishLocked(e);
+    }
+  }
   const double t = now();
   ++counters.pushes;
   counters.bytesReceived += static_cast<std::int64_t>(bytes);
@@ -299,10 +353,13 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
   const auto r = static_cast<std::size_t>(rank);
   // Marked down for its silence, yet alive: it is a member again.
   if (policy->state(rank) == ParallelState::Down) nodeUpLocked(rank, t, "pushed again after being marked down");
+  // A base version this server never made (a worker ahead of a restored checkpoint, or a
+  // made-up one) counts as the current version.
+  const std::int64_t base = std::min(req.base_version(), store->version());
   gradientOf[r] = grad;
-  baseVersionOf[r] = req.base_version();
+  baseVersionOf[r] = base;
   out.clear();
-  const PushOutcome outcome = policy->onPush(rank, req.base_version(), t, out);
+  const PushOutcome outcome = policy->onPush(rank, base, t, out);
   bool consumed = false;
   for (const auto& g : out.gradients) consumed = consumed || g.rank == rank;
   applyOutputLocked(t);
@@ -323,6 +380,10 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Report(grpc::CallbackServerCont
                                                         const pb::EvaluationReport* req, pb::ReportReply* reply) {
   if (auto* refused = refusedUnary(ctx, "Report")) return refused;
   auto* reactor = ctx->DefaultReactor();
+  if (auto st = checkReportFields(*req); !st.ok()) {
+    reactor->Finish(st);
+    return reactor;
+  }
   std::lock_guard<std::mutex> lock(mu);
   if (auto* e = newEventLocked()) {
     e->set_kind(pb::ClusterEvent::EVALUATION);
@@ -344,10 +405,15 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Control(grpc::CallbackServerCon
                                                          const pb::ControlRequest* req, pb::ControlReply* reply) {
   if (auto* refused = refusedUnary(ctx, "Control")) return refused;
   auto* reactor = ctx->DefaultReactor();
+  if (auto st = checkControlFields(*req); !st.ok()) {
+    reply->set_accepted(false);
+    reply->set_detail(st.error_message());
+    reactor->Finish(st);
+    return reactor;
+  }
   std::unique_lock<std::mutex> lock(mu);
   const double t = now();
   const int rank = req->rank();
-  const bool validRank = rank >= 0 && rank < options.workers;
   std::string detail;
   switch (req->action()) {
     case pb::ControlRequest::STOP:
@@ -356,23 +422,11 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Control(grpc::CallbackServerCon
       stopCv.notify_all();
       detail = "stop";
       break;
-    case pb::ControlRequest::SET_SLOWDOWN:
-      if (!validRank || !(req->slowdown() >= 0)) {
-        reply->set_accepted(false);
-        reply->set_detail("SET_SLOWDOWN needs a worker rank and a slowdown >= 0");
-        reactor->Finish(grpc::Status::OK);
-        return reactor;
-      }
+    case pb::ControlRequest::SET_SLOWDOWN:  // (rank and slowdown checked above)
       slowdownOverride[static_cast<std::size_t>(rank)] = req->slowdown();
       detail = "slowdown x" + std::to_string(req->slowdown());
       break;
     case pb::ControlRequest::MARK_DOWN:
-      if (!validRank) {
-        reply->set_accepted(false);
-        reply->set_detail("MARK_DOWN needs a worker rank");
-        reactor->Finish(grpc::Status::OK);
-        return reactor;
-      }
       markDownLocked(rank, t, "process exited");
       detail = "marked down";
       break;

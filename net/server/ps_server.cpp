@@ -91,6 +91,9 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   impl->gradientOf.assign(workers, nullptr);
   for (std::size_t r = 0; r < workers; ++r) impl->gradientOf[r] = impl->held[r].data();
   impl->baseVersionOf.assign(workers, 0);
+  impl->clippedOf.resize(workers);
+  impl->pushStreaming.assign(workers, 0);
+  impl->guard = std::make_unique<GradientGuard>(options.spec.strategy().gradient_guard());
   impl->joined.assign(workers, 0);
   impl->lastContact.assign(workers, 0.0);
   impl->lastWait.assign(workers, 0.0);

@@ -78,6 +78,9 @@ struct ServerStats {
   std::int64_t checkpointFailures = 0;  // checkpoints that could not be written
   std::int64_t backlogApplied = 0;      // stateless: backlog gradients applied
   std::int64_t unauthorized = 0;        // calls refused: missing or wrong run token
+  std::int64_t guardRefused = 0;        // pushes the gradient guard refused (also in `rejected`)
+  std::int64_t guardClipped = 0;        // gradients the gradient guard clipped (applied)
+  std::int64_t watchersCutOff = 0;      // Watch streams finished for not reading
 };
 
 class ParameterServer {

@@ -7,6 +7,7 @@
 //   ps_reactors.h/.cpp  the call objects: pull (unary, chunked), chunked push, Watch, refused
 //   ps_rpcs.cpp         authentication and the RPC handlers: Join, Pull, PushPull, PullChunks,
 //                       Push, PushChunks, Report, Control; admitPull and handlePush
+//   ps_validate.cpp     the checks of every call's fields; the chunked push's buffer claim
 //   ps_policy.cpp       applying the policy's output, answering parked pulls, the start,
 //                       worker membership (up / down)
 //   ps_events.cpp       the event hub: new events, publishing to watchers, the buffer kept
@@ -41,6 +42,7 @@
 
 #include "core/events/run_events.h"
 #include "core/params/checkpoint.h"
+#include "core/params/gradient_guard.h"
 #include "core/params/parameter_store.h"
 #include "core/params/update_record.h"
 #include "core/policy/sync_policy.h"
@@ -49,6 +51,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -83,6 +86,18 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   static constexpr double kRefusalBurst = 5;
   static constexpr double kRefusalsPerSecond = 1;
   static constexpr int kUnwatchedMax = 50000;  // bound of `unwatched`
+  // Bounds of what a client holding the token can make the server keep (RESOURCE_EXHAUSTED
+  // beyond): parked pulls per rank (a worker has one; the evaluator one or two), joins
+  // parked during a stateless adoption per worker, live watchers, and events pending for
+  // one watcher that does not read (its stream is finished).
+  static constexpr int kParkedPullsPerRank = 8;
+  static constexpr int kParkedJoinsPerWorker = 4;
+  static constexpr int kWatcherPendingMax = 50000;
+  static constexpr int kMaxWatchers = 8;  // Watch streams (the runner has one per server)
+  // Field ranges (ps_validate.cpp): Control SET_SLOWDOWN's slowdown is in (0, kMaxSlowdown]
+  // (or 0: the node's own profile); a push's batch_size in [0, kMaxBatch].
+  static constexpr double kMaxSlowdown = 1000;
+  static constexpr int kMaxBatch = 1 << 24;
 
   // --- written once by start() before the server serves, then read-only -------------------
   ServerOptions options;
@@ -122,15 +137,22 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   std::vector<std::vector<float>> held;      // per rank: a gradient the policy holds
   std::vector<const float*> gradientOf;      // per rank: where its current gradient lives
   std::vector<std::int64_t> baseVersionOf;   // per rank: base version of its current gradient
+  std::vector<std::vector<float>> clippedOf; // per rank: its last gradient as the guard clipped it
+  std::vector<char> pushStreaming;           // per rank: a chunked push holds its receive buffer
   std::vector<char> joined;
   std::vector<double> lastContact;           // per rank, server seconds
   std::vector<double> lastWait;              // per rank, the wait of its last pull
   std::vector<double> lastRelease;           // per rank, when its last pull was answered
   std::vector<double> slowdownOverride;      // per rank, 0 = none
-  std::vector<double> versionTime{0.0};      // server time at which each version was made
+  // Server time at which each version from versionTimeBase on was made: a restore, an
+  // adoption or a replica's new state starts it afresh at its version, so its size is the
+  // number of updates this process made, whatever version a client names.
+  std::vector<double> versionTime{0.0};
+  std::int64_t versionTimeBase = 0;
   std::vector<const float*> applyPtrs;       // reused per update
   std::vector<double> applyWeights;
   ServerStats counters;
+  std::unique_ptr<GradientGuard> guard;      // strategy.gradient_guard (the pointer: start())
   // Authentication: the REJECT events' rate limit.
   double refusalBudget = kRefusalBurst;
   double refusalBudgetT = 0;
@@ -205,6 +227,14 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
                         options.name + " is a chain replica, not the head");
   }
   std::size_t gradientBytes() const { return static_cast<std::size_t>(store->size()) * sizeof(float); }
+  void restartVersionTimesLocked(std::int64_t version, double t) {
+    versionTime.assign(1, t);
+    versionTimeBase = version;
+  }
+  double versionTimeLocked(std::int64_t version) const {
+    const std::int64_t i = std::max<std::int64_t>(0, version - versionTimeBase);
+    return versionTime[std::min(versionTime.size() - 1, static_cast<std::size_t>(i))];
+  }
   const char* stateName(int rank) const {
     return rank >= 0 && rank < options.workers ? toString(policy->state(rank)) : "";
   }
@@ -239,6 +269,22 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
                                       pb::ReplicaAck* reply) override;
   void admitPull(PendingPull* reactor);
   grpc::Status handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes, pb::PushReply* reply);
+  // A refused push: counted, a REJECT event (with the push's version and loss; `code` and
+  // `norm` when the guard refused it), INVALID_ARGUMENT with `why` and a PushRefusal of
+  // `reason` in its details.
+  grpc::Status rejectLocked(int rank, const std::string& why, pb::PushRefusal::Reason reason,
+                            const pb::PushRequest& req, EventCode code = v1::RunEvent::CODE_UNSPECIFIED,
+                            double norm = 0);
+  // The fields of each call (ps_validate.cpp): OK, or INVALID_ARGUMENT naming the field and
+  // the value. A push's gradient goes through the guard in handlePush.
+  grpc::Status checkPushFields(const pb::PushRequest& req) const;
+  grpc::Status checkJoinFields(const pb::JoinRequest& req) const;
+  grpc::Status checkControlFields(const pb::ControlRequest& req) const;
+  grpc::Status checkReportFields(const pb::EvaluationReport& req) const;
+  grpc::Status checkReplicaUpdate(const pb::ReplicaUpdate& req) const;
+  // A chunked push claims (and gives back) its rank's receive buffer: one at a time.
+  bool claimReceiveBuffer(int rank);
+  void releaseReceiveBuffer(int rank);
 
   // --- applying the policy, pulls, start, membership (ps_policy.cpp) ---------------------------
   void applyOutputLocked(double t);

@@ -133,6 +133,23 @@ void TestCli::invalidSpecValueIsNamed() {
   const auto bad = runDasp({"train", "--no-store", "--set", "optimizer.momentum=lots"});
   QCOMPARE(bad.exitCode, 2);
   QVERIFY2(bad.err.contains("optimizer.momentum") && bad.err.contains("lots"), qPrintable(bad.err));
+  // `dasp validate`: every number finite and in range, the field and the value named.
+  const QString preset = QStringLiteral(DASP_SOURCE_DIR "/experiments/default.json");
+  const std::pair<const char*, const char*> cases[] = {
+      {"cluster.slowdowns=inf", "cluster.slowdowns[0]: must be a finite number (got inf)"},
+      {"evaluation.every_s=0.001", "evaluation.every_s: must be 0 (by steps only) or at least 0.01 s (got 0.001)"},
+      {"batch_size=100000000", "batch_size: 100000000 is larger than the training set (60000 samples)"},
+  };
+  for (const auto& [assignment, expected] : cases) {
+    const auto refused = runDasp({"validate", preset, "--set", assignment});
+    QVERIFY2(refused.exitCode == 2 && refused.err.contains(expected), qPrintable(refused.err));
+  }
+  // Beyond a worker's shard: valid, and a warning says the batch is clamped.
+  const auto clamped = runDasp({"validate", preset, "--set", "cluster.count=1000"});
+  QVERIFY2(clamped.exitCode == 0 && clamped.err.contains("warning") &&
+               clamped.err.contains("is larger than a worker's shard (60 of the 60000") &&
+               clamped.err.contains("clamped to the whole shard, 60 samples"),
+           qPrintable(clamped.err));
 }
 
 void TestCli::storeNotSqliteLosesNothing() {

@@ -24,6 +24,8 @@ class TestSpec : public QObject {
   void overrideErrors();
   void expandWorkersFromPattern();
   void roundTripsThroughJson();
+  void errorsNameTheValue();
+  void batchLargerThanTheShardIsAWarning();
 };
 
 void TestSpec::parsesEveryPreset() {
@@ -93,6 +95,24 @@ void TestSpec::invalidValues_data() {
              "faults": [{"node": "worker-1", "action": "DISCONNECT", "at_s": 1, "restart_after_s": 1}]})"
       << "faults[0].action";
   QTest::newRow("call timeout") << R"({"recovery": {"call_timeout_s": 0}})" << "recovery.call_timeout_s";
+  QTest::newRow("slowdown inf") << R"({"cluster": {"slowdowns": [1, "Infinity"]}})" << "cluster.slowdowns[1]";
+  QTest::newRow("slowdown 1e12") << R"({"cluster": {"slowdowns": [1e12]}})" << "cluster.slowdowns[0]";
+  QTest::newRow("nan lr") << R"({"optimizer": {"lr": "NaN"}})" << "optimizer.lr";
+  QTest::newRow("nested nan") << R"({"cluster": {"workers": [{"speed": {"jitter": "NaN"}}]}})"
+                              << "cluster.workers[0].speed.jitter";
+  QTest::newRow("every_s tiny") << R"({"evaluation": {"every_s": 1e-6}})" << "evaluation.every_s";
+  QTest::newRow("batch beyond data") << R"({"batch_size": 100000000})" << "batch_size";
+  QTest::newRow("hidden huge") << R"({"model": {"hidden": 100000000}})" << "model.hidden";
+  QTest::newRow("guard factor") << R"({"strategy": {"gradient_guard": {"outlier_factor": 1}}})"
+                                << "strategy.gradient_guard.outlier_factor";
+  QTest::newRow("guard clip") << R"({"strategy": {"gradient_guard": {"mode": "CLIP", "clip_norm": 0}}})"
+                              << "strategy.gradient_guard.clip_norm";
+  QTest::newRow("guard warmup") << R"({"strategy": {"gradient_guard": {"window": 4, "warmup": 8}}})"
+                                << "strategy.gradient_guard.warmup";
+  QTest::newRow("guard cap") << R"({"strategy": {"gradient_guard": {"max_norm": -1}}})"
+                             << "strategy.gradient_guard.max_norm";
+  QTest::newRow("suite guard") << R"({"suite": [{"strategy": {"gradient_guard": {"window": 0}}}]})"
+                               << "suite[0].strategy.gradient_guard.window";
 }
 
 void TestSpec::invalidValues() {
@@ -176,6 +196,49 @@ void TestSpec::roundTripsThroughJson() {
   auto again = dasp::parseSpecJson(json, "round-trip");
   QVERIFY2(again.isOk(), again.message().c_str());
   QCOMPARE(again->SerializeAsString(), spec.SerializeAsString());
+}
+
+// The issue's cases, as `--set` gives them: the error names the field and the value.
+void TestSpec::errorsNameTheValue() {
+  const std::pair<const char*, const char*> cases[] = {
+      {"cluster.slowdowns=inf", "cluster.slowdowns[0]: must be a finite number (got inf)"},
+      {"cluster.slowdowns=1,2000", "cluster.slowdowns[1]: must be in (0, 1000] (got 2000)"},
+      {"evaluation.every_s=0.001", "evaluation.every_s: must be 0 (by steps only) or at least 0.01 s (got 0.001)"},
+      {"batch_size=100000000", "batch_size: 100000000 is larger than the training set (60000 samples)"},
+      {"stop.max_seconds=nan", "stop.max_seconds: must be a finite number (got nan)"},
+  };
+  for (const auto& [assignment, expected] : cases) {
+    dasp::ExperimentSpec spec;
+    QVERIFY(dasp::applyOverride(spec, assignment).isOk());
+    const auto st = dasp::validateSpec(spec);
+    QVERIFY2(!st.isOk() && st.message() == expected, (std::string(assignment) + " -> " + st.message()).c_str());
+  }
+  // 0 stays "by steps only".
+  dasp::ExperimentSpec spec;
+  spec.mutable_evaluation()->set_every_s(0);
+  QVERIFY(dasp::validateSpec(spec).isOk());
+}
+
+// Within the training set but beyond a worker's IID shard: valid, with a warning that says
+// the batch is clamped to the shard (the gradient sources draw at most the shard).
+void TestSpec::batchLargerThanTheShardIsAWarning() {
+  dasp::ExperimentSpec spec;
+  spec.mutable_dataset()->set_name("synthetic");
+  spec.mutable_dataset()->mutable_synthetic()->set_train_count(1000);
+  spec.mutable_cluster()->set_count(10);
+  spec.set_batch_size(128);
+  QVERIFY(dasp::validateSpec(spec).isOk());
+  auto warnings = dasp::specWarnings(spec);
+  QCOMPARE(warnings.size(), std::size_t{1});
+  QVERIFY2(warnings[0] == "batch_size: 128 is larger than a worker's shard (100 of the 1000 training samples over 10 "
+                          "workers): each batch is clamped to the whole shard, 100 samples",
+           warnings[0].c_str());
+  spec.set_batch_size(100);
+  QVERIFY(dasp::specWarnings(spec).empty());
+  spec.set_batch_size(1001);
+  const auto st = dasp::validateSpec(spec);
+  QVERIFY2(!st.isOk() && st.message().find("batch_size: 1001 is larger than the training set (1000 samples)") == 0,
+           st.message().c_str());
 }
 
 QTEST_GUILESS_MAIN(TestSpec)

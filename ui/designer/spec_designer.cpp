@@ -369,6 +369,22 @@ void SpecDesigner::buildStrategySection(QWidget* page, QVBoxLayout* layout) {
   addText(k, tr("Change band"), "strategy.dasp.change_band", QStringLiteral("0.5"),
           tr("ADAPTIVE: relative band of the speed-change detector"));
   addText(f, tr("Barrier timeout (s)"), "strategy.barrier_timeout_s", QStringLiteral("10"));
+  // The server's gradient guard (every strategy): core/params/gradient_guard.h.
+  addChoice(f, tr("Gradient guard"), "strategy.gradient_guard.mode", QStringLiteral("REFUSE_OUTLIERS"),
+            enumValues("strategy.gradient_guard.mode"))
+      ->setToolTip(tr("strategy.gradient_guard.mode: REFUSE_OUTLIERS — refuse a gradient whose norm is above "
+                      "k × the running median; CLIP — scale it down to the clip norm; OFF — apply every finite "
+                      "one. NaN/Inf and norms above the hard cap are always refused"));
+  addText(f, tr("Outlier factor k"), "strategy.gradient_guard.outlier_factor", QStringLiteral("20"),
+          tr("REFUSE_OUTLIERS: refuse norms above k × the median of recent accepted norms"));
+  addText(f, tr("Median window"), "strategy.gradient_guard.window", QStringLiteral("64"),
+          tr("REFUSE_OUTLIERS: accepted norms the median is taken over"));
+  addText(f, tr("Warm-up"), "strategy.gradient_guard.warmup", QStringLiteral("8"),
+          tr("REFUSE_OUTLIERS: accepted norms before outliers are refused"));
+  addText(f, tr("Clip norm"), "strategy.gradient_guard.clip_norm", QStringLiteral("10"),
+          tr("CLIP: larger gradients are scaled down to this L2 norm"));
+  addText(f, tr("Hard cap"), "strategy.gradient_guard.max_norm", QStringLiteral("1e6"),
+          tr("every mode: a gradient with a larger L2 norm is refused"));
   connect(m_strategy, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateStrategyKnobs);
   connect(m_model, &QComboBox::currentIndexChanged, this, [this] {
     const QString model = m_model->currentData().toString();
