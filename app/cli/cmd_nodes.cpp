@@ -218,11 +218,11 @@ int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_poin
   if (!tokenFile.empty()) ::unlink(tokenFile.c_str());
   std::printf(
       "dasp-server stopped: version %lld, %lld pushes, %lld applied, %lld dropped, %lld rejected, "
-      "%lld unauthorized, gradient guard: %lld refused, %lld clipped\n",
+      "%lld unauthorized, gradient guard: %lld refused, %lld clipped, largest norm/median %.2f\n",
       static_cast<long long>(stats.version), static_cast<long long>(stats.pushes),
       static_cast<long long>(stats.applied), static_cast<long long>(stats.dropped),
       static_cast<long long>(stats.rejected), static_cast<long long>(stats.unauthorized),
-      static_cast<long long>(stats.guardRefused), static_cast<long long>(stats.guardClipped));
+      static_cast<long long>(stats.guardRefused), static_cast<long long>(stats.guardClipped), stats.guardMaxRatio);
   std::printf("dasp-node-stats bytes_sent=%lld bytes_received=%lld\n", static_cast<long long>(stats.bytesSent),
               static_cast<long long>(stats.bytesReceived));
   return 0;

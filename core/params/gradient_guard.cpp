@@ -74,6 +74,7 @@ GradientGuard::Decision GradientGuard::check(double norm) {
     return d;
   }
   if (d.verdict == Verdict::Clip) ++m_clipped;
+  if (d.median > 0) m_maxRatio = std::max(m_maxRatio, norm / d.median);
   ++m_accepted;
   const auto cap = static_cast<std::size_t>(std::max(1, m_spec.window()));
   if (m_window.size() < cap) {

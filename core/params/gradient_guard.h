@@ -59,6 +59,9 @@ class GradientGuard {
   std::int64_t accepted() const { return m_accepted; }
   std::int64_t refused() const { return m_refused; }
   std::int64_t clipped() const { return m_clipped; }
+  // The largest norm ÷ running median among accepted gradients after the warm-up
+  // (REFUSE_OUTLIERS): how close legitimate training came to outlier_factor.
+  double maxAcceptedRatio() const { return m_maxRatio; }
   const v1::GradientGuardSpec& spec() const { return m_spec; }
 
  private:
@@ -67,6 +70,7 @@ class GradientGuard {
   std::size_t m_next = 0;        // where the next accepted norm goes
   mutable std::vector<double> m_scratch;
   std::int64_t m_accepted = 0, m_refused = 0, m_clipped = 0;
+  double m_maxRatio = 0;
 };
 
 // "accepted", "clipped", "refused: not finite", ... for logs.

@@ -190,6 +190,7 @@ ServerStats ParameterServer::stats() const {
   std::lock_guard<std::mutex> lock(m_impl->mu);
   ServerStats s = m_impl->counters;
   s.version = m_impl->store->version();
+  s.guardMaxRatio = m_impl->guard->maxAcceptedRatio();
   return s;
 }
 

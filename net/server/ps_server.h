@@ -81,6 +81,7 @@ struct ServerStats {
   std::int64_t guardRefused = 0;        // pushes the gradient guard refused (also in `rejected`)
   std::int64_t guardClipped = 0;        // gradients the gradient guard clipped (applied)
   std::int64_t watchersCutOff = 0;      // Watch streams finished for not reading
+  double guardMaxRatio = 0;             // the guard's largest accepted norm ÷ running median
 };
 
 class ParameterServer {

@@ -109,6 +109,8 @@ void TestGradientGuard::outliersAfterWarmup() {
   QCOMPARE(out.median, median);
   QCOMPARE(out.limit, 20 * median);
   QCOMPARE(guard.check(19 * median).verdict, Verdict::Accept);
+  // The refused 25× does not count; the accepted 19× is the largest ratio.
+  QCOMPARE(guard.maxAcceptedRatio(), 19.0);
 }
 
 void TestGradientGuard::refusedNormsDoNotMoveTheMedian() {

@@ -245,6 +245,43 @@ class TestSimEngine : public QObject {
     QVERIFY(recorded);
   }
 
+  // The server's gradient guard in virtual time: CLIP below every real norm clips each
+  // gradient (an event each, and training goes on); a hard cap below every norm refuses
+  // them all (no update is made, each refusal is an event).
+  void gradientGuardAsTheServerApplies() {
+    QTemporaryDir dir;
+    for (const bool clip : {true, false}) {
+      const std::string db = dir.filePath(clip ? "clip.sqlite" : "cap.sqlite").toStdString();
+      auto spec = baseSpec("asp", 2);
+      spec.mutable_stop()->set_max_seconds(0.5);
+      auto* guard = spec.mutable_strategy()->mutable_gradient_guard();
+      guard->set_mode(clip ? v1::GradientGuardSpec::CLIP : v1::GradientGuardSpec::REFUSE_OUTLIERS);
+      guard->set_clip_norm(1e-4);
+      guard->set_max_norm(clip ? 1e6 : 1e-9);
+      const auto o = simulate(spec, db);
+      auto store = RunStore::open(db);
+      QVERIFY(store);
+      int clipped = 0, refused = 0;
+      for (const auto& e : store.value()->events(o.summary.runId).value()) {
+        if (e.kind != v1::RunEvent::REJECT) continue;
+        clipped += e.code == v1::RunEvent::GRADIENT_CLIPPED ? 1 : 0;
+        refused += e.code == v1::RunEvent::GRADIENT_REFUSED ? 1 : 0;
+        QVERIFY2(e.detail.find("gradient from worker") == 0, e.detail.c_str());
+      }
+      QVERIFY(o.summary.gradients > 50);
+      // (A push that arrived as the run ended may not have been served.)
+      if (clip) {
+        QCOMPARE(static_cast<std::int64_t>(clipped), o.summary.applied);
+        QVERIFY(o.summary.applied >= o.summary.gradients - 2);
+        QCOMPARE(refused, 0);
+      } else {
+        QVERIFY(refused >= o.summary.gradients - 2);
+        QCOMPARE(o.summary.updates, std::int64_t{0});
+        QCOMPARE(clipped, 0);
+      }
+    }
+  }
+
   // What a researcher finds in the store: the run as engine sim with every series.
   void storeHoldsTheRunLikeARealOne() {
     QTemporaryDir dir;

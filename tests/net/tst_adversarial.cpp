@@ -266,7 +266,7 @@ void TestAdversarial::attackGradients(Attacker& a, std::int64_t n, int& refusedB
   }
   QCOMPARE(a.push(0, small, -5).error_code(), StatusCode::INVALID_ARGUMENT);
   // A version from the future counts as the current one: applied (a zero gradient).
-  st = a.push(0, small, std::numeric_limits<std::int64_t>::max());
+  auto st = a.push(0, small, std::numeric_limits<std::int64_t>::max());
   QVERIFY2(st.ok(), dasp::net::describe(st).c_str());
   {
     grpc::ClientContext c;
