@@ -68,6 +68,15 @@ void DivergenceMonitor::onTrainLoss(double tS, std::int64_t version, double loss
   check(m_train, tS, version, loss);
 }
 
+void DivergenceMonitor::onRefusedTrainLoss(double tS, std::int64_t version, double loss) {
+  if (m_divergence) return;
+  if (!std::isfinite(loss)) {
+    m_divergence = Divergence{DivergenceCause::NonFiniteTrainLoss, version, tS, loss, 0};
+    return;
+  }
+  check(m_train, tS, version, loss);
+}
+
 void DivergenceMonitor::onTestLoss(double tS, std::int64_t version, double loss) {
   if (m_divergence) return;
   if (!std::isfinite(loss)) {

@@ -44,6 +44,9 @@ class DivergenceMonitor {
 
   // The training loss of a gradient computed on `version`, pushed at server time `tS`.
   void onTrainLoss(double tS, std::int64_t version, double loss);
+  // The training loss of a push the server refused: it counts as onTrainLoss() does, but
+  // never toward the initial loss (a refused push is no evidence of where training began).
+  void onRefusedTrainLoss(double tS, std::int64_t version, double loss);
   // The evaluator's test loss of `version`, made at server time `tS`.
   void onTestLoss(double tS, std::int64_t version, double loss);
 

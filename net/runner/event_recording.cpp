@@ -126,8 +126,11 @@ void EventRecording::record(const pb::EventBatch& batch) {
         break;
       }
       case pb::ClusterEvent::REJECT:
-        // A gradient refused for NaN or Inf comes with its loss: the model may have left training.
-        if (e.rank() >= 0 && !std::isfinite(e.loss())) m_divergence.onTrainLoss(e.t_s(), e.version(), e.loss());
+        // A refused push comes with its loss: a model whose gradients the guard refuses as
+        // they explode has left training (a clipped one was applied: its ITERATION has it).
+        if (e.rank() >= 0 && e.code() != v1::RunEvent::GRADIENT_CLIPPED) {
+          m_divergence.onRefusedTrainLoss(e.t_s(), e.version(), e.loss());
+        }
         if (auto row = eventRowOf(e, runId, node)) m_recorder.record(std::move(*row));
         break;
       default:

@@ -125,6 +125,23 @@ class TestDivergence : public QObject {
     QVERIFY(m.divergence());  // window 0: one loss above the factor is enough
   }
 
+  void refusedLossesNeverSetTheInitialLoss() {
+    DivergenceMonitor m(rule(10, 1));
+    m.onRefusedTrainLoss(0.0, 0, 0.0);  // a made-up push at version 0
+    m.onTrainLoss(0.1, 0, 2.0);
+    m.onTrainLoss(0.5, 3, 15.0);  // below 10 x 2: a refused 0 did not lower the reference
+    QVERIFY(!m.divergence());
+    // The guard refuses the exploding gradients: their losses still end the run.
+    m.onRefusedTrainLoss(1.0, 4, 2500.0);
+    m.onRefusedTrainLoss(2.0, 4, 2600.0);
+    QVERIFY(m.divergence());
+    QCOMPARE(m.divergence()->cause, DivergenceCause::LossAboveFactor);
+    QCOMPARE(m.divergence()->tS, 1.0);
+    DivergenceMonitor nan(rule(10, 1));
+    nan.onRefusedTrainLoss(0.3, 2, kNaN);
+    QVERIFY(nan.divergence());
+  }
+
   void causesRoundTrip() {
     for (auto c : {DivergenceCause::NonFiniteTrainLoss, DivergenceCause::NonFiniteTestLoss,
                    DivergenceCause::LossAboveFactor}) {
