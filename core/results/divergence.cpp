@@ -55,17 +55,12 @@ DivergenceMonitor::DivergenceMonitor(const v1::DivergenceRule& rule)
     : m_factor(rule.loss_factor()), m_windowS(rule.window_s()) {}
 
 void DivergenceMonitor::onTrainLoss(double tS, std::int64_t version, double loss) {
-  if (m_divergence) return;
-  if (!std::isfinite(loss)) {
-    m_divergence = Divergence{DivergenceCause::NonFiniteTrainLoss, version, tS, loss, 0};
-    return;
-  }
   // The initial loss: every gradient computed on version 0 (each worker's first, at least).
-  if (version == 0) {
+  if (!m_divergence && std::isfinite(loss) && version == 0) {
     m_initialSum += loss;
     ++m_initialCount;
   }
-  check(m_train, tS, version, loss);
+  onRefusedTrainLoss(tS, version, loss);
 }
 
 void DivergenceMonitor::onRefusedTrainLoss(double tS, std::int64_t version, double loss) {
