@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
-#include <random>
 #include <thread>
 
 namespace dasp::net {
