@@ -9,6 +9,7 @@
 #include "ml/node_compute.h"
 #include "ml/bench/train_bench.h"
 #include "ml/trainer.h"
+#include "core/bench/memory_bench.h"
 #include "core/bench/policy_bench.h"
 #include "net/client/nodes.h"
 #include "net/server/ps_server.h"
@@ -102,8 +103,9 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// (a) One worker + server over loopback gRPC against the single-process trainer, same
-// model, batch and data: seconds per iteration of each, in alternating rounds.
+// (a) One worker + server (the default local transport: shared memory) against the
+// single-process trainer, same model, batch and data: seconds per iteration of each, in
+// alternating rounds.
 Result<std::pair<double, double>> iterationTimes(const TrainTest& data, const std::string& model, int batch,
                                                  int iterations, int rounds) {
   ExperimentSpec spec;
@@ -143,8 +145,13 @@ Result<std::pair<double, double>> iterationTimes(const TrainTest& data, const st
     worker.requestedRank = 0;
     worker.model = model;
     worker.parameters = parameters;
+    worker.transport = net::LocalTransport::Auto;  // what `dasp run` gives a local worker
     auto join = net::joinServer(worker, "worker");
     if (!join) return join.status();
+    if (join->client->transport() != net::LocalTransport::Shm) {
+      return Status::error("bench ps: the local worker did not get shared memory: " +
+                           join->client->transportFallback());
+    }
     auto source = ml::ShardGradientSource::create(spec, data.train, 0, 1);
     if (!source) return source.status();
     const auto t0 = Clock::now();
@@ -157,49 +164,106 @@ Result<std::pair<double, double>> iterationTimes(const TrainTest& data, const st
   return std::make_pair(median(distributed), median(single));
 }
 
+struct ModelRatio {
+  std::string model;
+  double distributedS = 0, singleS = 0;
+  double ratio() const { return singleS > 0 ? distributedS / singleS : 0; }
+};
+
+struct TransportRate {
+  net::LocalTransport transport;
+  double gbps = 0;
+};
+
+// {"a":1.5,"b":2} from (name, value) pairs.
+template <typename Items, typename Name, typename Value>
+std::string jsonObject(const Items& items, Name&& name, Value&& value) {
+  std::string out = "{";
+  for (const auto& item : items) out += (out.size() > 1 ? "," : "") + jsonString(name(item)) + ":" + jsonNumber(value(item));
+  return out + "}";
+}
+
+void printPs(const std::vector<ModelRatio>& models, const net::TransferBench& tcp,
+             const std::vector<TransportRate>& transports, const MemoryBench& copy, const MemoryBench& apply,
+             const PolicyBenchResult& ssp, const PolicyBenchResult& dasp) {
+  for (const auto& m : models) {
+    std::printf("(a) %-8s batch 64: %.3f ms per iteration through the server (shm) vs %.3f ms single-process: "
+                "ratio %.3f\n",
+                m.model.c_str(), m.distributedS * 1e3, m.singleS * 1e3, m.ratio());
+  }
+  std::printf("(b) 10M floats: memcpy %.2f GB/s, TCP echo %.2f GB/s\n", copy.gbps, tcp.gbps);
+  for (const auto& t : transports) {
+    std::printf("    push+pull over %-4s %.2f GB/s: %.2f x the TCP echo\n", net::nameOf(t.transport), t.gbps,
+                tcp.gbps > 0 ? t.gbps / tcp.gbps : 0);
+  }
+  std::printf("(c) apply (fused SGD-momentum, 10M floats): %.2f ms = %.1f GB/s\n", apply.seconds * 1e3, apply.gbps);
+  std::printf("(d) decisions/s with 1,024 workers: ssp %.3g, dasp %.3g\n", ssp.decisionsPerS, dasp.decisionsPerS);
+}
+
 int benchPs(const BenchPsFlags& flags) {
   const bool json = flags.json;
-  auto note = [&](const char* what) {
-    if (!json) std::fprintf(stderr, "bench ps: %s ...\n", what);
+  auto note = [&](const std::string& what) {
+    if (!json) std::fprintf(stderr, "bench ps: %s ...\n", what.c_str());
   };
   auto data = benchData(flags.datasetPath);
   if (!data) return fail(data.message());
 
-  note("(a) lenet iteration: 1 worker + server over loopback vs the single-process trainer");
-  auto times = iterationTimes(data.value(), "lenet", 64, 300, 3);
-  if (!times) return fail(times.message(), 1);
-  note("(b) push+pull of 10M floats vs a raw TCP echo of the same bytes");
+  std::vector<ModelRatio> models;
+  for (const char* model : {"mlp", "lenet", "ttf-cnn"}) {
+    note(std::string("(a) ") + model + " iteration: 1 worker + server (shared memory) vs the single-process trainer");
+    auto times = iterationTimes(data.value(), model, 64, 300, 3);
+    if (!times) return fail(times.message(), 1);
+    models.push_back({model, times->first, times->second});
+  }
+  note("(b) push+pull of 10M floats over tcp, unix and shm vs memcpy and a raw TCP echo of the same bytes");
   const std::int64_t floats = 10'000'000;
+  const auto copy = benchMemcpy(floats, 21);
   auto tcp = net::benchTcpEcho(floats, 21);
   if (!tcp) return fail(tcp.message(), 1);
-  auto grpc = net::benchPushPull(floats, 11);
-  if (!grpc) return fail(grpc.message(), 1);
-  note("(c) policy decisions per second, 1,024 workers");
-  v1::StrategySpec ssp, dasp;
-  ssp.set_name("ssp");
-  dasp.set_name("dasp");
-  const auto sspRate = benchPolicyDecisions(ssp, 1024, 1.0, 1);
-  const auto daspRate = benchPolicyDecisions(dasp, 1024, 1.0, 1);
-
-  const double ratio = times->second > 0 ? times->first / times->second : 0;
-  const double transferRatio = tcp->gbps > 0 ? grpc->gbps / tcp->gbps : 0;
-  if (json) {
-    std::cout << "{\"bench\":\"ps\",\"iteration_time_ratio\":" << jsonNumber(ratio)
-              << ",\"distributed_iteration_ms\":" << jsonNumber(times->first * 1e3)
-              << ",\"single_iteration_ms\":" << jsonNumber(times->second * 1e3)
-              << ",\"push_pull_gbps\":" << jsonNumber(grpc->gbps) << ",\"tcp_echo_gbps\":" << jsonNumber(tcp->gbps)
-              << ",\"push_pull_vs_tcp\":" << jsonNumber(transferRatio) << ",\"push_pull_floats\":" << floats
-              << ",\"ssp_decisions_per_s\":" << jsonNumber(sspRate.decisionsPerS)
-              << ",\"dasp_decisions_per_s\":" << jsonNumber(daspRate.decisionsPerS) << ",\"policy_workers\":1024}"
-              << std::endl;
-  } else {
-    std::printf("(a) lenet batch 64: %.3f ms per distributed iteration vs %.3f ms single-process: ratio %.3f\n",
-                times->first * 1e3, times->second * 1e3, ratio);
-    std::printf("(b) push+pull of 10M floats: %.2f GB/s vs TCP echo %.2f GB/s: %.0f %%\n", grpc->gbps, tcp->gbps,
-                100 * transferRatio);
-    std::printf("(c) decisions/s with 1,024 workers: ssp %.3g, dasp %.3g\n", sspRate.decisionsPerS,
-                daspRate.decisionsPerS);
+  std::vector<TransportRate> transports;
+  for (auto t : {net::LocalTransport::Tcp, net::LocalTransport::Unix, net::LocalTransport::Shm}) {
+    auto r = net::benchPushPull(floats, t == net::LocalTransport::Shm ? 21 : 11, t);
+    if (!r) return fail(r.message(), 1);
+    transports.push_back({t, r->gbps});
   }
+  note("(c) the server's apply step over 10M floats");
+  const auto apply = benchApply(floats, 21);
+  note("(d) policy decisions per second, 1,024 workers");
+  v1::StrategySpec sspSpec, daspSpec;
+  sspSpec.set_name("ssp");
+  daspSpec.set_name("dasp");
+  const auto ssp = benchPolicyDecisions(sspSpec, 1024, 1.0, 1);
+  const auto dasp = benchPolicyDecisions(daspSpec, 1024, 1.0, 1);
+
+  const ModelRatio& lenet = models[1];
+  const double tcpGbps = transports[0].gbps;
+  double sameHost = 0;
+  for (const auto& t : transports) {
+    if (t.transport != net::LocalTransport::Tcp) sameHost = std::max(sameHost, t.gbps);
+  }
+  auto ratioTo = [&](double gbps) { return tcp->gbps > 0 ? gbps / tcp->gbps : 0; };
+  if (!json) {
+    printPs(models, tcp.value(), transports, copy, apply, ssp, dasp);
+    return 0;
+  }
+  // The fields of earlier versions keep their meaning (lenet; push+pull over TCP); the
+  // new ones add each transport and model.
+  std::cout << "{\"bench\":\"ps\",\"iteration_time_ratio\":" << jsonNumber(lenet.ratio())
+            << ",\"distributed_iteration_ms\":" << jsonNumber(lenet.distributedS * 1e3)
+            << ",\"single_iteration_ms\":" << jsonNumber(lenet.singleS * 1e3)
+            << ",\"push_pull_gbps\":" << jsonNumber(tcpGbps) << ",\"tcp_echo_gbps\":" << jsonNumber(tcp->gbps)
+            << ",\"push_pull_vs_tcp\":" << jsonNumber(ratioTo(tcpGbps)) << ",\"push_pull_floats\":" << floats
+            << ",\"ssp_decisions_per_s\":" << jsonNumber(ssp.decisionsPerS)
+            << ",\"dasp_decisions_per_s\":" << jsonNumber(dasp.decisionsPerS) << ",\"policy_workers\":1024"
+            << ",\"memcpy_gbps\":" << jsonNumber(copy.gbps) << ",\"transports\":"
+            << jsonObject(transports, [](const TransportRate& t) { return std::string(net::nameOf(t.transport)); },
+                          [](const TransportRate& t) { return t.gbps; })
+            << ",\"same_host_vs_tcp\":" << jsonNumber(ratioTo(sameHost))
+            << ",\"same_host_vs_memcpy\":" << jsonNumber(copy.gbps > 0 ? sameHost / copy.gbps : 0)
+            << ",\"iteration_time_ratio_by_model\":"
+            << jsonObject(models, [](const ModelRatio& m) { return m.model; }, [](const ModelRatio& m) { return m.ratio(); })
+            << ",\"apply_gbps\":" << jsonNumber(apply.gbps) << ",\"apply_ms\":" << jsonNumber(apply.seconds * 1e3)
+            << "}" << std::endl;
   return 0;
 }
 
@@ -228,7 +292,8 @@ void addBenchCommand(CLI::App& dasp, int& exitCode) {
 
   auto psFlags = std::make_shared<BenchPsFlags>();
   auto* ps = bench->add_subcommand(
-      "ps", "the parameter server: iteration vs single process, push+pull vs TCP echo, policy decisions/s");
+      "ps", "the parameter server: iteration vs single process per model, push+pull per transport vs memcpy and TCP echo, "
+      "the apply step, policy decisions/s");
   ps->add_option("--dataset-path", psFlags->datasetPath, "the Fashion-MNIST IDX folder")->capture_default_str();
   ps->add_flag("--json", psFlags->json, "one JSON object");
   ps->callback([psFlags, &exitCode] { exitCode = benchPs(*psFlags); });

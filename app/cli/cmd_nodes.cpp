@@ -33,6 +33,7 @@ struct ClientFlags {
   double connectTimeoutS = 30;
   std::optional<std::string> tokenFile, tlsCert;
   std::string recordPath;  // worker: --record
+  std::string transport = "tcp";  // worker: --transport
 };
 
 struct ServerFlags {
@@ -111,6 +112,7 @@ Result<NodeSetup> prepareNode(const ClientFlags& flags, const std::string& role)
   s.options.requestedRank = flags.rank;
   s.options.connectTimeoutS = flags.connectTimeoutS;
   s.options.recordPath = flags.recordPath;
+  s.options.transport = net::localTransportNamed(flags.transport).value_or(net::LocalTransport::Tcp);
   s.options.log = logLine;
   s.options.cancel = stopRequested();
   auto security = clientSecurity(flags, role);
@@ -141,6 +143,8 @@ int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_poin
   options.replica = flags.replica;
   options.chainNext = flags.chainNext;
   options.recordPath = flags.recordPath;
+  // The run's private directory (the launchers set it): the Unix socket and shared memory.
+  if (const char* runDir = std::getenv("DASP_RUN_DIR"); runDir != nullptr) options.localDir = runDir;
   options.log = logLine;
   if (options.workers <= 0) options.workers = static_cast<int>(expandWorkers(options.spec).size());
   options.bindAddress = flags.bind;
@@ -323,6 +327,11 @@ void addNodeCommands(CLI::App& dasp, int& exitCode) {
       ->check(integerIn(-1, 1 << 20));
   worker->add_option("--record", workerFlags->recordPath,
                      "append every acknowledged push (and any left in flight by a failed server) to FILE");
+  worker->add_option("--transport", workerFlags->transport,
+                     "tcp, or for a worker on the server's host: unix (its Unix socket), shm (shared memory and "
+                     "the socket), auto (shm, else tcp)")
+      ->check(CLI::IsMember({"tcp", "unix", "shm", "auto"}))
+      ->capture_default_str();
   worker->callback([workerFlags, &exitCode] { exitCode = workerCommand(*workerFlags); });
 
   auto evaluatorFlags = std::make_shared<ClientFlags>();

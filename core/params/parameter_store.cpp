@@ -17,6 +17,17 @@ std::int64_t ParameterStore::apply(const float* const* gradients, const double* 
   const float mu = static_cast<float>(m_mu);
   const float lambda = static_cast<float>(m_lambda);
   const float eta = static_cast<float>(lr);
+  if (count == 1) {
+    // One gradient (ASP, DASP's ASYNC nodes, a one-member round): one pass, no partial sums.
+    const float w0 = static_cast<float>(weights[0]);
+    const float* __restrict g = gradients[0];
+    for (std::size_t i = 0; i < n; ++i) {
+      const float vi = mu * v[i] + w0 * g[i] + lambda * theta[i];
+      v[i] = vi;
+      theta[i] -= eta * vi;
+    }
+    return ++m_version;
+  }
   // Blocks keep the partial sums in L1 while several gradients are folded in, so each
   // gradient is read once and θ, v are read and written once.
   constexpr std::size_t kBlock = 2048;

@@ -96,7 +96,7 @@ Result<TransferBench> benchTcpEcho(std::int64_t floats, int roundTrips) {
   return r;
 }
 
-Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips) {
+Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTransport transport) {
   ServerOptions options;
   auto& spec = options.spec;
   spec.mutable_strategy()->set_name("asp");
@@ -108,7 +108,7 @@ Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips) {
   auto server = ParameterServer::start(std::move(options));
   if (!server) return server.status();
   const std::string address = "127.0.0.1:" + std::to_string(server.value()->port());
-  PsClient client(address, floats);
+  PsClient client(address, floats, NodeSecurity(), transport);
   pb::JoinRequest join;
   join.set_role("worker");
   join.set_name("bench");
@@ -118,6 +118,10 @@ Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips) {
   pb::JoinReply joined;
   auto status = client.join(join, joined, 10);
   if (!status.ok()) return Status::error("push/pull bench: join: " + describe(status));
+  if (client.transport() != transport) {
+    return Status::error(std::string("push/pull bench: asked for ") + nameOf(transport) + ", got " +
+                         nameOf(client.transport()));
+  }
 
   std::vector<float> gradient(static_cast<std::size_t>(floats), 1e-6f);
   pb::PushRequest push;  // reused, as the worker does

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // Transfer benchmarks behind `dasp bench ps`: push+pull of a large flat model through our
-// parameter server over loopback gRPC, against a raw TCP loopback echo of the same bytes
+// parameter server over each transport, against a raw TCP loopback echo of the same bytes
 // measured in the same run (the ceiling: kernel copies only).
 // Threading: each function runs its own server/threads and returns when done.
 
 #include "core/common/result.h"
+#include "net/client/ps_client.h"
 
 #include <cstdint>
 
@@ -22,7 +23,9 @@ struct TransferBench {
 Result<TransferBench> benchTcpEcho(std::int64_t floats, int roundTrips);
 
 // One worker pushes a gradient of `floats` values and pulls the parameters back, ASP
-// policy, over loopback gRPC to an in-process ParameterServer.
-Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips);
+// policy, to an in-process ParameterServer: over loopback TCP, its Unix socket, or shared
+// memory (`transport`; Auto is not a transport here). An error when the transport asked
+// for is not what the worker got.
+Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTransport transport);
 
 }  // namespace dasp::net

@@ -81,15 +81,20 @@ Result<JoinInfo> joinServer(const WorkerOptions& options, const std::string& rol
   // that is not the head answers FAILED_PRECONDITION and the next one is asked.
   grpc::Status status;
   auto started = Clock::now();
+  std::shared_ptr<PsClient> joined;
+  const LocalTransport transport = role == "worker" ? options.transport : LocalTransport::Tcp;
   do {
     for (const auto& address : servers) {
-      PsClient client(address, options.parameters, options.security);
+      auto client = std::make_shared<PsClient>(address, options.parameters, options.security, transport);
       WorkerOptions single = options;
       single.server = address;
       const double left = std::max(0.2, options.connectTimeoutS - secondsSince(started));
       single.connectTimeoutS = servers.size() > 1 ? 0.0 : left;
-      status = withRetry(single, "join", stats, [&] { return client.join(request, reply, 10.0); });
-      if (status.ok()) break;
+      status = withRetry(single, "join", stats, [&] { return client->join(request, reply, 10.0); });
+      if (status.ok()) {
+        joined = std::move(client);
+        break;
+      }
     }
     if (status.ok() || servers.size() == 1 || !isOutage(status) || cancelled(options)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -100,6 +105,12 @@ Result<JoinInfo> joinServer(const WorkerOptions& options, const std::string& rol
   info.worldSize = reply.world_size();
   info.spec = reply.spec();
   info.serverTimeAtJoin = reply.server_t_s();
+  if (role == "worker") {
+    const std::string& fallback = joined->transportFallback();
+    say(options, options.name + ": joined as rank " + std::to_string(reply.rank()) + " over " +
+                     nameOf(joined->transport()) + (fallback.empty() ? "" : " (not shared memory: " + fallback + ")"));
+    info.client = std::move(joined);
+  }
   return info;
 }
 
@@ -215,7 +226,7 @@ class WorkerLoop {
   GradientSource& m_source;
   const std::vector<std::string> m_servers;
   std::size_t m_current = 0;
-  std::unique_ptr<PsClient> m_client;
+  std::shared_ptr<PsClient> m_client;
   NodeStats m_stats;
   const Clock::time_point m_joinedAt = Clock::now();
   v1::NodeSpec m_node;
@@ -263,7 +274,8 @@ WorkerLoop::WorkerLoop(const WorkerOptions& options, const JoinInfo& join, Gradi
       m_join(join),
       m_source(source),
       m_servers(serverList(options)),
-      m_client(std::make_unique<PsClient>(m_servers[0], options.parameters, options.security)),
+      m_client(join.client ? join.client
+                           : std::make_shared<PsClient>(m_servers[0], options.parameters, options.security)),
       m_node(nodeOf(join)),
       m_profile(m_node, join.spec.seed() * 7919 + static_cast<std::uint64_t>(join.rank)),
       // The spec's link of this worker (if any), emulated here in the sender: every push
@@ -413,7 +425,8 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
     const pb::JoinRequest request = rejoinRequest();
     for (std::size_t k = 0; k < m_servers.size(); ++k) {
       const std::size_t i = (m_current + k) % m_servers.size();
-      auto candidate = std::make_unique<PsClient>(m_servers[i], m_options.parameters, m_options.security);
+      auto candidate = std::make_unique<PsClient>(m_servers[i], m_options.parameters, m_options.security,
+                                                  m_options.transport);
       pb::JoinReply reply;
       // A restarted stateless server answers once it has adopted parameters (seconds).
       auto status = candidate->join(request, reply, m_stateless ? 15.0 : 5.0);

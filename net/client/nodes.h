@@ -17,6 +17,7 @@
 #include "core/common/gradient_source.h"
 #include "core/common/result.h"
 #include "core/spec/spec.h"
+#include "net/client/ps_client.h"
 #include "net/security/node_security.h"
 
 #include <atomic>
@@ -33,6 +34,9 @@ struct JoinInfo {
   int worldSize = 0;
   ExperimentSpec spec;
   double serverTimeAtJoin = 0;
+  // The connection that joined (a worker goes on with it: a shared-memory region or the
+  // Unix socket belongs to that join).
+  std::shared_ptr<PsClient> client;
 };
 
 struct NodeStats {
@@ -59,6 +63,9 @@ struct WorkerOptions {
   // Non-empty (workers): record every acknowledged push and every push left in flight by
   // a failed server to this file (core/params/update_record.h; `dasp worker --record`).
   std::string recordPath;
+  // Workers: how to reach a server on this host (`dasp worker --transport`; the runner
+  // passes what cluster.transport means for this worker). The evaluator uses TCP.
+  LocalTransport transport = LocalTransport::Tcp;
 };
 
 // Joins the server (retrying with backoff while it is unreachable). Role "probe" only

@@ -55,11 +55,26 @@ grpc::Status throughLink(double timeoutS, Call&& call) {
 }
 }  // namespace
 
-PsClient::PsClient(const std::string& address, std::int64_t parameters, NodeSecurity security)
-    : m_address(address),
-      m_security(std::move(security)),
-      m_parameters(parameters),
-      m_chunked(static_cast<std::size_t>(parameters) * sizeof(float) > kChunkThreshold) {
+std::optional<LocalTransport> localTransportNamed(const std::string& name) {
+  if (name == "tcp") return LocalTransport::Tcp;
+  if (name == "unix") return LocalTransport::Unix;
+  if (name == "shm") return LocalTransport::Shm;
+  if (name == "auto") return LocalTransport::Auto;
+  return std::nullopt;
+}
+
+const char* nameOf(LocalTransport transport) {
+  switch (transport) {
+    case LocalTransport::Tcp: return "tcp";
+    case LocalTransport::Unix: return "unix";
+    case LocalTransport::Shm: return "shm";
+    case LocalTransport::Auto: return "auto";
+  }
+  return "tcp";
+}
+
+namespace {
+grpc::ChannelArguments channelArguments(std::int64_t parameters) {
   grpc::ChannelArguments args;
   const std::int64_t bytes = parameters * 4 + (16 << 20);
   const int limit = static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(bytes, 64 << 20),
@@ -72,14 +87,75 @@ PsClient::PsClient(const std::string& address, std::int64_t parameters, NodeSecu
   // Reconnect quickly after a server restart instead of gRPC's default growing backoff.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  m_channel = openChannel(address, m_security, args);
+  return args;
+}
+}  // namespace
+
+PsClient::PsClient(const std::string& address, std::int64_t parameters, NodeSecurity security,
+                   LocalTransport transport)
+    : m_address(address),
+      m_security(std::move(security)),
+      m_parameters(parameters),
+      m_chunked(static_cast<std::size_t>(parameters) * sizeof(float) > kChunkThreshold),
+      m_requested(transport) {
+  openTcp();
+}
+
+PsClient::~PsClient() = default;
+
+void PsClient::openTcp() {
+  m_channel = openChannel(m_address, m_security, channelArguments(m_parameters));
   m_stub = pb::ParameterServer::NewStub(m_channel);
+  m_transport = LocalTransport::Tcp;
+  m_region.reset();
 }
 
 grpc::Status PsClient::join(const pb::JoinRequest& request, pb::JoinReply& reply, double timeoutS) {
+  const bool local = m_requested != LocalTransport::Tcp && request.role() == "worker";
+  // Every join starts over TCP (a rejoin may reach another server, which offers afresh).
+  if (m_transport != LocalTransport::Tcp) openTcp();
+  pb::JoinRequest asking;
+  if (local) {
+    asking = request;
+    asking.set_transport(m_requested == LocalTransport::Unix ? "unix" : "shm");
+  }
   grpc::ClientContext context;
   prepare(context, timeoutS);
-  return throughLink(timeoutS, [&] { return m_stub->Join(&context, request, &reply); });
+  auto status = throughLink(timeoutS, [&] { return m_stub->Join(&context, local ? asking : request, &reply); });
+  if (!status.ok() || !local) return status;
+  return takeOffer(reply);
+}
+
+grpc::Status PsClient::takeOffer(const pb::JoinReply& reply) {
+  m_fallback.clear();
+  std::string why;
+  std::unique_ptr<SharedRegion> region;
+  if (reply.unix_address().empty()) {
+    why = "the server offers no Unix socket (cluster.transport TCP, or its path is too long)";
+  } else if (m_requested != LocalTransport::Unix) {
+    auto attached = SharedRegion::attach(reply.shm_path(), reply.shm_nonce(), m_parameters);
+    if (attached) {
+      region = std::move(attached).value();
+    } else {
+      why = attached.message();
+    }
+  }
+  if (!why.empty()) {
+    if (m_requested != LocalTransport::Auto) {
+      return grpc::Status(grpc::StatusCode::ABORTED,
+                          std::string("cluster.transport ") + nameOf(m_requested) + " is not possible: " + why);
+    }
+    m_fallback = why;
+    return grpc::Status::OK;  // Auto: TCP, as joined
+  }
+  // The Unix socket: local credentials (the kernel vouches that the peer is on this host);
+  // the run token still goes with every call. Message limits as for TCP.
+  m_channel = grpc::CreateCustomChannel(reply.unix_address(), grpc::experimental::LocalCredentials(UDS),
+                                        channelArguments(m_parameters));
+  m_stub = pb::ParameterServer::NewStub(m_channel);
+  m_region = std::move(region);
+  m_transport = m_region ? LocalTransport::Shm : LocalTransport::Unix;
+  return grpc::Status::OK;
 }
 
 grpc::Status PsClient::pull(const pb::PullRequest& request, pb::PullReply& reply, double timeoutS) {
@@ -88,6 +164,18 @@ grpc::Status PsClient::pull(const pb::PullRequest& request, pb::PullReply& reply
   auto status = throughLink(timeoutS, [&] { return m_stub->Pull(&context, request, &reply); });
   if (status.ok()) m_bytesReceived += static_cast<std::int64_t>(reply.parameters().size());
   return status;
+}
+
+// The parameters of a successful pull reply: in the shared-memory region or in the reply;
+// null when the reply holds none of the model's size.
+const float* PsClient::parametersOf(const pb::PullReply& reply) {
+  const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
+  if (reply.parameters_in_shm() && m_region) {
+    m_bytesReceived += static_cast<std::int64_t>(bytes);
+    return m_region->parameters();
+  }
+  if (reply.parameters().size() == bytes) return reinterpret_cast<const float*>(reply.parameters().data());
+  return nullptr;
 }
 
 grpc::Status PsClient::push(const pb::PushRequest& request, pb::PushReply& reply, double timeoutS) {
@@ -114,11 +202,16 @@ grpc::Status PsClient::pullParameters(const pb::PullRequest& request, pb::PullRe
                                       double timeoutS) {
   params = nullptr;
   const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
+  if (m_region) {
+    pb::PullRequest viaShm = request;
+    viaShm.set_parameters_in_shm(true);
+    auto status = pull(viaShm, reply, timeoutS);
+    if (status.ok()) params = parametersOf(reply);
+    return status;
+  }
   if (!m_chunked) {
     auto status = pull(request, reply, timeoutS);
-    if (status.ok() && reply.parameters().size() == bytes) {
-      params = reinterpret_cast<const float*>(reply.parameters().data());
-    }
+    if (status.ok()) params = parametersOf(reply);
     return status;
   }
   return throughLink(timeoutS, [&]() -> grpc::Status {
@@ -153,9 +246,11 @@ grpc::Status PsClient::pullParameters(const pb::PullRequest& request, pb::PullRe
 grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradient, pb::PushReply& reply,
                                     double timeoutS) {
   const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
-  if (!m_chunked) {
-    request.mutable_gradient()->assign(reinterpret_cast<const char*>(gradient), bytes);
-    return push(request, reply, timeoutS);
+  if (m_region || !m_chunked) {
+    loadGradient(request, gradient);
+    auto status = push(request, reply, timeoutS);
+    if (status.ok() && m_region) m_bytesSent += static_cast<std::int64_t>(bytes);
+    return status;
   }
   return throughLink(timeoutS, [&]() -> grpc::Status {
     grpc::ClientContext context;
@@ -181,15 +276,27 @@ grpc::Status PsClient::pushPull(pb::PushRequest& request, const float* gradient,
                                 const float*& params, double timeoutS) {
   params = nullptr;
   const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
-  request.mutable_gradient()->assign(reinterpret_cast<const char*>(gradient), bytes);
+  loadGradient(request, gradient);
   grpc::ClientContext context;
   prepare(context, timeoutS);
   auto status = throughLink(timeoutS, [&] { return m_stub->PushPull(&context, request, &reply); });
   if (!status.ok()) return status;
   m_bytesSent += static_cast<std::int64_t>(bytes);
   m_bytesReceived += static_cast<std::int64_t>(reply.parameters().size());
-  if (reply.parameters().size() == bytes) params = reinterpret_cast<const float*>(reply.parameters().data());
+  params = parametersOf(reply);
   return status;
+}
+
+// The gradient into the shared-memory slot (the request says so) or into the request.
+void PsClient::loadGradient(pb::PushRequest& request, const float* gradient) {
+  const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
+  request.set_gradient_in_shm(m_region != nullptr);
+  if (m_region) {
+    if (gradient != m_region->gradient()) std::memcpy(m_region->gradient(), gradient, bytes);
+    request.clear_gradient();
+    return;
+  }
+  request.mutable_gradient()->assign(reinterpret_cast<const char*>(gradient), bytes);
 }
 
 void PsClient::prepare(grpc::ClientContext& context, double timeoutS) const {

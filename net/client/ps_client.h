@@ -2,13 +2,16 @@
 #pragma once
 // PsClient: a node's connection to the parameter server. Every call carries a deadline
 // and the run's token; the channel is plaintext or TLS as the NodeSecurity says; messages
-// are sized for the model. Counts the payload bytes it sends and receives. Every call
-// crosses this process's LinkCut (a DISCONNECT drill holds it while the link is cut).
+// are sized for the model. Counts the payload bytes it sends and receives. A worker on the
+// server's host may move its payload through shared memory and its calls over the server's
+// Unix socket (LocalTransport). Every call crosses this process's LinkCut (a DISCONNECT
+// drill holds it while the link is cut).
 // Threading: one PsClient per thread (each call blocks its caller).
 
 #include "core/common/result.h"
 #include "dasp/ps/v1/parameter_server.grpc.pb.h"
 #include "net/security/node_security.h"
+#include "net/transport/shared_region.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -22,13 +25,29 @@ namespace dasp::net {
 
 namespace pb = dasp::ps::v1;
 
+// How a worker on the server's host reaches it (cluster.transport, as the runner resolved
+// it for this worker): TCP; the server's Unix socket; or shared memory for the payload
+// with the Unix socket for the control messages. `Auto` tries shared memory and falls back
+// to TCP (saying why) when the server offers none or it cannot be mapped.
+enum class LocalTransport { Tcp, Unix, Shm, Auto };
+// "tcp", "unix", "shm", "auto"; nullopt for anything else.
+std::optional<LocalTransport> localTransportNamed(const std::string& name);
+const char* nameOf(LocalTransport transport);
+
 class PsClient {
  public:
   // `address` is host:port. `parameters` sizes the message limits. `security`: the run's
-  // token and TLS (default: this process's token, plaintext).
-  PsClient(const std::string& address, std::int64_t parameters, NodeSecurity security = NodeSecurity());
+  // token and TLS (default: this process's token, plaintext). `transport` takes effect
+  // when a worker joins (join()): the calls after it go the way the server offered.
+  PsClient(const std::string& address, std::int64_t parameters, NodeSecurity security = NodeSecurity(),
+           LocalTransport transport = LocalTransport::Tcp);
+  ~PsClient();
 
   const std::string& address() const { return m_address; }
+  // The transport in use now (after join(): what was asked for and obtained).
+  LocalTransport transport() const { return m_transport; }
+  // Why `Auto` fell back to TCP at the last join (empty: it did not).
+  const std::string& transportFallback() const { return m_fallback; }
   grpc::Status join(const pb::JoinRequest& request, pb::JoinReply& reply, double timeoutS);
   grpc::Status pull(const pb::PullRequest& request, pb::PullReply& reply, double timeoutS);
   grpc::Status push(const pb::PushRequest& request, pb::PushReply& reply, double timeoutS);
@@ -44,7 +63,7 @@ class PsClient {
   // Push and pull in one call (models below the chunking threshold only).
   grpc::Status pushPull(pb::PushRequest& request, const float* gradient, pb::PullReply& reply, const float*& params,
                         double timeoutS);
-  bool chunked() const { return m_chunked; }
+  bool chunked() const { return m_chunked && !m_region; }
 
   // A Watch stream; the caller reads batches until it ends. `context` must outlive it
   // (the run token is added to it here).
@@ -56,6 +75,13 @@ class PsClient {
  private:
   // A fresh context's deadline and token.
   void prepare(grpc::ClientContext& context, double timeoutS) const;
+  // After a worker's join: switches to what the server offered in `reply` (the Unix
+  // socket, the shared-memory region) as m_requested asks; an error status when an
+  // explicit Unix or SHM transport cannot be had.
+  grpc::Status takeOffer(const pb::JoinReply& reply);
+  void openTcp();
+  const float* parametersOf(const pb::PullReply& reply);
+  void loadGradient(pb::PushRequest& request, const float* gradient);
 
   std::string m_address;
   NodeSecurity m_security;
@@ -68,6 +94,10 @@ class PsClient {
   pb::PushChunk m_pushChunk;
   std::int64_t m_bytesSent = 0;
   std::int64_t m_bytesReceived = 0;
+  LocalTransport m_requested = LocalTransport::Tcp;
+  LocalTransport m_transport = LocalTransport::Tcp;
+  std::string m_fallback;
+  std::unique_ptr<SharedRegion> m_region;  // SHM: the gradient and parameter slots
 };
 
 // Sets a deadline `seconds` from now on `context`.

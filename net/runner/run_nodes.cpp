@@ -117,10 +117,26 @@ std::string RunNodes::portOf(const std::string& server) {
   return a.substr(a.rfind(':') + 1);
 }
 
+// cluster.transport for one worker: a worker on another host than the head server always
+// uses TCP; on its host AUTO means shared memory where it can be had (else TCP).
+std::string RunNodes::transportOf(int rank) const {
+  const std::string& worker = m_config.workerNames[static_cast<std::size_t>(rank)];
+  if (m_config.placement->hostOf(worker).name() != m_config.placement->hostOf(m_config.serverNames.front()).name()) {
+    return "tcp";
+  }
+  switch (m_config.spec->cluster().transport()) {
+    case v1::ClusterSpec::TCP: return "tcp";
+    case v1::ClusterSpec::UNIX: return "unix";
+    case v1::ClusterSpec::SHM: return "shm";
+    default: return "auto";
+  }
+}
+
 std::vector<std::string> RunNodes::workerArgs(int rank) const {
   std::vector<std::string> args{"worker", "--server", m_serverList, "--rank", std::to_string(rank), "--name",
                                 m_config.workerNames[static_cast<std::size_t>(rank)], "--connect-timeout",
-                                std::to_string(m_config.spec->recovery().reconnect_timeout_s())};
+                                std::to_string(m_config.spec->recovery().reconnect_timeout_s()),
+                                "--transport", transportOf(rank)};
   args.insert(args.end(), m_config.tlsClientArgs.begin(), m_config.tlsClientArgs.end());
   return args;
 }

@@ -78,6 +78,7 @@ class RunNodes {
  private:
   Status launch(const std::string& name, const std::vector<std::string>& args);
   std::vector<std::string> workerArgs(int rank) const;
+  std::string transportOf(int rank) const;  // the worker's --transport
   std::vector<std::string> evaluatorArgs() const;
   // "--record DIR/NAME.N.record" for the node's next start (none without a record dir).
   std::vector<std::string> recordArgs(const std::string& name);

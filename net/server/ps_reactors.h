@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <vector>
 
 namespace dasp::net {
@@ -40,14 +42,22 @@ class ParameterServer::Impl::PendingPull {
   std::int64_t m_minVersion;
 };
 
+// A unary pull. With a shared-memory region (the worker asked for it), the parameters are
+// copied into the region's parameter slot, not into the reply.
 class ParameterServer::Impl::PullReactor final : public grpc::ServerUnaryReactor, public PendingPull {
  public:
-  PullReactor(Impl* impl, int rank, pb::PullReply* reply, double arrivedAt, std::int64_t minVersion)
-      : PendingPull(rank, arrivedAt, minVersion), m_impl(impl), m_reply(reply) {}
+  PullReactor(Impl* impl, int rank, pb::PullReply* reply, double arrivedAt, std::int64_t minVersion,
+              std::shared_ptr<SharedRegion> region = nullptr)
+      : PendingPull(rank, arrivedAt, minVersion), m_impl(impl), m_reply(reply), m_region(std::move(region)) {}
   void OnCancel() override { m_impl->cancelPull(this); }
   void OnDone() override { delete this; }
   pb::PullReply& header() override { return *m_reply; }
   void setParameters(const float* params, std::size_t bytes) override {
+    if (m_region) {
+      std::memcpy(m_region->parameters(), params, bytes);
+      m_reply->set_parameters_in_shm(true);
+      return;
+    }
     m_reply->mutable_parameters()->assign(reinterpret_cast<const char*>(params), bytes);
   }
   void complete() override { Finish(grpc::Status::OK); }
@@ -57,6 +67,7 @@ class ParameterServer::Impl::PullReactor final : public grpc::ServerUnaryReactor
  private:
   Impl* m_impl;
   pb::PullReply* m_reply;
+  std::shared_ptr<SharedRegion> m_region;
 };
 
 // A chunked pull: the parameters are copied once into the rank's send buffer when the

@@ -113,6 +113,10 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
                                        " joins already wait for the stateless adoption"));
       return reactor;
     }
+    if (auto st = offerTransportLocked(*req, rank, reply); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     if (adopting && req->held_version() > adoptedVersion && !req->held_parameters().empty()) {
       // Stateless restart: the highest version any worker holds wins (its size and
       // finiteness were checked); momentum is not kept by workers, so it restarts from zero.
@@ -185,7 +189,13 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Pull(grpc::CallbackServerContex
                                  "pull from unknown rank " + std::to_string(rank)));
     return reactor;
   }
-  auto* reactor = new PullReactor(this, rank, reply, now(), req->min_version());
+  std::shared_ptr<SharedRegion> region;
+  if (req->parameters_in_shm() && !(region = regionOf(rank))) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(noRegion(rank));
+    return reactor;
+  }
+  auto* reactor = new PullReactor(this, rank, reply, now(), req->min_version(), std::move(region));
   admitPull(reactor);
   return reactor;
 }
@@ -199,14 +209,16 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::PushPull(grpc::CallbackServerCo
     return reactor;
   }
   pb::PushReply pushed;
-  const auto& bytes = req->gradient();
-  auto status = handlePush(*req, reinterpret_cast<const float*>(bytes.data()), bytes.size(), &pushed);
+  // Shared memory: the gradient is read in place, and the parameters go back the same way.
+  std::shared_ptr<SharedRegion> region;
+  auto status = req->gradient_in_shm() && !(region = regionOf(req->rank())) ? noRegion(req->rank())
+                                                                            : handlePushOf(*req, region.get(), &pushed);
   if (!status.ok()) {
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(status);
     return reactor;
   }
-  auto* reactor = new PullReactor(this, req->rank(), reply, now(), -1);
+  auto* reactor = new PullReactor(this, req->rank(), reply, now(), -1, std::move(region));
   admitPull(reactor);
   return reactor;
 }
@@ -237,9 +249,18 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Push(grpc::CallbackServerContex
     reactor->Finish(notHead());
     return reactor;
   }
-  const auto& bytes = req->gradient();
-  reactor->Finish(handlePush(*req, reinterpret_cast<const float*>(bytes.data()), bytes.size(), reply));
+  std::shared_ptr<SharedRegion> region;
+  reactor->Finish(req->gradient_in_shm() && !(region = regionOf(req->rank())) ? noRegion(req->rank())
+                                                                              : handlePushOf(*req, region.get(), reply));
   return reactor;
+}
+
+// A unary push: its gradient in the message, or in `region` (shared memory) when not null.
+grpc::Status ParameterServer::Impl::handlePushOf(const pb::PushRequest& req, const SharedRegion* region,
+                                                 pb::PushReply* reply) {
+  if (region != nullptr) return handlePush(req, region->gradient(), gradientBytes(), reply);
+  const auto& bytes = req.gradient();
+  return handlePush(req, reinterpret_cast<const float*>(bytes.data()), bytes.size(), reply);
 }
 
 grpc::ServerReadReactor<pb::PushChunk>* ParameterServer::Impl::PushChunks(grpc::CallbackServerContext* ctx,

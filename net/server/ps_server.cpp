@@ -88,6 +88,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   impl->held.assign(workers, std::vector<float>(count, 0.0f));
   impl->sendBuffers.resize(workers + 1);
   impl->receiveBuffers.resize(workers);
+  impl->regions.resize(workers);
   impl->gradientOf.assign(workers, nullptr);
   for (std::size_t r = 0; r < workers; ++r) impl->gradientOf[r] = impl->held[r].data();
   impl->baseVersionOf.assign(workers, 0);
@@ -121,6 +122,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   // gRPC sets SO_REUSEPORT by default, which would let a second server share a busy port
   // silently; we want the clear "address in use" error instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  if (auto st = impl->addLocalPort(builder); !st) return st;
   // Flow-control windows and frames sized for model-sized messages: with HTTP/2's 64 KB
   // defaults a 250 KB push needs several window updates (round trips) to get through.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
@@ -130,6 +132,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   builder.RegisterService(impl.get());
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0) {
+    impl->removeLocalFiles();
     return Status::error("server: cannot listen on " + address +
                          (impl->options.port != 0 ? " (port in use by another process?)" : ""));
   }
@@ -181,6 +184,7 @@ void ParameterServer::shutdown(double graceSeconds) {
   m_impl->server->Shutdown(std::chrono::system_clock::now() +
                            std::chrono::milliseconds(static_cast<int>(graceSeconds * 1000)));
   if (m_impl->ticker.joinable()) m_impl->ticker.join();
+  m_impl->removeLocalFiles();
   std::lock_guard<std::mutex> lock(m_impl->mu);
   m_impl->recordStateLocked(UpdateRecordKind::Final);
   m_impl->record.reset();

@@ -60,6 +60,9 @@ struct ServerOptions {
   // Non-empty: write every state held and every update applied to this file
   // (core/params/update_record.h; `dasp server --record`).
   std::string recordPath;
+  // The run's private directory (`dasp server`: DASP_RUN_DIR), for the Unix socket and the
+  // shared-memory regions of same-host workers. Empty: a private temporary directory.
+  std::string localDir;
   std::function<void(const std::string&)> log;  // recovery messages (any thread)
   // The run's token every call must carry (never empty), and TLS (null: plaintext). The
   // chain replicator uses the same to reach the successor.

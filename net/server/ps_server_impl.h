@@ -18,6 +18,7 @@
 //                       replicator's set-up and state snapshots
 //   ps_server.cpp       ParameterServer itself: start, stop, shutdown, stats, the ticker
 //   ps_record.cpp       the update record (options.recordPath) and the acknowledged version
+//   ps_transport.cpp    the same-host transports: the Unix socket, the shared-memory regions
 //
 // Locking contract (one mutex, `mu`; the groups of fields below say what each is under):
 // - Every field in "guarded by mu" is read and written only with `mu` held, by the RPC
@@ -47,6 +48,7 @@
 #include "core/params/update_record.h"
 #include "core/policy/sync_policy.h"
 #include "net/server/replicator.h"
+#include "net/transport/shared_region.h"
 #include "dasp/ps/v1/parameter_server.grpc.pb.h"
 
 #include <grpcpp/grpcpp.h>
@@ -118,6 +120,12 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   std::vector<std::vector<char>> sendBuffers;      // per rank + 1 (evaluator): chunked pulls
   std::vector<std::vector<float>> receiveBuffers;  // per rank: chunked pushes
 
+  // Same-host transports (ps_transport.cpp): where the socket and regions live, and the
+  // socket's address ("unix:PATH"; empty: none).
+  std::string localDir;
+  bool ownsLocalDir = false;
+  std::string unixAddress;
+
   // --- atomic --------------------------------------------------------------------------------
   std::atomic<bool> isHead{true};            // chain: false for replicas until promoted
 
@@ -161,6 +169,10 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   // server before the runner has re-subscribed), handed to the next watcher; bounded.
   std::unordered_set<WatchReactor*> watchers;
   pb::EventBatch unwatched;
+  // Shared memory: per rank, the region of its latest join asking for one (null: none). A
+  // call holds its own reference, so a re-join's new region never pulls one from under it.
+  std::vector<std::shared_ptr<SharedRegion>> regions;
+  std::int64_t regionsMade = 0;
   // Chain.
   std::int64_t replicatedVersion = -1;       // chain: the version the tail holds
   std::vector<float> combined;               // chain: Σ w·g of one update (reused)
@@ -269,6 +281,7 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
                                       pb::ReplicaAck* reply) override;
   void admitPull(PendingPull* reactor);
   grpc::Status handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes, pb::PushReply* reply);
+  grpc::Status handlePushOf(const pb::PushRequest& req, const SharedRegion* region, pb::PushReply* reply);
   // A refused push: counted, a REJECT event (with the push's version and loss; `code` and
   // `norm` when the guard refused it), INVALID_ARGUMENT with `why` and a PushRefusal of
   // `reason` in its details.
@@ -329,6 +342,16 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
   // What a reply vouches for (PullReply/PushReply acked_version): the version, or in a
   // chain that forwards every update, the version the tail holds.
   std::int64_t vouchedVersionLocked() const;
+
+  // --- same-host transports (ps_transport.cpp) --------------------------------------------------
+  // start(): the Unix socket (unless cluster.transport is TCP), before the server is built.
+  Status addLocalPort(grpc::ServerBuilder& builder);
+  // shutdown(): the socket, regions no worker attached, and a directory this server made.
+  void removeLocalFiles();
+  // Join: what the worker asked for (JoinRequest.transport) and this server offers.
+  grpc::Status offerTransportLocked(const pb::JoinRequest& req, int rank, pb::JoinReply* reply);
+  std::shared_ptr<SharedRegion> regionOf(int rank);
+  grpc::Status noRegion(int rank) const;
 
   // --- time-driven decisions (ps_server.cpp) ---------------------------------------------------
   void tickLoop();

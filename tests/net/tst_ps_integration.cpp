@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The parameter server over real gRPC on 127.0.0.1 with real LibTorch workers on
-// synthetic data: every strategy trains (the loss falls), and bad input is refused with a
-// clear status.
+// synthetic data: every strategy trains (the loss falls) over every transport (TCP, the
+// Unix socket, shared memory), and bad input is refused with a clear status.
 #include "core/data/dataset_loader.h"
 #include "core/spec/spec.h"
 #include "ml/node_compute.h"
@@ -57,8 +57,10 @@ std::unique_ptr<Fixture> startServer(const dasp::ExperimentSpec& spec, int worke
   return f;
 }
 
-dasp::net::WorkerOptions workerOptions(const Fixture& f, int rank) {
+dasp::net::WorkerOptions workerOptions(const Fixture& f, int rank,
+                                       dasp::net::LocalTransport transport = dasp::net::LocalTransport::Tcp) {
   dasp::net::WorkerOptions o;
+  o.transport = transport;
   o.server = f.address;
   o.name = "worker-" + std::to_string(rank);
   o.requestedRank = rank;
@@ -72,6 +74,9 @@ double testLoss(const Fixture& f, const std::vector<float>& params) {
   auto evaluator = dasp::ml::TestSetEvaluator::create(f.spec, f.data.train, f.data.test, 0).value();
   return evaluator->evaluate(params.data()).loss;
 }
+
+constexpr dasp::net::LocalTransport kTransports[] = {dasp::net::LocalTransport::Tcp, dasp::net::LocalTransport::Unix,
+                                                    dasp::net::LocalTransport::Shm};
 
 }  // namespace
 
@@ -87,16 +92,25 @@ class TestPsIntegration : public QObject {
   void busyPortIsAClearError();
   void unreachableServerRetriesThenFails();
   void vanishedWorkerDoesNotDeadlockBsp();
-  void largeModelMovesInChunks();
+  void largeModelArrivesExactly_data();
+  void largeModelArrivesExactly();
 };
 
+// Every strategy over every transport a worker on the server's host can use.
 void TestPsIntegration::everyStrategyTrains_data() {
   QTest::addColumn<QString>("strategy");
-  for (const auto& s : dasp::knownStrategies()) QTest::newRow(s.c_str()) << QString::fromStdString(s);
+  QTest::addColumn<int>("transport");
+  for (const auto& s : dasp::knownStrategies()) {
+    for (auto t : kTransports) {
+      QTest::newRow((s + " over " + dasp::net::nameOf(t)).c_str()) << QString::fromStdString(s) << static_cast<int>(t);
+    }
+  }
 }
 
 void TestPsIntegration::everyStrategyTrains() {
   QFETCH(QString, strategy);
+  QFETCH(int, transport);
+  const auto asked = static_cast<dasp::net::LocalTransport>(transport);
   auto f = startServer(smallSpec(strategy.toStdString(), 3), 3);
   std::vector<float> initial;
   f->server->snapshot(initial);
@@ -104,10 +118,14 @@ void TestPsIntegration::everyStrategyTrains() {
   std::vector<std::string> errors(3);
   for (int r = 0; r < 3; ++r) {
     threads.emplace_back([&, r] {
-      auto o = workerOptions(*f, r);
+      auto o = workerOptions(*f, r, asked);
       auto join = dasp::net::joinServer(o, "worker");
       if (!join) {
         errors[static_cast<std::size_t>(r)] = join.message();
+        return;
+      }
+      if (join->client->transport() != asked) {
+        errors[static_cast<std::size_t>(r)] = std::string("joined over ") + dasp::net::nameOf(join->client->transport());
         return;
       }
       auto source = dasp::ml::ShardGradientSource::create(f->spec, f->data.train, r, 3).value();
@@ -241,9 +259,17 @@ void TestPsIntegration::vanishedWorkerDoesNotDeadlockBsp() {
   QVERIFY(f->server->stats().version >= 30);
 }
 
-void TestPsIntegration::largeModelMovesInChunks() {
-  // 2M floats = 8 MB: above the 4 MB threshold, so push and pull go through the chunked
-  // RPCs; the values must arrive exactly and be applied once.
+void TestPsIntegration::largeModelArrivesExactly_data() {
+  QTest::addColumn<int>("transport");
+  for (auto t : kTransports) QTest::newRow(dasp::net::nameOf(t)) << static_cast<int>(t);
+}
+
+void TestPsIntegration::largeModelArrivesExactly() {
+  // 2M floats = 8 MB: above the 4 MB threshold, so over TCP and the Unix socket push and
+  // pull go through the chunked RPCs, and through shared memory in none; the values must
+  // arrive exactly and be applied once.
+  QFETCH(int, transport);
+  const auto asked = static_cast<dasp::net::LocalTransport>(transport);
   const std::int64_t n = 2'000'000;
   dasp::net::ServerOptions options;
   options.spec = smallSpec("asp", 1);
@@ -255,8 +281,7 @@ void TestPsIntegration::largeModelMovesInChunks() {
   auto server = dasp::net::ParameterServer::start(std::move(options));
   QVERIFY(server.isOk());
   const std::string address = "127.0.0.1:" + std::to_string(server.value()->port());
-  dasp::net::PsClient client(address, n);
-  QVERIFY(client.chunked());
+  dasp::net::PsClient client(address, n, dasp::net::NodeSecurity(), asked);
   dasp::ps::v1::JoinRequest join;
   join.set_role("worker");
   join.set_model("flat");
@@ -264,6 +289,8 @@ void TestPsIntegration::largeModelMovesInChunks() {
   join.set_requested_rank(0);
   dasp::ps::v1::JoinReply joined;
   QVERIFY(client.join(join, joined, 10).ok());
+  QCOMPARE(client.transport(), asked);
+  QCOMPARE(client.chunked(), asked != dasp::net::LocalTransport::Shm);
   std::vector<float> gradient(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) gradient[static_cast<std::size_t>(i)] = static_cast<float>(i % 1000) * 0.001f;
   dasp::ps::v1::PushRequest push;
@@ -279,6 +306,7 @@ void TestPsIntegration::largeModelMovesInChunks() {
   status = client.pullParameters(pull, reply, params, 30);
   QVERIFY2(status.ok(), status.error_message().c_str());
   QVERIFY(params != nullptr);
+  QCOMPARE(reply.parameters_in_shm(), asked == dasp::net::LocalTransport::Shm);
   QCOMPARE(reply.version(), 1LL);
   for (std::int64_t i : {std::int64_t{0}, std::int64_t{999}, n / 2 + 7, n - 1}) {
     const float expected = 1.0f - 0.5f * gradient[static_cast<std::size_t>(i)];

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+// The same-host transports: the shared-memory region (0600, proved by its nonce, removed
+// once mapped), the server's Unix socket (the run token still checked on every call), what
+// a worker gets when the spec says TCP (Auto falls back and says why; an explicit SHM is a
+// clear error), a refused gradient in shared memory, and the files a server leaves: none.
+#include "core/spec/spec.h"
+#include "net/client/ps_client.h"
+#include "net/server/ps_server.h"
+#include "net/transport/shared_region.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+namespace {
+
+namespace pb = dasp::ps::v1;
+using dasp::net::LocalTransport;
+constexpr std::int64_t kFloats = 1000;
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::unique_ptr<dasp::net::ParameterServer> startServer(const std::string& localDir,
+                                                        dasp::v1::ClusterSpec::Transport transport) {
+  dasp::net::ServerOptions options;
+  options.spec.mutable_strategy()->set_name("asp");
+  options.spec.mutable_model()->set_name("flat");
+  options.spec.mutable_cluster()->set_transport(transport);
+  options.spec = dasp::withDefaults(options.spec);
+  options.workers = 1;
+  options.modelName = "flat";
+  options.initialParameters.assign(kFloats, 1.0f);
+  options.localDir = localDir;
+  auto server = dasp::net::ParameterServer::start(std::move(options));
+  if (!server) qFatal("%s", server.message().c_str());
+  return std::move(server).value();
+}
+
+pb::JoinRequest workerJoin() {
+  pb::JoinRequest join;
+  join.set_role("worker");
+  join.set_model("flat");
+  join.set_parameter_count(kFloats);
+  join.set_requested_rank(0);
+  return join;
+}
+
+std::string addressOf(const dasp::net::ParameterServer& server) { return "127.0.0.1:" + std::to_string(server.port()); }
+
+}  // namespace
+
+class TestTransports : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void regionIsPrivateAndRemovedOnceMapped();
+  void regionOfAnotherServerIsRefused();
+  void unattachedRegionIsRemovedWithTheServer();
+  void tcpSpecMakesAutoFallBackAndShmFail();
+  void unixSocketStillNeedsTheToken();
+  void nanGradientInSharedMemoryIsRefused();
+  void shmCallWithoutRegionIsRefused();
+};
+
+void TestTransports::regionIsPrivateAndRemovedOnceMapped() {
+  QTemporaryDir dir;
+  auto made = dasp::net::SharedRegion::create(dir.path().toStdString(), "rank-0-join-1", kFloats);
+  QVERIFY2(made.isOk(), made.message().c_str());
+  auto& server = *made.value();
+  struct stat st {};
+  QVERIFY(::stat(server.path().c_str(), &st) == 0);
+  QCOMPARE(st.st_mode & 0777, 0600u);
+  auto attached = dasp::net::SharedRegion::attach(server.path(), server.nonce(), kFloats);
+  QVERIFY2(attached.isOk(), attached.message().c_str());
+  QVERIFY2(!exists(server.path()), "the file outlived the worker's mapping");
+  // One memory: what one side writes, the other reads.
+  server.parameters()[kFloats - 1] = 42.0f;
+  attached.value()->gradient()[0] = -3.0f;
+  QCOMPARE(attached.value()->parameters()[kFloats - 1], 42.0f);
+  QCOMPARE(server.gradient()[0], -3.0f);
+}
+
+void TestTransports::regionOfAnotherServerIsRefused() {
+  QTemporaryDir dir;
+  auto made = dasp::net::SharedRegion::create(dir.path().toStdString(), "rank-0-join-1", kFloats);
+  QVERIFY(made.isOk());
+  const std::string path = made.value()->path();
+  std::string wrong = made.value()->nonce();
+  wrong[0] = static_cast<char>(wrong[0] ^ 1);
+  auto refused = dasp::net::SharedRegion::attach(path, wrong, kFloats);
+  QVERIFY(!refused.isOk());
+  QVERIFY2(refused.message().find("not the region the server offered") != std::string::npos, refused.message().c_str());
+  auto wrongSize = dasp::net::SharedRegion::attach(path, made.value()->nonce(), kFloats + 4096);
+  QVERIFY(!wrongSize.isOk());
+  QVERIFY2(wrongSize.message().find("parameters need") != std::string::npos, wrongSize.message().c_str());
+  QVERIFY(::chmod(path.c_str(), 0644) == 0);
+  auto open = dasp::net::SharedRegion::attach(path, made.value()->nonce(), kFloats);
+  QVERIFY(!open.isOk());
+  QVERIFY2(open.message().find("mode 0600") != std::string::npos, open.message().c_str());
+  QVERIFY2(exists(path), "a refused attach removed the server's file");
+}
+
+void TestTransports::unattachedRegionIsRemovedWithTheServer() {
+  QTemporaryDir dir;
+  auto server = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::AUTO);
+  // A raw join that asks for shared memory and never maps it (a worker that died at once).
+  auto channel = grpc::CreateChannel(addressOf(*server), grpc::InsecureChannelCredentials());
+  auto stub = pb::ParameterServer::NewStub(channel);
+  grpc::ClientContext context;
+  dasp::net::setDeadline(context, 10);
+  dasp::net::attachToken(context, dasp::net::NodeSecurity());
+  auto join = workerJoin();
+  join.set_transport("shm");
+  pb::JoinReply reply;
+  QVERIFY(stub->Join(&context, join, &reply).ok());
+  QVERIFY(exists(reply.shm_path()));
+  QVERIFY(reply.unix_address().rfind("unix:", 0) == 0);
+  const std::string socket = reply.unix_address().substr(5);
+  QVERIFY(exists(socket));
+  server->shutdown();
+  QVERIFY2(!exists(reply.shm_path()), "the region's file outlived the server");
+  QVERIFY2(!exists(socket), "the Unix socket outlived the server");
+  // Without a run directory the server makes its own and removes it.
+  auto own = startServer("", dasp::v1::ClusterSpec::AUTO);
+  dasp::net::PsClient client(addressOf(*own), kFloats, dasp::net::NodeSecurity(), LocalTransport::Shm);
+  pb::JoinReply joined;
+  QVERIFY(client.join(workerJoin(), joined, 10).ok());
+  const auto privateDir = std::filesystem::path(joined.unix_address().substr(5)).parent_path();
+  QVERIFY(exists(privateDir.string()));
+  own->shutdown();
+  QVERIFY2(!exists(privateDir.string()), privateDir.c_str());
+}
+
+void TestTransports::tcpSpecMakesAutoFallBackAndShmFail() {
+  QTemporaryDir dir;
+  auto server = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::TCP);
+  dasp::net::PsClient automatic(addressOf(*server), kFloats, dasp::net::NodeSecurity(), LocalTransport::Auto);
+  pb::JoinReply reply;
+  QVERIFY(automatic.join(workerJoin(), reply, 10).ok());
+  QCOMPARE(automatic.transport(), LocalTransport::Tcp);
+  QVERIFY2(automatic.transportFallback().find("no Unix socket") != std::string::npos,
+           automatic.transportFallback().c_str());
+  dasp::net::PsClient shm(addressOf(*server), kFloats, dasp::net::NodeSecurity(), LocalTransport::Shm);
+  const auto status = shm.join(workerJoin(), reply, 10);
+  QCOMPARE(status.error_code(), grpc::StatusCode::ABORTED);
+  QVERIFY2(status.error_message().find("cluster.transport shm is not possible") != std::string::npos,
+           status.error_message().c_str());
+  QVERIFY(QDir(dir.path()).isEmpty());
+}
+
+void TestTransports::unixSocketStillNeedsTheToken() {
+  QTemporaryDir dir;
+  auto server = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::UNIX);
+  dasp::net::PsClient client(addressOf(*server), kFloats, dasp::net::NodeSecurity(), LocalTransport::Unix);
+  pb::JoinReply reply;
+  QVERIFY(client.join(workerJoin(), reply, 10).ok());
+  QCOMPARE(client.transport(), LocalTransport::Unix);
+  QVERIFY(reply.shm_path().empty());
+  auto channel = grpc::CreateChannel(reply.unix_address(), grpc::experimental::LocalCredentials(UDS));
+  auto stub = pb::ParameterServer::NewStub(channel);
+  grpc::ClientContext context;
+  dasp::net::setDeadline(context, 10);
+  pb::PullRequest pull;
+  pb::PullReply pulled;
+  const auto status = stub->Pull(&context, pull, &pulled);
+  QCOMPARE(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  QCOMPARE(server->stats().unauthorized, 1LL);
+}
+
+void TestTransports::nanGradientInSharedMemoryIsRefused() {
+  QTemporaryDir dir;
+  auto server = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::SHM);
+  dasp::net::PsClient client(addressOf(*server), kFloats, dasp::net::NodeSecurity(), LocalTransport::Shm);
+  pb::JoinReply reply;
+  QVERIFY(client.join(workerJoin(), reply, 10).ok());
+  QCOMPARE(client.transport(), LocalTransport::Shm);
+  std::vector<float> gradient(kFloats, 0.01f);
+  gradient[17] = std::numeric_limits<float>::quiet_NaN();
+  pb::PushRequest push;
+  push.set_rank(0);
+  pb::PushReply pushed;
+  const auto status = client.pushGradient(push, gradient.data(), pushed, 10);
+  const auto reason = dasp::net::pushRefusalOf(status);
+  QVERIFY2(reason && *reason == pb::PushRefusal::NON_FINITE, status.error_message().c_str());
+  QCOMPARE(server->stats().version, 0LL);
+  std::vector<float> params;
+  server->snapshot(params);
+  QCOMPARE(params[17], 1.0f);
+}
+
+void TestTransports::shmCallWithoutRegionIsRefused() {
+  QTemporaryDir dir;
+  auto server = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::AUTO);
+  dasp::net::PsClient client(addressOf(*server), kFloats);  // TCP: no region
+  pb::JoinReply reply;
+  QVERIFY(client.join(workerJoin(), reply, 10).ok());
+  pb::PushRequest push;
+  push.set_rank(0);
+  push.set_gradient_in_shm(true);
+  pb::PushReply pushed;
+  const auto status = client.push(push, pushed, 10);
+  QCOMPARE(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  QVERIFY2(status.error_message().find("shared-memory region") != std::string::npos, status.error_message().c_str());
+  QCOMPARE(server->stats().version, 0LL);
+}
+
+QTEST_GUILESS_MAIN(TestTransports)
+#include "tst_transports.moc"
