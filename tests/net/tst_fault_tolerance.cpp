@@ -3,7 +3,8 @@
 // processes that the test SIGKILLs: a restarted checkpointing server restores bitwise the
 // parameters of its last (valid) checkpoint, also when the latest file is corrupt or the
 // disk fills up; a chain with per-update forwarding loses no acknowledged update when its
-// head dies or its tail cannot be reached. (Stateless recovery: tst_stateless.cpp.)
+// head dies or its tail cannot be reached; the first and the fourth over TCP and over
+// shared memory. (Stateless recovery: tst_stateless.cpp.)
 #include "core/params/checkpoint.h"
 #include "tests/support/ps_fixtures.h"
 
@@ -30,15 +31,31 @@
 
 using namespace ps_fixtures;
 
+namespace {
+// The recovery tests run over TCP and over shared memory (whose regions belong to one
+// server: a restarted or promoted server hands out new ones when the worker rejoins).
+void transportRows() {
+  QTest::addColumn<int>("transport");
+  QTest::newRow("tcp") << static_cast<int>(LocalTransport::Tcp);
+  QTest::newRow("shm") << static_cast<int>(LocalTransport::Shm);
+}
+LocalTransport fetchedTransport() {
+  QFETCH(int, transport);
+  return static_cast<LocalTransport>(transport);
+}
+}  // namespace
+
 class TestFaultTolerance : public QObject {
   Q_OBJECT
 
  private slots:
   // The servers this test starts and the clients it makes share one run token.
   void initTestCase() { qputenv("DASP_RUN_TOKEN", "fault-tolerance-test-token"); }
+  void checkpointRestoresBitwise_data() { transportRows(); }
   void checkpointRestoresBitwise();
   void corruptLatestCheckpointFallsBack();
   void fullDiskDuringCheckpoint();
+  void chainLosesNoAcknowledgedUpdate_data() { transportRows(); }
   void chainLosesNoAcknowledgedUpdate();
   void unreachableReplicaLosesNoAcknowledgedUpdate();
 
@@ -47,6 +64,7 @@ class TestFaultTolerance : public QObject {
 };
 
 void TestFaultTolerance::checkpointRestoresBitwise() {
+  const auto transport = fetchedTransport();
   const auto spec = writeSpec(m_dir, "ckpt", R"({"mode": "CHECKPOINT", "checkpoint_every_updates": 5})");
   const auto dir = m_dir.filePath("ckpt-files").toStdString();
   Servers servers;
@@ -56,8 +74,9 @@ void TestFaultTolerance::checkpointRestoresBitwise() {
   std::int64_t latest = 0;
   {
     EventLog events(address);
-    PsClient client(address, kParameters);
+    PsClient client(address, kParameters, NodeSecurity(), transport);
     QVERIFY(joinAsWorker(client));
+    QCOMPARE(client.transport(), transport);
     for (int k = 1; k <= 12; ++k) {
       auto [v, params] = pushNumber(client, k, k - 1);
       QCOMPARE(v, static_cast<std::int64_t>(k));
@@ -83,7 +102,7 @@ void TestFaultTolerance::checkpointRestoresBitwise() {
   QCOMPARE(version, latest);
   QVERIFY2(sameBits(params, byVersion[latest]), "restored parameters differ from those the server acknowledged");
   // Training goes on from there.
-  PsClient client(again, kParameters);
+  PsClient client(again, kParameters, NodeSecurity(), transport);
   QVERIFY(joinAsWorker(client));
   QCOMPARE(pushNumber(client, 99, latest).first, latest + 1);
 }
@@ -185,6 +204,7 @@ void TestFaultTolerance::fullDiskDuringCheckpoint() {
 }
 
 void TestFaultTolerance::chainLosesNoAcknowledgedUpdate() {
+  const auto transport = fetchedTransport();
   const auto spec = writeSpec(m_dir, "chain", R"({"mode": "CHAIN", "replicas": 3, "forward_every": 1})");
   Servers servers;
   const auto tail = servers.start("server-2", spec, {"--replica"});
@@ -206,8 +226,9 @@ void TestFaultTolerance::chainLosesNoAcknowledgedUpdate() {
   std::int64_t lastAck = 0;
   std::vector<float> ackedParams;
   {
-    PsClient client(head, kParameters);
+    PsClient client(head, kParameters, NodeSecurity(), transport);
     QVERIFY(joinAsWorker(client));
+    QCOMPARE(client.transport(), transport);
     for (int k = 1; k <= 15; ++k) {
       auto [v, params] = pushNumber(client, k, lastAck);
       QCOMPARE(v, static_cast<std::int64_t>(k));
@@ -229,8 +250,9 @@ void TestFaultTolerance::chainLosesNoAcknowledgedUpdate() {
   QCOMPARE(version, lastAck);
   QVERIFY2(sameBits(params, ackedParams), "the promoted replica's parameters differ from the head's at the last ack");
   // The new head takes workers and goes on.
-  PsClient client(middle, kParameters);
+  PsClient client(middle, kParameters, NodeSecurity(), transport);
   QVERIFY(joinAsWorker(client));
+  QCOMPARE(client.transport(), transport);
   QCOMPARE(pushNumber(client, 16, lastAck).first, lastAck + 1);
 }
 

@@ -161,6 +161,19 @@ class TestNetns : public QObject {
     return static_cast<std::int64_t>(json["run_id"].toInteger());
   }
 
+  // The transport a worker says it joined over ("joined as rank R over T"); "" if none.
+  static std::string joinedOver(const QString& db, std::int64_t runId, const std::string& worker) {
+    auto store = dasp::RunStore::open(db.toStdString());
+    if (!store.isOk()) return {};
+    for (const auto& l : store.value()->logs(runId, worker).value()) {
+      const auto at = l.line.find(" over ");
+      if (l.line.find("joined as rank") != std::string::npos && at != std::string::npos) {
+        return l.line.substr(at + 6, l.line.find_first_of(" (", at + 6) - (at + 6));
+      }
+    }
+    return {};
+  }
+
   static QJsonObject twoWorkerSpec() {
     // A 44 KB model (MLP 32-256-10): 44 ms a transfer at 8 Mbit/s against ~0.1 ms on an
     // unshaped loopback.
@@ -202,6 +215,9 @@ class TestNetns : public QObject {
     // 2 × (15 ms + 44 KB × 8 / 8 Mbit/s) ≈ 118 ms.
     QVERIFY2(t.at("worker-1") > 0.110, qPrintable(QString::number(t.at("worker-1"))));
     QVERIFY(t.at("worker-1") > 5 * t.at("worker-0"));
+    // Both workers share the server's host: shared memory (the link is emulated in them).
+    QCOMPARE(joinedOver(db, runId, "worker-0"), std::string("shm"));
+    QCOMPARE(joinedOver(db, runId, "worker-1"), std::string("shm"));
   }
 
   void cleanupTestCase() {
@@ -240,6 +256,9 @@ class TestNetns : public QObject {
     // at least 2 × 28 KB × 8 / 8 Mbit/s = 56 ms.
     QVERIFY2(slow > 0.056, qPrintable(QString::number(slow)));
     QVERIFY2(slow > 5 * fast, qPrintable(QString("%1 vs %2").arg(slow).arg(fast)));
+    // Workers on other hosts than the server's use TCP, whatever the default says.
+    QCOMPARE(joinedOver(db, runId, "worker-0"), std::string("tcp"));
+    QCOMPARE(joinedOver(db, runId, "worker-1"), std::string("tcp"));
   }
 };
 

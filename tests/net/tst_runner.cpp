@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// `dasp run` end to end with real processes: a short synthetic run is recorded completely;
-// a worker killed mid-run is marked down and training goes on; Ctrl-C stops the run
-// cleanly; no node process outlives the run on any of these paths.
+// `dasp run` end to end with real processes: a short synthetic run is recorded completely
+// over each transport; a worker killed mid-run is marked down and training goes on;
+// Ctrl-C stops the run cleanly; no node process outlives the run on any of these paths.
 #include "core/store/run_store.h"
 #include "tests/support/processes.h"
 #include "tests/support/specs.h"
@@ -21,7 +21,9 @@ using RE = dasp::v1::RunEvent;
 namespace {
 
 // Three workers, the third three times slower.
-QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& strategy, double seconds) {
+// `transport`: cluster.transport (empty: the default, AUTO).
+QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& strategy, double seconds,
+                  const QString& transport = {}) {
   test_support::SyntheticSpec base;
   base.name = name;
   base.strategy = strategy;
@@ -29,6 +31,7 @@ QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& 
   QJsonObject spec = base.json();
   QJsonObject cluster = spec["cluster"].toObject();
   cluster["slowdowns"] = QJsonArray{1, 1, 3};
+  if (!transport.isEmpty()) cluster["transport"] = transport;
   spec["cluster"] = cluster;
   return test_support::writeSpecFile(dir.path(), name, spec);
 }
@@ -58,17 +61,28 @@ class TestRunner : public QObject {
   QTemporaryDir m_dir;
 };
 
+// Each strategy over each cluster.transport; the workers (all on this host) say in their
+// log which transport they joined over: AUTO gives them shared memory.
 void TestRunner::shortRunIsRecorded_data() {
   QTest::addColumn<QString>("strategy");
-  QTest::newRow("bsp") << "bsp";
-  QTest::newRow("dasp") << "dasp";
+  QTest::addColumn<QString>("transport");
+  QTest::addColumn<QString>("joinedOver");
+  for (const char* strategy : {"bsp", "dasp"}) {
+    QTest::newRow(qPrintable(QString(strategy) + " auto")) << strategy << "" << "shm";
+    QTest::newRow(qPrintable(QString(strategy) + " TCP")) << strategy << "TCP" << "tcp";
+    QTest::newRow(qPrintable(QString(strategy) + " UNIX")) << strategy << "UNIX" << "unix";
+  }
 }
 
 void TestRunner::shortRunIsRecorded() {
   QFETCH(QString, strategy);
-  const auto db = m_dir.filePath("runs-" + strategy + ".sqlite");
+  QFETCH(QString, transport);
+  QFETCH(QString, joinedOver);
+  const QString name = "short-" + strategy + "-" + joinedOver;
+  const auto db = m_dir.filePath("runs-" + strategy + "-" + joinedOver + ".sqlite");
   QProcess p;
-  p.start(test_support::daspBinary(), {"run", writeSpec(m_dir, "short-" + strategy, strategy, 3), "--db", db, "--json", "--quiet"});
+  p.start(test_support::daspBinary(),
+          {"run", writeSpec(m_dir, name, strategy, 3, transport), "--db", db, "--json", "--quiet"});
   QVERIFY(p.waitForFinished(60000));
   const auto err = QString::fromUtf8(p.readAllStandardError());
   QVERIFY2(p.exitCode() == 0, qPrintable(err));
@@ -96,6 +110,13 @@ void TestRunner::shortRunIsRecorded() {
   QVERIFY(!store.value()->logs(runId, "server")->empty());
   for (const auto& n : store.value()->nodes(runId).value()) {
     QVERIFY2(n.exitCode.has_value() && *n.exitCode == 0, n.node.c_str());
+  }
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string worker = "worker-" + std::to_string(rank);
+    const std::string said = "joined as rank " + std::to_string(rank) + " over " + joinedOver.toStdString();
+    bool found = false;
+    for (const auto& line : store.value()->logs(runId, worker).value()) found = found || line.line.find(said) != std::string::npos;
+    QVERIFY2(found, (worker + " never said: " + said).c_str());
   }
   verifyNoOrphans(*store.value(), runId);
 }

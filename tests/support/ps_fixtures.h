@@ -94,7 +94,11 @@ class Servers {
       std::lock_guard<std::mutex> lock(m_mu);
       m_address.erase(name);
     }
-    auto child = ChildProcess::spawn(name, argv);
+    // The servers' private directory, as `dasp run` gives it (the Unix socket and shared
+    // memory live there): removed with this object, whatever signal ended a server.
+    SpawnOptions options;
+    options.env["DASP_RUN_DIR"] = m_runDir.path().toStdString();
+    auto child = ChildProcess::spawn(name, argv, options);
     if (!child) return {};
     m_pump.add(name, child.value()->stdoutFd(), false);
     m_pump.add(name, child.value()->stderrFd(), true);
@@ -118,6 +122,7 @@ class Servers {
   std::map<std::string, std::string> m_address;
   std::map<std::string, std::string> m_log;
   std::map<std::string, std::unique_ptr<ChildProcess>> m_children;
+  QTemporaryDir m_runDir;
   OutputPump m_pump;
 };
 
