@@ -2,6 +2,7 @@
 #include "net/client/ps_client.h"
 
 #include "net/client/link_emulation.h"
+#include "net/transport/chunk_codec.h"
 
 #include <algorithm>
 #include <cstring>
@@ -37,6 +38,9 @@ std::string describe(const grpc::Status& status) {
 namespace {
 constexpr std::size_t kChunkThreshold = 4u << 20;
 constexpr std::size_t kChunkBytes = 2u << 20;
+// The chunked calls, made raw (ByteBuffer) to keep Protobuf out of the payload's way.
+constexpr char kPullChunksMethod[] = "/dasp.ps.v1.ParameterServer/PullChunks";
+constexpr char kPushChunksMethod[] = "/dasp.ps.v1.ParameterServer/PushChunks";
 
 // A call over this process's link (LinkCut): held before it leaves and its reply held after
 // it arrives while the link is cut, and DEADLINE_EXCEEDED when the deadline passes first.
@@ -201,7 +205,6 @@ grpc::Status PsClient::control(const pb::ControlRequest& request, pb::ControlRep
 grpc::Status PsClient::pullParameters(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
                                       double timeoutS) {
   params = nullptr;
-  const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
   if (m_region) {
     pb::PullRequest viaShm = request;
     viaShm.set_parameters_in_shm(true);
@@ -214,33 +217,51 @@ grpc::Status PsClient::pullParameters(const pb::PullRequest& request, pb::PullRe
     if (status.ok()) params = parametersOf(reply);
     return status;
   }
-  return throughLink(timeoutS, [&]() -> grpc::Status {
-    grpc::ClientContext context;
-    prepare(context, timeoutS);
-    auto reader = m_stub->PullChunks(&context, request);
-    m_pullBuffer.resize(bytes);
-    std::size_t received = 0;
-    bool first = true;
-    while (reader->Read(&m_pullChunk)) {
-      if (first) {
-        reply = m_pullChunk.header();
-        first = false;
-      }
-      const auto& data = m_pullChunk.data();
-      if (received + data.size() > bytes) {
-        context.TryCancel();
-        (void)reader->Finish();
-        return grpc::Status(grpc::StatusCode::DATA_LOSS, "server sent more parameter bytes than the model has");
-      }
-      std::memcpy(m_pullBuffer.data() + received, data.data(), data.size());
-      received += data.size();
-    }
-    auto status = reader->Finish();
-    if (!status.ok()) return status;
-    m_bytesReceived += static_cast<std::int64_t>(received);
-    if (received == bytes) params = reinterpret_cast<const float*>(m_pullBuffer.data());
-    return status;
-  });
+  return throughLink(timeoutS, [&]() -> grpc::Status { return pullChunks(request, reply, params, timeoutS); });
+}
+
+// A chunked pull as raw ByteBuffers: each chunk's payload is copied from the received
+// slices straight into the pull buffer (chunk_codec.h).
+grpc::Status PsClient::pullChunks(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
+                                  double timeoutS) {
+  const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
+  grpc::ClientContext context;
+  prepare(context, timeoutS);
+  grpc::ByteBuffer requestBytes;
+  bool own = false;
+  (void)grpc::SerializationTraits<pb::PullRequest>::Serialize(request, &requestBytes, &own);
+  const grpc::internal::RpcMethod method(kPullChunksMethod, grpc::internal::RpcMethod::SERVER_STREAMING);
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(m_channel.get(), method, &context, requestBytes));
+  m_pullBuffer.resize(bytes);
+  std::size_t received = 0;
+  std::string problem;
+  bool badHeader = false;
+  grpc::ByteBuffer chunk;
+  while (problem.empty() && !badHeader && reader->Read(&chunk)) {
+    problem = decodeChunk(
+        chunk, [&](const std::string& header) { badHeader = !reply.ParseFromString(header); },
+        [&](std::size_t n, std::string& why) -> char* {
+          if (received + n > bytes) {
+            why = "server sent more parameter bytes than the model has";
+            return nullptr;
+          }
+          char* to = m_pullBuffer.data() + received;
+          received += n;
+          return to;
+        });
+  }
+  if (badHeader) problem = "server sent a chunk header that is not a PullReply";
+  if (!problem.empty()) {
+    context.TryCancel();
+    (void)reader->Finish();
+    return grpc::Status(grpc::StatusCode::DATA_LOSS, problem);
+  }
+  auto status = reader->Finish();
+  if (!status.ok()) return status;
+  m_bytesReceived += static_cast<std::int64_t>(received);
+  if (received == bytes) params = reinterpret_cast<const float*>(m_pullBuffer.data());
+  return status;
 }
 
 grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradient, pb::PushReply& reply,
@@ -253,21 +274,29 @@ grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradi
     return status;
   }
   return throughLink(timeoutS, [&]() -> grpc::Status {
+    // A chunked push as raw ByteBuffers: each chunk's payload is a slice over `gradient`
+    // itself (chunk_codec.h), which stays unchanged until Finish() returns.
     grpc::ClientContext context;
     prepare(context, timeoutS);
-    auto writer = m_stub->PushChunks(&context, &reply);
+    grpc::ByteBuffer responseBytes;
+    const grpc::internal::RpcMethod method(kPushChunksMethod, grpc::internal::RpcMethod::CLIENT_STREAMING);
+    std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
+        grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(m_channel.get(), method, &context,
+                                                                      &responseBytes));
     request.clear_gradient();
-    *m_pushChunk.mutable_header() = request;
+    const std::string header = request.SerializeAsString();
     const char* data = reinterpret_cast<const char*>(gradient);
     bool ok = true;
     for (std::size_t offset = 0; ok && offset < bytes; offset += kChunkBytes) {
-      m_pushChunk.mutable_data()->assign(data + offset, std::min(kChunkBytes, bytes - offset));
-      ok = writer->Write(m_pushChunk);
-      m_pushChunk.clear_header();
+      ok = writer->Write(encodeChunk(offset == 0 ? &header : nullptr, data + offset, std::min(kChunkBytes, bytes - offset)));
     }
     writer->WritesDone();
     auto status = writer->Finish();
-    if (status.ok()) m_bytesSent += static_cast<std::int64_t>(bytes);
+    if (!status.ok()) return status;
+    if (!grpc::SerializationTraits<pb::PushReply>::Deserialize(&responseBytes, &reply).ok()) {
+      return grpc::Status(grpc::StatusCode::DATA_LOSS, "server answered a chunked push with no PushReply");
+    }
+    m_bytesSent += static_cast<std::int64_t>(bytes);
     return status;
   });
 }

@@ -81,6 +81,7 @@ class PsClient {
   grpc::Status takeOffer(const pb::JoinReply& reply);
   void openTcp();
   const float* parametersOf(const pb::PullReply& reply);
+  grpc::Status pullChunks(const pb::PullRequest& request, pb::PullReply& reply, const float*& params, double timeoutS);
   void loadGradient(pb::PushRequest& request, const float* gradient);
 
   std::string m_address;
@@ -90,8 +91,6 @@ class PsClient {
   std::int64_t m_parameters = 0;
   bool m_chunked = false;
   std::vector<char> m_pullBuffer;  // chunked pulls land here (allocated once)
-  pb::PullChunk m_pullChunk;
-  pb::PushChunk m_pushChunk;
   std::int64_t m_bytesSent = 0;
   std::int64_t m_bytesReceived = 0;
   LocalTransport m_requested = LocalTransport::Tcp;

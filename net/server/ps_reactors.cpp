@@ -30,8 +30,8 @@ void ParameterServer::Impl::PullStreamReactor::writeNext() {
     return;
   }
   const std::size_t n = std::min(kChunkBytes, total - m_offset);
-  if (m_sentFirst) m_chunk.clear_header();
-  m_chunk.mutable_data()->assign(m_buffer ? m_buffer->data() + m_offset : nullptr, n);
+  const std::string header = m_sentFirst ? std::string() : m_header.SerializeAsString();
+  m_chunk = encodeChunk(m_sentFirst ? nullptr : &header, m_buffer ? m_buffer->data() + m_offset : nullptr, n);
   m_offset += n;
   m_sentFirst = true;
   StartWrite(&m_chunk);
@@ -39,41 +39,67 @@ void ParameterServer::Impl::PullStreamReactor::writeNext() {
 
 // --- PushStreamReactor ----------------------------------------------------------------------
 
+void ParameterServer::Impl::PushStreamReactor::takeHeader(const std::string& bytes) {
+  if (m_failed) return;
+  pb::PushRequest header;
+  if (!header.ParseFromString(bytes)) {
+    fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunked push with a malformed header"));
+    return;
+  }
+  const int r = header.rank();
+  if (m_buffer != nullptr) {
+    fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunked push with a second header"));
+  } else if (r < 0 || r >= m_impl->options.workers) {
+    fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "push from unknown rank " + std::to_string(r)));
+  } else if (!m_impl->claimReceiveBuffer(r)) {
+    fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      "a chunked push from worker " + std::to_string(r) + " is already in flight"));
+  } else {
+    m_claimed = r;
+    m_header = std::move(header);
+    m_buffer = m_impl->receiveBuffer(r);
+  }
+}
+
+char* ParameterServer::Impl::PushStreamReactor::payloadTarget(std::size_t n, std::string& refusal) {
+  if (m_buffer == nullptr) {
+    refusal = "chunked push without a header";
+    return nullptr;
+  }
+  if (m_received + n > m_impl->gradientBytes()) {
+    refusal = "gradient from worker " + std::to_string(m_header.rank()) + " has more than the model's " +
+              std::to_string(m_impl->store->size()) + " parameters";
+    return nullptr;
+  }
+  char* to = reinterpret_cast<char*>(m_buffer) + m_received;
+  m_received += n;
+  return to;
+}
+
 void ParameterServer::Impl::PushStreamReactor::OnReadDone(bool ok) {
   if (!ok) {  // the client has sent everything
-    const grpc::Status status = m_failed ? m_status : m_impl->handlePush(m_header, m_buffer, m_received, m_reply);
+    const grpc::Status status = m_failed ? m_status : m_impl->handlePush(m_header, m_buffer, m_received, &m_reply);
     if (m_claimed >= 0) m_impl->releaseReceiveBuffer(m_claimed);
     m_claimed = -1;
+    if (status.ok()) {
+      bool own = false;
+      (void)grpc::SerializationTraits<pb::PushReply>::Serialize(m_reply, m_response, &own);
+    }
     Finish(status);
     return;
   }
   if (!m_failed) {
-    if (m_chunk.has_header()) {
-      const int r = m_chunk.header().rank();
-      if (m_buffer != nullptr) {
-        fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunked push with a second header"));
-      } else if (r < 0 || r >= m_impl->options.workers) {
-        fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "push from unknown rank " + std::to_string(r)));
-      } else if (!m_impl->claimReceiveBuffer(r)) {
-        fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          "a chunked push from worker " + std::to_string(r) + " is already in flight"));
-      } else {
-        m_claimed = r;
-        m_header = m_chunk.header();
-        m_buffer = m_impl->receiveBuffer(r);
-      }
-    }
-    const auto& data = m_chunk.data();
-    if (!m_failed && m_buffer == nullptr) {
-      fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunked push without a header"));
-    } else if (!m_failed && m_received + data.size() > m_impl->gradientBytes()) {
-      fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "gradient from worker " + std::to_string(m_header.rank()) + " has more than the model's " +
-                            std::to_string(m_impl->store->size()) + " parameters"));
-    } else if (!m_failed) {
-      std::memcpy(reinterpret_cast<char*>(m_buffer) + m_received, data.data(), data.size());
-      m_received += data.size();
-    }
+    // The header comes first in a chunk: it claims the buffer before the payload lands.
+    const std::string wrong = decodeChunk(
+        m_chunk, [this](const std::string& bytes) { takeHeader(bytes); },
+        [this](std::size_t n, std::string& why) -> char* {
+          if (m_failed) {
+            why = m_status.error_message();
+            return nullptr;
+          }
+          return payloadTarget(n, why);
+        });
+    if (!wrong.empty() && !m_failed) fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, wrong));
   }
   StartRead(&m_chunk);
 }

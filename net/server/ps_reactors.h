@@ -71,10 +71,11 @@ class ParameterServer::Impl::PullReactor final : public grpc::ServerUnaryReactor
 };
 
 // A chunked pull: the parameters are copied once into the rank's send buffer when the
-// pull is answered (a consistent snapshot), then written in chunks. Its own fields are
-// touched by complete() (under Impl::mu, before the first write) and then only by the
-// write sequence (one write in flight).
-class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteReactor<pb::PullChunk>,
+// pull is answered (a consistent snapshot), then written in chunks whose payload slices
+// point into that buffer (the rank's next pull rewrites it only after this call is done).
+// Its own fields are touched by complete() (under Impl::mu, before the first write) and
+// then only by the write sequence (one write in flight).
+class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                                                        public PendingPull {
  public:
   PullStreamReactor(Impl* impl, int rank, double arrivedAt, std::int64_t minVersion)
@@ -85,7 +86,7 @@ class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteR
     if (!ok) return;  // the call is cancelled or broken; OnDone follows
     writeNext();
   }
-  pb::PullReply& header() override { return *m_chunk.mutable_header(); }
+  pb::PullReply& header() override { return m_header; }
   void setParameters(const float* params, std::size_t bytes) override;
   void complete() override { writeNext(); }
   void abandon() override { Finish(grpc::Status::CANCELLED); }
@@ -94,7 +95,8 @@ class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteR
  private:
   void writeNext();
   Impl* m_impl;
-  pb::PullChunk m_chunk;  // reused for every chunk: its buffer keeps its capacity
+  pb::PullReply m_header;
+  grpc::ByteBuffer m_chunk;  // the chunk being written
   std::vector<char>* m_buffer = nullptr;
   std::size_t m_offset = 0;
   bool m_sentFirst = false;
@@ -104,9 +106,11 @@ class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteR
 // then handled as one push. Its fields are its own (one read in flight at a time). It
 // claims the buffer on the header (one chunked push per rank at a time) and gives it back
 // once the push is handled, or when the call ends.
-class ParameterServer::Impl::PushStreamReactor final : public grpc::ServerReadReactor<pb::PushChunk> {
+class ParameterServer::Impl::PushStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
-  PushStreamReactor(Impl* impl, pb::PushReply* reply) : m_impl(impl), m_reply(reply) { StartRead(&m_chunk); }
+  PushStreamReactor(Impl* impl, grpc::ByteBuffer* response) : m_impl(impl), m_response(response) {
+    StartRead(&m_chunk);
+  }
   void OnReadDone(bool ok) override;
   void OnDone() override {
     if (m_claimed >= 0) m_impl->releaseReceiveBuffer(m_claimed);
@@ -118,9 +122,14 @@ class ParameterServer::Impl::PushStreamReactor final : public grpc::ServerReadRe
     m_failed = true;
     m_status = std::move(status);
   }
+  // The payload of a chunk: into the claimed receive buffer (nullptr and `refusal` when
+  // there is none yet or it would overflow).
+  char* payloadTarget(std::size_t n, std::string& refusal);
+  void takeHeader(const std::string& bytes);
   Impl* m_impl;
-  pb::PushReply* m_reply;
-  pb::PushChunk m_chunk;
+  grpc::ByteBuffer* m_response;
+  pb::PushReply m_reply;
+  grpc::ByteBuffer m_chunk;
   pb::PushRequest m_header;
   float* m_buffer = nullptr;
   std::size_t m_received = 0;

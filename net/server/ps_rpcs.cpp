@@ -223,9 +223,16 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::PushPull(grpc::CallbackServerCo
   return reactor;
 }
 
-grpc::ServerWriteReactor<pb::PullChunk>* ParameterServer::Impl::PullChunks(grpc::CallbackServerContext* ctx,
-                                                                           const pb::PullRequest* req) {
-  if (auto st = authorize(ctx, "PullChunks"); !st.ok()) return new RefusedWriter<pb::PullChunk>(st);
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ParameterServer::Impl::PullChunks(grpc::CallbackServerContext* ctx,
+                                                                              const grpc::ByteBuffer* request) {
+  if (auto st = authorize(ctx, "PullChunks"); !st.ok()) return new RefusedWriter<grpc::ByteBuffer>(st);
+  pb::PullRequest parsed;
+  grpc::ByteBuffer copy(*request);  // Deserialize consumes its buffer
+  if (!grpc::SerializationTraits<pb::PullRequest>::Deserialize(&copy, &parsed).ok()) {
+    return new RefusedWriter<grpc::ByteBuffer>(
+        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "PullChunks: a request that is not a PullRequest"));
+  }
+  const pb::PullRequest* req = &parsed;
   const int rank = std::max(-1, std::min(req->rank(), options.workers - 1));
   auto* reactor = new PullStreamReactor(this, rank, now(), req->min_version());
   if (!isHead) {
@@ -263,10 +270,10 @@ grpc::Status ParameterServer::Impl::handlePushOf(const pb::PushRequest& req, con
   return handlePush(req, reinterpret_cast<const float*>(bytes.data()), bytes.size(), reply);
 }
 
-grpc::ServerReadReactor<pb::PushChunk>* ParameterServer::Impl::PushChunks(grpc::CallbackServerContext* ctx,
-                                                                          pb::PushReply* reply) {
-  if (auto st = authorize(ctx, "PushChunks"); !st.ok()) return new RefusedReader<pb::PushChunk>(st);
-  return new PushStreamReactor(this, reply);
+grpc::ServerReadReactor<grpc::ByteBuffer>* ParameterServer::Impl::PushChunks(grpc::CallbackServerContext* ctx,
+                                                                             grpc::ByteBuffer* response) {
+  if (auto st = authorize(ctx, "PushChunks"); !st.ok()) return new RefusedReader<grpc::ByteBuffer>(st);
+  return new PushStreamReactor(this, response);
 }
 
 grpc::Status ParameterServer::Impl::rejectLocked(int rank, const std::string& why, pb::PushRefusal::Reason reason,

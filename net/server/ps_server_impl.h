@@ -48,6 +48,7 @@
 #include "core/params/update_record.h"
 #include "core/policy/sync_policy.h"
 #include "net/server/replicator.h"
+#include "net/transport/chunk_codec.h"
 #include "net/transport/shared_region.h"
 #include "dasp/ps/v1/parameter_server.grpc.pb.h"
 
@@ -71,7 +72,12 @@ namespace dasp::net {
 namespace pb = dasp::ps::v1;
 using Clock = std::chrono::steady_clock;
 
-struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
+// The chunked calls are raw (ByteBuffer in, ByteBuffer out): their payload is read and
+// written by net/transport/chunk_codec.h, past Protobuf, so it is copied once less each way.
+using ChunkedRawService = pb::ParameterServer::WithRawCallbackMethod_PushChunks<
+    pb::ParameterServer::WithRawCallbackMethod_PullChunks<pb::ParameterServer::CallbackService>>;
+
+struct ParameterServer::Impl final : ChunkedRawService {
   // --- call objects (ps_reactors.h) -------------------------------------------------------
   class PendingPull;        // a parked or about-to-be-answered pull
   class PullReactor;        // unary pull (Pull, PushPull)
@@ -267,11 +273,12 @@ struct ParameterServer::Impl final : pb::ParameterServer::CallbackService {
                                  pb::PullReply* reply) override;
   grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
                                      pb::PullReply* reply) override;
-  grpc::ServerWriteReactor<pb::PullChunk>* PullChunks(grpc::CallbackServerContext* ctx,
-                                                      const pb::PullRequest* req) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* PullChunks(grpc::CallbackServerContext* ctx,
+                                                         const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const pb::PushRequest* req,
                                  pb::PushReply* reply) override;
-  grpc::ServerReadReactor<pb::PushChunk>* PushChunks(grpc::CallbackServerContext* ctx, pb::PushReply* reply) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* PushChunks(grpc::CallbackServerContext* ctx,
+                                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* ctx, const pb::EvaluationReport* req,
                                    pb::ReportReply* reply) override;
   grpc::ServerUnaryReactor* Control(grpc::CallbackServerContext* ctx, const pb::ControlRequest* req,
