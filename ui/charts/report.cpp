@@ -78,13 +78,6 @@ class Sink {
   QString m_error;
 };
 
-Status saveBytes(const QString& path, const QByteArray& bytes) {
-  Sink sink(path);
-  if (Status s = sink.open(); !s) return s;
-  sink << bytes;
-  return sink.commit();
-}
-
 // The shortest text that reads back as the same double.
 QByteArray num(double v) {
   if (std::isnan(v)) return "nan";
@@ -388,6 +381,13 @@ Status needWidgets(const QString& path) {
 
 }  // namespace
 
+Status saveFileBytes(const QString& path, const QByteArray& bytes) {
+  Sink sink(path);
+  if (Status s = sink.open(); !s) return s;
+  sink << bytes;
+  return sink.commit();
+}
+
 Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options) {
   if (!haveWidgets()) return needWidgets(path);
   const SweepTable sweep = SweepTable::fromRuns(runs);
@@ -400,7 +400,7 @@ Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path, co
     im.save(&buffer, "PNG");
     return QStringLiteral("data:image/png;base64,") + QString::fromLatin1(png.toBase64());
   });
-  return saveBytes(path, html.toUtf8());
+  return saveFileBytes(path, html.toUtf8());
 }
 
 Status writePdfReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options) {
@@ -435,7 +435,7 @@ Status writePdfReport(const std::vector<RunData>& runs, const QString& path, con
     doc.print(&writer);
   }
   if (!pdf.startsWith("%PDF")) return writeError(path, QStringLiteral("the PDF writer produced no output"));
-  return saveBytes(path, pdf);
+  return saveFileBytes(path, pdf);
 }
 
 }  // namespace dasp::ui

@@ -53,6 +53,9 @@ struct ReportOptions {
 Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options = {});
 // The same content through QTextDocument and QPdfWriter, A4.
 Status writePdfReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options = {});
+// Writes `bytes` to `path` through QSaveFile: all of them or, on an error (a Status
+// naming the file), nothing.
+Status saveFileBytes(const QString& path, const QByteArray& bytes);
 // Dispatches on reportFormatFor(path).
 Status writeReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options = {});
 

@@ -4,6 +4,7 @@
 #include "ui/charts/report_html.h"
 
 #include "core/results/mean_std.h"
+#include "ui/charts/chart_export.h"
 #include "ui/charts/convergence_chart.h"
 #include "ui/charts/node_bars.h"
 #include "ui/charts/node_lanes.h"
@@ -12,7 +13,6 @@
 #include <QCoreApplication>
 #include <QDateTime>
 #include <QJsonDocument>
-#include <QResizeEvent>
 
 #include <algorithm>
 #include <cmath>
@@ -22,29 +22,8 @@ namespace dasp::ui {
 
 namespace {
 
-// Renders a widget, never shown, at `size`.
-QImage renderWidget(QWidget& w, const QSize& size, const std::function<void()>& beforeRender = {}) {
-  w.resize(size);
-  // A hidden widget gets its resize event only when shown or rendered; the chart needs
-  // it (and its layout) before render(), so deliver it now.
-  QResizeEvent resize(size, QSize());
-  QCoreApplication::sendEvent(&w, &resize);
-  if (beforeRender) beforeRender();
-  QImage image(size, QImage::Format_ARGB32_Premultiplied);
-  image.fill(Qt::white);
-  w.render(&image);
-  return image;
-}
-
 QImage renderChart(ConvergenceChart& chart, const QSize& size) {
-  return renderWidget(chart, size, [&] {
-    // The chart lays itself out through posted layout requests: run them, then fill the
-    // series for the final plot width.
-    QCoreApplication::sendPostedEvents(chart.chart());
-    QCoreApplication::sendPostedEvents(chart.scene());
-    chart.refresh();
-    QCoreApplication::sendPostedEvents(chart.chart());
-  });
+  return renderWidget(chart, size, [&] { chart.settleLayout(); });
 }
 
 QString esc(const QString& s) { return s.toHtmlEscaped(); }
