@@ -3,6 +3,7 @@
 
 #include "ui/charts/sweep_heatmap.h"
 
+#include <cstdint>
 #include <map>
 
 namespace dasp::ui {
@@ -21,9 +22,17 @@ QStringList groupLabels(const std::vector<RunData>& runs, const QString& key) {
     for (const RunData& r : runs) labels << (r.label.isEmpty() ? r.strategy : r.label);
     return labels;
   }
+  // The table keeps only the runs with a readable spec: find each run's row by its id.
   const SweepTable table = SweepTable::fromRuns(runs);
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const auto& values = table.runs[i].values;
+  std::map<std::int64_t, const SweepRun*> byId;
+  for (const SweepRun& r : table.runs) byId.emplace(r.runId, &r);
+  for (const RunData& run : runs) {
+    const auto row = byId.find(run.runId);
+    if (row == byId.end()) {
+      labels << QStringLiteral("%1 unknown (no spec)").arg(key);
+      continue;
+    }
+    const auto& values = row->second->values;
     const auto it = values.find(key);
     if (it == values.end()) {
       labels << key;  // the same for every run: one group
