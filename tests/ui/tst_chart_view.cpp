@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Tests of the charts' view and images (issue 17): the convergence chart's y axis fits
 // the curves (and returns to the full range), a log axis for the loss, zoom by call and by
-// mouse and its reset, PNG and SVG exports that decode, and the time-to-target bars equal
-// the runs' mean and std. Run headless: QT_QPA_PLATFORM=offscreen.
+// mouse and its reset, PNG and SVG exports that decode, the time-to-target bars equal the
+// runs' mean and std, and the compare view grouping curves and bars by a spec field. Run headless: QT_QPA_PLATFORM=offscreen.
 
 #include "core/results/mean_std.h"
 #include "ui/charts/chart_export.h"
@@ -11,9 +11,14 @@
 #include "ui/charts/run_data.h"
 #include "ui/charts/run_groups.h"
 #include "ui/charts/time_to_target_bars.h"
+#include "ui/runs/compare_panel.h"
 
 #include <QAction>
+#include <QCheckBox>
 #include <QChart>
+#include <QComboBox>
+#include <QLineSeries>
+#include <QPushButton>
 #include <QFile>
 #include <QImage>
 #include <QLogValueAxis>
@@ -73,6 +78,7 @@ class TestChartView : public QObject {
   void barsAreMeanAndStd();
   void barsMarkDivergedAndReference();
   void groupsBySpecField();
+  void compareGroupsByFieldWithBars();
 };
 
 void TestChartView::yAxisFitsTheCurvesAndTogglesToFull() {
@@ -316,6 +322,45 @@ void TestChartView::groupsBySpecField() {
   QCOMPARE(groups[0].label, QStringLiteral("cluster.count=4"));
   QCOMPARE(groups[1].members, (std::vector<std::size_t>{2, 3}));
   QCOMPARE(groupRuns(runs, strategyGroupKey()).size(), std::size_t(1));
+}
+
+void TestChartView::compareGroupsByFieldWithBars() {
+  std::vector<RunData> runs;
+  for (int i = 0; i < 4; ++i) {
+    RunData r = plateauRun(i + 1, QStringLiteral("dasp"), 0.85);
+    for (Evaluation& e : r.evaluations) e.accuracy = e.t >= 1.0 + i ? 0.85 : 0.5;  // reached at 1, 2, 3, 4 s
+    r.specJson = QStringLiteral(R"({"strategy":{"name":"dasp"},"cluster":{"count":%1},"stop":{"target_accuracy":0.8}})")
+                     .arg(i < 2 ? 4 : 16);
+    runs.push_back(r);
+  }
+  ComparePanel panel;
+  panel.setRuns(runs);
+  QComboBox* key = panel.groupKeyCombo();
+  QCOMPARE(key->currentText(), QStringLiteral("strategy"));
+  QCOMPARE(panel.targetBars()->bars().bars.size(), std::size_t(1));  // one strategy
+  const int field = key->findText(QStringLiteral("cluster.count"));
+  QVERIFY(field > 0);
+  key->setCurrentIndex(field);
+  panel.groupCheck()->setChecked(true);
+  const TargetBars& bars = panel.targetBars()->bars();
+  QCOMPARE(bars.bars.size(), std::size_t(2));
+  QCOMPARE(bars.bars[0].label, QStringLiteral("cluster.count=4"));
+  QCOMPARE(*bars.bars[0].mean, 1.5);
+  QCOMPARE(*bars.bars[1].mean, 3.5);
+  QStringList names;
+  for (QAbstractSeries* s : panel.chart()->chart()->series()) {
+    if (qobject_cast<QLineSeries*>(s) != nullptr && !s->name().isEmpty()) names << s->name();
+  }
+  QVERIFY2(names.contains(QStringLiteral("cluster.count=16 (n=2)")), qPrintable(names.join(QStringLiteral(", "))));
+  // The axis controls reach the chart.
+  panel.fitYCheck()->setChecked(false);
+  QCOMPARE(panel.chart()->yRange(), QPointF(0, 1));
+  panel.chart()->zoomX(1, 2);
+  panel.findChild<QPushButton*>(QStringLiteral("compareResetZoom"))->click();
+  QVERIFY(!panel.chart()->isZoomed());
+  // The same runs again keep the chosen key.
+  panel.setRuns(runs);
+  QCOMPARE(key->currentText(), QStringLiteral("cluster.count"));
 }
 
 QTEST_MAIN(TestChartView)

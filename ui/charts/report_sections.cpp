@@ -50,7 +50,7 @@ QString targetSection(const std::vector<RunData>& runs, const std::vector<RunFig
   const int width = compact ? std::min(img.width(), 640) : img.width();
   h += QStringLiteral("<p>%1</p>\n").arg(img(renderWidget(bars, size), QStringLiteral("time to target per strategy"), width));
   h += QStringLiteral("<p>Bars: the mean over the runs that reached the target, error bars ± one sample std, dots the "
-                      "runs; ✕ diverged, – never reached. The dashed line is the homogeneous-equivalent reference "
+                      "runs; under each bar how many runs reached the target, diverged (✕) or never reached it. The dashed line is the homogeneous-equivalent reference "
                       "where the runs include one.</p>\n");
   return h;
 }

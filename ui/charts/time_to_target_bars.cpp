@@ -175,8 +175,9 @@ void TimeToTargetBars::paintEvent(QPaintEvent*) {
       }
       painter.setBrush(Qt::NoBrush);
       painter.setPen(text);
-      painter.drawText(QRectF(s.bar.left() - 20, s.bar.top() - 16, s.bar.width() + 40, 14), Qt::AlignCenter,
-                       seconds(*b.mean));
+      // The mean above the error bar's cap, so that neither hides the other.
+      const double above = std::min(s.bar.top(), s.errorTop) - 16;
+      painter.drawText(QRectF(s.bar.left() - 20, above, s.bar.width() + 40, 14), Qt::AlignCenter, seconds(*b.mean));
     }
     // Under the bar: its label, how many runs reached the target, the misses.
     const QRectF labelBox(p.left() + slot * i, p.bottom() + 2, slot, fm.height());
@@ -184,7 +185,7 @@ void TimeToTargetBars::paintEvent(QPaintEvent*) {
     painter.drawText(labelBox, Qt::AlignHCenter | Qt::AlignTop, fm.elidedText(b.label, Qt::ElideMiddle, static_cast<int>(slot) - 4));
     QString misses = tr("%1/%2 reached").arg(b.times.size()).arg(b.runs);
     if (b.diverged > 0) misses += tr(" · ✕%1 diverged").arg(b.diverged);
-    if (b.notReached > 0) misses += tr(" · –%1 not").arg(b.notReached);
+    if (b.notReached > 0) misses += tr(" · %1 never").arg(b.notReached);
     painter.setPen(b.diverged > 0 ? QColor(0xC0, 0x39, 0x2B) : QColor(0x55, 0x55, 0x55));
     painter.drawText(labelBox.translated(0, fm.height()), Qt::AlignHCenter | Qt::AlignTop,
                      fm.elidedText(misses, Qt::ElideRight, static_cast<int>(slot) - 4));

@@ -5,8 +5,8 @@
 // reached it, ± one sample standard deviation as an error bar, each run as a dot; the
 // homogeneous-equivalent reference (runs with spec.reference_of, as the results tables
 // compute the heterogeneity cost) as a dashed line instead of a bar; under each bar how
-// many runs diverged (✕) or never reached the target (–). A group none of whose runs
-// reached the target is a hatched grey bar. Lower is better.
+// many of its runs reached the target, diverged (✕) or never reached it. A group none of
+// whose runs reached the target is a hatched grey bar. Lower is better.
 //
 // Threading: GUI thread only. timeToTargetBars() is a plain computation (any thread).
 
