@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The HTML report (and the PDF's HTML): summary, per-strategy and recovery tables, sweep
-// heatmaps, the GUI's own charts, and each run's lanes, bars, events and spec.
+// The HTML report (and the PDF's HTML): the time-to-target chart, summary, per-strategy,
+// heterogeneity, activity and recovery tables, sweep heatmaps, the GUI's own charts, the
+// spec once, and each run's lanes, bars and events (the PDF: a compact grid of the runs).
 #include "ui/charts/report_html.h"
 #include "ui/charts/report_parts.h"
 

@@ -50,8 +50,8 @@ QString targetSection(const std::vector<RunData>& runs, const std::vector<RunFig
   const int width = compact ? std::min(img.width(), 640) : img.width();
   h += QStringLiteral("<p>%1</p>\n").arg(img(renderWidget(bars, size), QStringLiteral("time to target per strategy"), width));
   h += QStringLiteral("<p>Bars: the mean over the runs that reached the target, error bars ± one sample std, dots the "
-                      "runs; under each bar how many runs reached the target, diverged (✕) or never reached it. The dashed line is the homogeneous-equivalent reference "
-                      "where the runs include one.</p>\n");
+                      "runs; under each bar how many runs reached the target, diverged (✕) or never reached it. The "
+                      "dashed line is the homogeneous-equivalent reference where the runs include one.</p>\n");
   return h;
 }
 

@@ -160,7 +160,10 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
     updateSmoothingLabel();
   });
   connect(m_group, &QCheckBox::toggled, this, &ComparePanel::updateGroups);
-  connect(m_groupKey, qOverload<int>(&QComboBox::currentIndexChanged), this, &ComparePanel::updateGroups);
+  connect(m_groupKey, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+    updateGroups();
+    updateBars(figures());
+  });
   connect(m_fitY, &QCheckBox::toggled, m_chart, &ConvergenceChart::setFitY);
   connect(m_logY, &QCheckBox::toggled, m_chart, &ConvergenceChart::setLogY);
   connect(resetZoom, &QPushButton::clicked, m_chart, &ConvergenceChart::resetZoom);
@@ -221,15 +224,18 @@ std::vector<RunFigures> ComparePanel::figures() const {
 void ComparePanel::updateGroups() {
   std::vector<const RunData*> pointers;
   for (const RunData& r : m_runs) pointers.push_back(&r);
-  const QStringList labels = groupLabels(m_runs, m_groupKey->currentText());
   m_chart->setGrouped(m_group->isChecked());
-  m_chart->setRuns(std::move(pointers), m_group->isChecked() ? labels : QStringList());
-  m_bars->setBars(timeToTargetBars(m_runs, figures(), labels));
+  m_chart->setRuns(std::move(pointers),
+                   m_group->isChecked() ? groupLabels(m_runs, m_groupKey->currentText()) : QStringList());
+}
+
+void ComparePanel::updateBars(const std::vector<RunFigures>& figs) {
+  m_bars->setBars(timeToTargetBars(m_runs, figs, groupLabels(m_runs, m_groupKey->currentText())));
 }
 
 void ComparePanel::updateTable() {
   const std::vector<RunFigures> figs = figures();
-  m_bars->setBars(timeToTargetBars(m_runs, figs, groupLabels(m_runs, m_groupKey->currentText())));
+  updateBars(figs);
   m_table->setRowCount(static_cast<int>(figs.size()));
   for (std::size_t i = 0; i < figs.size(); ++i) {
     const RunFigures& f = figs[i];

@@ -10,7 +10,7 @@
 // a summary table per run: time to target, speedup vs BSP, final accuracy, mean wait,
 // mean and max staleness, updates, dropped and lost updates (runFigures(), the figures of
 // the reports). The target accuracy is the spec's, unless the spin box sets another; the
-// times to target and the speedups then come from the runs' evaluations. A second tab,
+// times to target, the speedups and the bars then come from the runs' evaluations. A second tab,
 // "Faults", holds the runs' fault drills and their recovery metrics (FaultsView); the
 // chart shades each drill from the fault to the restart.
 //
@@ -82,7 +82,8 @@ class ComparePanel : public QWidget {
 
  private:
   void updateTable();
-  void updateGroups();  // the curves' labels and grouping, and the bars
+  void updateGroups();  // the curves' labels and grouping
+  void updateBars(const std::vector<RunFigures>& figs);  // the time-to-target bars of the groups
   void updateTargetLine();
   void updateSmoothingLabel();
 
