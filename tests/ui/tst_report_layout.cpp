@@ -101,6 +101,7 @@ class TestReportLayout : public QObject {
   void timeToTargetComesFirst();
   void headersBreakBetweenWordsOnly();
   void blankRunLaysOut();
+  void differingEngineGetsAColumn();
 };
 
 void TestReportLayout::sixRunsFitInSixLandscapePages() {
@@ -173,6 +174,18 @@ void TestReportLayout::blankRunLaysOut() {
   QVERIFY2(layout.isOk(), layout.message().c_str());
   const int pages = layout.value().pageCount();
   QVERIFY2(pages >= 1 && pages <= 2, qPrintable(QString::number(pages)));
+}
+
+void TestReportLayout::differingEngineGetsAColumn() {
+  std::vector<RunData> runs = sixRuns();
+  const int shared = summaryColumnCount(runFigures(runs));
+  QVERIFY(reportHtml(runs).contains(QStringLiteral("All runs: experiment default, engine sim")));
+  runs[2].engine = QStringLiteral("real");
+  QCOMPARE(summaryColumnCount(runFigures(runs)), shared + 1);
+  const QString html = reportHtml(runs);
+  QVERIFY(html.contains(QStringLiteral("<th class=\"l\">engine</th>")));
+  QVERIFY(html.contains(QStringLiteral("<td class=\"l\">real</td>")));
+  QVERIFY(!html.contains(QStringLiteral("engine sim,")));
 }
 
 QTEST_MAIN(TestReportLayout)
