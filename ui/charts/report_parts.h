@@ -22,7 +22,7 @@ inline QString fig(const std::optional<double>& v, int decimals) {
   return v && std::isfinite(*v) ? QString::number(*v, 'f', decimals) : QStringLiteral("–");
 }
 
-// "mean ± std" of `v` ("–" when empty).
+// "mean ± std" of `v`; the mean alone for one value, "–" when empty.
 QString pm(const std::vector<double>& v, int decimals);
 
 // Opens an HTML table of class `cls` (the report's one table style).

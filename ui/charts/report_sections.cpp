@@ -36,6 +36,7 @@ QString counts(const std::map<QString, int>& n) {
 QString pm(const std::vector<double>& v, int decimals) {
   if (v.empty()) return QStringLiteral("–");
   const MeanStd s = meanStd(v);
+  if (s.n == 1) return QString::number(s.mean, 'f', decimals);  // one value: no spread to show
   return QStringLiteral("%1 ± %2").arg(s.mean, 0, 'f', decimals).arg(s.sd, 0, 'f', decimals);
 }
 
@@ -82,7 +83,7 @@ QString heterogeneitySection(const std::vector<RunData>& runs, const std::vector
                               "--reference</code> runs one), so no heterogeneity cost.</p>\n");
   }
   h += tableStart(QStringLiteral("heterogeneity")) +
-       QStringLiteral("<tr><th class=\"l\">strategy</th><th>runs</th><th>time to target (s)</th>"
+       QStringLiteral("<tr><th class=\"l\">strategy</th><th>reached target</th><th>time to target (s)</th>"
                       "<th>reference (s)</th><th>heterogeneity cost</th></tr>\n");
   const QStringList labels = groupLabels(runs, strategyGroupKey());
   for (const RunGroup& g : groupByLabels(labels)) {
@@ -96,10 +97,11 @@ QString heterogeneitySection(const std::vector<RunData>& runs, const std::vector
         reference.push_back(*f.timeToTarget / *f.heterogeneityCost);
       }
     }
-    h += QStringLiteral("<tr><td class=\"l\">%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td></tr>\n")
+    h += QStringLiteral("<tr><td class=\"l\">%1</td><td>%6/%2</td><td>%3</td><td>%4</td><td>%5</td></tr>\n")
              .arg(esc(g.label))
              .arg(g.members.size())
-             .arg(pm(ttt, 2), reference.empty() ? QStringLiteral("–") : fig(meanStd(reference).mean, 2), pm(cost, 2));
+             .arg(pm(ttt, 2), reference.empty() ? QStringLiteral("–") : fig(meanStd(reference).mean, 2), pm(cost, 2))
+             .arg(ttt.size());
   }
   h += QStringLiteral("</table>\n<p>Heterogeneity cost = time to target ÷ the mean time of its experiment's "
                       "reference runs (same N, same total gradient rate, BSP); 1 means heterogeneity costs "
