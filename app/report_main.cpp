@@ -3,11 +3,14 @@
 // drawn with the workbench's own charts, from the command line and without a display.
 //   dasp-report --db FILE --runs ID,ID|all --out report.{html,pdf,csv,trace.json}
 //               [--sweep-axes X,Y]
+//   dasp-report --db FILE --runs ID,ID|all --chart NAME --out chart.{png,svg}
 // Exit status: 0 written, 2 bad input (usage, unknown run ids, unreadable store, unknown
-// format, a sweep axis that does not vary between the runs), 1 failure while reading the
-// runs or writing the file.
+// format or chart, a sweep axis that does not vary between the runs), 1 failure while
+// reading the runs or drawing or writing the file.
 
 #include "core/store/run_store.h"
+#include "ui/charts/chart_export.h"
+#include "ui/charts/chart_images.h"
 #include "ui/charts/report.h"
 #include "ui/charts/sweep_heatmap.h"
 #include "ui/charts/run_data.h"
@@ -44,7 +47,7 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription(QStringLiteral(
       "Exports runs of a DASP run store: an HTML or PDF report (summary, charts, specs, events), "
       "CSV of every sample, or a Chrome/Perfetto trace of the node timelines. The format follows "
-      "the extension of --out: .html, .pdf, .csv, .trace.json."));
+      "the extension of --out: .html, .pdf, .csv, .trace.json. With --chart, one chart as a PNG or SVG image."));
   parser.addHelpOption();
   const QCommandLineOption dbOpt(QStringLiteral("db"), QStringLiteral("The run store (default: $DASP_DB or the user's store)."),
                                  QStringLiteral("FILE"));
@@ -57,6 +60,12 @@ int main(int argc, char** argv) {
                      "strategy.dasp.delta,cluster.count (one path: a single row). Default: chosen from the swept "
                      "fields, numeric ones first, one map per strategy."),
       QStringLiteral("X,Y"));
+  const QCommandLineOption chartOpt(
+      QStringLiteral("chart"),
+      QStringLiteral("Write one chart as an image instead of a report (--out FILE.png or FILE.svg): %1.")
+          .arg(dasp::ui::chartNames().join(QStringLiteral(", "))),
+      QStringLiteral("NAME"));
+  parser.addOption(chartOpt);
   parser.addOption(dbOpt);
   parser.addOption(runsOpt);
   parser.addOption(outOpt);
@@ -72,7 +81,18 @@ int main(int argc, char** argv) {
   if (!parser.isSet(runsOpt)) return fail(2, QStringLiteral("--runs is required (ids like 3,4 or 'all')"));
   if (!parser.isSet(outOpt)) return fail(2, QStringLiteral("--out is required (report.html, .pdf, .csv or .trace.json)"));
   const QString out = parser.value(outOpt);
-  if (!dasp::ui::reportFormatFor(out)) {
+  const QString chart = parser.value(chartOpt);
+  if (parser.isSet(chartOpt)) {
+    // Checked before the store is read: a typo is bad input, not a failed write.
+    if (!dasp::ui::chartNames().contains(chart)) {
+      return fail(2, QStringLiteral("--chart %1: unknown chart (use one of %2)")
+                         .arg(chart, dasp::ui::chartNames().join(QStringLiteral(", "))));
+    }
+    if (!dasp::ui::imageFormatFor(out)) {
+      return fail(2, QStringLiteral("%1: unknown image format for --chart (use .png or .svg)").arg(out));
+    }
+    if (parser.isSet(sweepOpt)) return fail(2, QStringLiteral("--sweep-axes is for reports, not --chart"));
+  } else if (!dasp::ui::reportFormatFor(out)) {
     return fail(2, QStringLiteral("%1: unknown report format (use .html, .pdf, .csv or .trace.json)").arg(out));
   }
   const QString db = parser.isSet(dbOpt) ? parser.value(dbOpt) : QString::fromStdString(dasp::defaultStorePath());
@@ -111,6 +131,13 @@ int main(int argc, char** argv) {
     auto data = dasp::ui::loadRunData(*store.value(), id);
     if (!data) return fail(1, QStringLiteral("run %1: %2").arg(id).arg(QString::fromStdString(data.message())));
     runs.push_back(std::move(data).value());
+  }
+  if (parser.isSet(chartOpt)) {
+    const dasp::Status drawn = dasp::ui::writeNamedChart(runs, chart, out);
+    if (!drawn) return fail(1, QString::fromStdString(drawn.message()));
+    std::printf("dasp-report: wrote %s (%s, %zu run%s)\n", qPrintable(out), qPrintable(chart), runs.size(),
+                runs.size() == 1 ? "" : "s");
+    return 0;
   }
   dasp::ui::ReportOptions options;
   if (parser.isSet(sweepOpt)) {

@@ -9,7 +9,7 @@ build=${DASP_BUILD_DIR:-$root/build}
 
 packages=(
   build-essential cmake pkg-config ccache git binutils
-  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev
   libtorch-dev libopenblas0-pthread
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libssl-dev openssl
   libsqlite3-dev zlib1g-dev libcli11-dev

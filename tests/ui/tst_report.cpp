@@ -17,6 +17,8 @@
 #include <QProcess>
 #include <QRegularExpression>
 #include <QStandardPaths>
+#include <QSvgRenderer>
+#include <QXmlStreamReader>
 #include <QTemporaryDir>
 #include "drill_faults.h"
 
@@ -129,6 +131,9 @@ class TestReport : public QObject {
   void emptyRunsExport();
   void toolRejectsUnknownRunIds();
   void toolWritesEachFormat();
+  void toolWritesEachChart_data();
+  void toolWritesEachChart();
+  void toolRejectsBadCharts();
 
  private:
   QTemporaryDir m_dir;
@@ -297,7 +302,7 @@ void TestReport::htmlHasSummaryAndImages() {
   QVERIFY(html.contains(QStringLiteral("speedup vs BSP")));
   QVERIFY(html.contains(QStringLiteral("PER_GRADIENT")));
   QVERIFY(html.contains(QStringLiteral("crash injected")));        // the event table
-  QVERIFY(html.contains(QStringLiteral("&quot;target_accuracy&quot;")));  // the spec, escaped
+  QVERIFY(QString(html).remove(QChar(0x200B)).contains(QStringLiteral("stop.target_accuracy")));  // the spec
   QVERIFY(html.contains(QStringLiteral("<img src=\"data:image/png;base64,")));
   // The embedded charts decode as real images.
   const QRegularExpression re(QStringLiteral("data:image/png;base64,([A-Za-z0-9+/=]+)"));
@@ -375,7 +380,7 @@ void TestReport::pdfRendersWithPdftoppm() {
   QCOMPARE(pngs.size(), 1);
   const QImage page(m_dir.filePath(pngs.front()));
   QVERIFY(!page.isNull());
-  QVERIFY(page.height() > page.width());  // A4 portrait
+  QVERIFY(page.width() > page.height());  // A4 landscape: the summary table is wide
 }
 
 void TestReport::unwritablePathsFailWithTheName() {
@@ -448,6 +453,84 @@ void TestReport::toolWritesEachFormat() {
   QVERIFY(p.waitForFinished(60000));
   QCOMPARE(p.exitCode(), 1);
   QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains(out));
+}
+
+void TestReport::toolWritesEachChart_data() {
+  QTest::addColumn<QString>("chart");
+  QTest::addColumn<QString>("ext");
+  for (const char* chart : {"convergence", "loss", "time-to-target", "lanes", "staleness"}) {
+    for (const char* ext : {"png", "svg"}) {
+      QTest::addRow("%s.%s", chart, ext) << QString::fromLatin1(chart) << QString::fromLatin1(ext);
+    }
+  }
+}
+
+// dasp-report --chart NAME writes a real image: a PNG that decodes at the chart's size, an
+// SVG that parses and draws something.
+void TestReport::toolWritesEachChart() {
+  QFETCH(QString, chart);
+  QFETCH(QString, ext);
+  const QString out = m_dir.filePath(QStringLiteral("%1.%2").arg(chart, ext));
+  QProcess p;
+  p.start(QString::fromLatin1(kReportTool), {QStringLiteral("--db"), m_db, QStringLiteral("--runs"), QStringLiteral("all"),
+                                             QStringLiteral("--chart"), chart, QStringLiteral("--out"), out});
+  QVERIFY2(p.waitForFinished(60000), qPrintable(p.errorString()));
+  QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+  QFile file(out);
+  QVERIFY(file.open(QIODevice::ReadOnly));
+  const QByteArray bytes = file.readAll();
+  // Two runs: the lanes and the histograms are stacked, one per run under its title.
+  const bool stacked = chart == QLatin1String("lanes") || chart == QLatin1String("staleness");
+  if (ext == QLatin1String("png")) {
+    QImage image;
+    QVERIFY(image.loadFromData(bytes, "PNG"));
+    QCOMPARE(image.width(), 960);
+    QVERIFY2(image.height() >= (stacked ? 2 * 60 : 300), qPrintable(QString::number(image.height())));
+    // Not a blank canvas: some pixels are neither white nor the frame's grey.
+    int ink = 0;
+    for (int y = 0; y < image.height(); y += 2) {
+      for (int x = 0; x < image.width(); x += 2) ink += qGray(image.pixel(x, y)) < 128 ? 1 : 0;
+    }
+    QVERIFY2(ink > 200, qPrintable(QString::number(ink)));
+  } else {
+    QXmlStreamReader xml(bytes);
+    int drawn = 0;
+    while (!xml.atEnd()) {
+      xml.readNext();
+      if (xml.isStartElement() && (xml.name() == QLatin1String("path") || xml.name() == QLatin1String("polyline") ||
+                                   xml.name() == QLatin1String("rect") || xml.name() == QLatin1String("text"))) {
+        ++drawn;
+      }
+    }
+    QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+    QVERIFY2(drawn > 10, qPrintable(QString::number(drawn)));
+    QSvgRenderer renderer(bytes);
+    QVERIFY(renderer.isValid());
+    QCOMPARE(renderer.viewBoxF().width(), 960.0);
+  }
+}
+
+void TestReport::toolRejectsBadCharts() {
+  auto run = [&](const QStringList& extra, const QString& out) {
+    QProcess p;
+    p.start(QString::fromLatin1(kReportTool),
+            QStringList{QStringLiteral("--db"), m_db, QStringLiteral("--runs"), QStringLiteral("all"), QStringLiteral("--out"), out} +
+                extra);
+    if (!p.waitForFinished(60000)) return std::make_pair(-1, QString());
+    return std::make_pair(p.exitCode(), QString::fromUtf8(p.readAllStandardError()));
+  };
+  const QString png = m_dir.filePath(QStringLiteral("bad.png"));
+  auto [code, err] = run({QStringLiteral("--chart"), QStringLiteral("pie")}, png);
+  QCOMPARE(code, 2);
+  QVERIFY2(err.contains(QStringLiteral("pie")) && err.contains(QStringLiteral("time-to-target")), qPrintable(err));
+  std::tie(code, err) = run({QStringLiteral("--chart"), QStringLiteral("loss")}, m_dir.filePath(QStringLiteral("loss.gif")));
+  QCOMPARE(code, 2);
+  QVERIFY2(err.contains(QStringLiteral("loss.gif")), qPrintable(err));
+  const QString unwritable = m_dir.filePath(QStringLiteral("missing-dir/loss.png"));
+  std::tie(code, err) = run({QStringLiteral("--chart"), QStringLiteral("loss")}, unwritable);
+  QCOMPARE(code, 1);
+  QVERIFY2(err.contains(unwritable), qPrintable(err));
+  QVERIFY(!QFile::exists(png));
 }
 
 QTEST_MAIN(TestReport)

@@ -7,11 +7,13 @@
 
 #include <QAreaSeries>
 #include <QChart>
+#include <QCoreApplication>
 #include <QFontMetrics>
 #include <QHelpEvent>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
+#include <QLogValueAxis>
 #include <QPainter>
 #include <QToolTip>
 #include <QValueAxis>
@@ -55,15 +57,6 @@ QColor eventColor(EventKind kind) {
   return QColor(0xCC, 0x79, 0xA7);
 }
 
-// 1, 2 or 5 times a power of ten, so that about `ticks` intervals span `span`.
-double niceStep(double span, int ticks) {
-  const double raw = span / std::max(ticks, 1);
-  if (!(raw > 0) || !std::isfinite(raw)) return 1;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  const double f = raw / mag;
-  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
-}
-
 // Linear interpolation of a curve sorted by x at x (the caller keeps x inside its range).
 // `cursor` advances monotonically over a rising sequence of x, so a whole grid is O(n).
 double interpolate(const std::vector<QPointF>& c, std::size_t& cursor, double x) {
@@ -90,6 +83,11 @@ ConvergenceChart::ConvergenceChart(QWidget* parent)
   m_axisY->setLabelFormat(QStringLiteral("%g"));
   c->addAxis(m_axisX, Qt::AlignBottom);
   c->addAxis(m_axisY, Qt::AlignLeft);
+  // The log axis waits, owned by the view, until the loss is drawn on it (useYAxis()).
+  m_logAxisY = new QLogValueAxis(this);
+  m_logAxisY->setBase(10);
+  m_logAxisY->setLabelFormat(QStringLiteral("%g"));
+  m_logAxisY->setMinorTickCount(8);
   setChart(c);
   setRenderHint(QPainter::Antialiasing, true);
   // A wider plot needs more points: re-decimate once the layout settled (queued, so a
@@ -124,12 +122,16 @@ QString ConvergenceChart::timeAxisTitle(const std::vector<const RunData*>& runs)
 
 void ConvergenceChart::setMetric(Metric metric) {
   m_metric = metric;
+  m_zoomY = false;  // a window in accuracy units means nothing for the loss
+  useYAxis();
   updateTitles();
   refresh();
 }
 
 void ConvergenceChart::setXAxis(XAxis axis) {
   m_xAxis = axis;
+  m_zoomX = false;  // seconds are not versions
+  m_zoomY = false;
   updateTitles();
   refresh();
 }
@@ -160,6 +162,7 @@ void ConvergenceChart::updateTitles() {
   static const char* xTitles[] = {"", "updates (version)", "samples"};
   m_axisX->setTitleText(m_xAxis == XAxis::Time ? timeAxisTitle(m_runs) : tr(xTitles[static_cast<int>(m_xAxis)]));
   m_axisY->setTitleText(m_metric == Metric::Accuracy ? tr("test accuracy") : tr("test loss"));
+  m_logAxisY->setTitleText(tr("test loss (log scale)"));
 }
 
 void ConvergenceChart::rebuild() {
@@ -178,7 +181,7 @@ void ConvergenceChart::rebuild() {
   auto add = [&](QAbstractSeries* s, bool inLegend) {
     c->addSeries(s);
     s->attachAxis(m_axisX);
-    s->attachAxis(m_axisY);
+    s->attachAxis(m_logAttached ? static_cast<QAbstractAxis*>(m_logAxisY) : m_axisY);
     if (!inLegend) {
       for (QLegendMarker* m : c->legend()->markers(s)) m->setVisible(false);
     }
@@ -281,14 +284,20 @@ void ConvergenceChart::refresh() {
   m_pixels = plotW;
   const int pixels = plotW >= 20 ? plotW : std::max(width() - 80, 200);
 
-  double xMin = std::numeric_limits<double>::infinity(), xMax = -xMin, yMin = xMin, yMax = -xMin;
+  double xMin = std::numeric_limits<double>::infinity(), xMax = -xMin;
   auto extend = [&](const std::vector<QPointF>& v) {
     for (const QPointF& p : v) {
       xMin = std::min(xMin, p.x());
       xMax = std::max(xMax, p.x());
-      yMin = std::min(yMin, p.y());
-      yMax = std::max(yMax, p.y());
     }
+  };
+  // What the series show, for the y range: a log axis drops the values it cannot draw.
+  const bool logY = logYActive();
+  std::vector<QList<QPointF>> curves;
+  auto plotted = [&](QList<QPointF> v) {
+    if (logY) v.removeIf([](const QPointF& p) { return !(p.y() > 0); });
+    curves.push_back(v);
+    return v;
   };
   std::vector<std::vector<QPointF>> smooth(m_runs.size());
   for (std::size_t i = 0; i < m_runs.size(); ++i) {
@@ -297,8 +306,8 @@ void ConvergenceChart::refresh() {
     smooth[i] = smoothed(raw);
     if (!m_grouped && i < m_runSeries.size()) {
       m_runSeries[i].raw->setVisible(m_smoothing > 0);
-      m_runSeries[i].raw->replace(m_smoothing > 0 ? decimateMinMax(raw, pixels) : QList<QPointF>());
-      m_runSeries[i].smooth->replace(decimateMinMax(smooth[i], pixels));
+      m_runSeries[i].raw->replace(m_smoothing > 0 ? plotted(decimateMinMax(raw, pixels)) : QList<QPointF>());
+      m_runSeries[i].smooth->replace(plotted(decimateMinMax(smooth[i], pixels)));
     }
   }
   for (GroupSeries& g : m_groups) {
@@ -333,14 +342,13 @@ void ConvergenceChart::refresh() {
         const double sd = values.size() > 1 ? std::sqrt(var / static_cast<double>(values.size() - 1)) : 0.0;
         mean.append(QPointF(x, mu));
         upper.append(QPointF(x, mu + sd));
-        lower.append(QPointF(x, mu - sd));
-        yMin = std::min(yMin, mu - sd);
-        yMax = std::max(yMax, mu + sd);
+        // On a log axis the band stops just above 0 instead of leaving the plot.
+        lower.append(QPointF(x, logY && mu - sd <= 0 ? mu * 1e-3 : mu - sd));
       }
     }
-    g.mean->replace(mean);
-    g.upper->replace(upper);
-    g.lower->replace(lower);
+    g.mean->replace(plotted(mean));
+    g.upper->replace(plotted(upper));
+    g.lower->replace(plotted(lower));
   }
 
   // Fault drills: bands from the fault to the restart (or to the run's end while open).
@@ -363,37 +371,7 @@ void ConvergenceChart::refresh() {
     }
   }
 
-  // Axis ranges: the data's, a little padded; accuracy stays inside [0, 1].
-  if (std::isfinite(m_target)) {
-    yMin = std::min(yMin, m_target);
-    yMax = std::max(yMax, m_target);
-  }
-  if (!(xMin <= xMax)) xMin = 0, xMax = 1;
-  if (!(xMax > xMin)) xMax = xMin + 1;
-  if (!(yMin <= yMax)) yMin = 0, yMax = 1;
-  const double pad = std::max((yMax - yMin) * 0.05, 1e-3);
-  if (m_metric == Metric::Accuracy) {
-    yMin = std::max(0.0, std::floor((yMin - pad) * 20) / 20);
-    yMax = std::min(1.0, std::ceil((yMax + pad) * 20) / 20);
-    if (!(yMax > yMin)) yMin = std::max(0.0, yMax - 0.05), yMax = yMin + 0.05;
-  } else {
-    yMin = yMin >= 0 ? 0.0 : yMin - pad;
-    yMax = yMax + pad;
-  }
-  // Ticks at round numbers (0, 10, 20 s rather than 11.2563): the range extends to the
-  // next tick and the tick count follows. (Dynamic ticks with an interval would briefly
-  // combine a new range with the old interval: 10^5 tick items for one frame.)
-  const QRectF area = c->plotArea();
-  auto nice = [](QValueAxis* axis, double& lo, double& hi, int ticks) {
-    const double step = niceStep(hi - lo, ticks);
-    lo = std::floor(lo / step + 1e-9) * step;
-    hi = std::max(std::ceil(hi / step - 1e-9) * step, lo + step);
-    axis->setRange(lo, hi);
-    axis->setTickCount(std::clamp(static_cast<int>(std::lround((hi - lo) / step)) + 1, 2, 64));
-  };
-  nice(m_axisX, xMin, xMax, std::max(3, static_cast<int>(area.width()) / 110));
-  nice(m_axisY, yMin, yMax, std::max(3, static_cast<int>(area.height()) / 45));
-  m_xMin = xMin, m_xMax = xMax, m_yMin = yMin, m_yMax = yMax;
+  applyRanges(curves, xMin, xMax);
 
   m_markers.clear();
   for (std::size_t i = 0; i < m_runs.size(); ++i) {
@@ -414,11 +392,15 @@ void ConvergenceChart::refresh() {
   viewport()->update();
 }
 
-QRectF ConvergenceChart::plotInScene() const { return chart()->mapRectToScene(chart()->plotArea()); }
-
-double ConvergenceChart::sceneXOf(double x) const {
-  const QRectF plot = plotInScene();
-  return plot.left() + (x - m_xMin) / (m_xMax - m_xMin) * plot.width();
+void ConvergenceChart::settleLayout() {
+  // The chart lays itself out through posted layout requests: run them, then fill the
+  // series for the final plot width. A removed axis (linear ↔ log) leaves its graphics to
+  // a deferred delete, which no event loop runs here: run it, or both axes get drawn.
+  QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
+  QCoreApplication::sendPostedEvents(chart());
+  QCoreApplication::sendPostedEvents(scene());
+  refresh();
+  QCoreApplication::sendPostedEvents(chart());
 }
 
 void ConvergenceChart::drawForeground(QPainter* painter, const QRectF& rect) {
@@ -458,7 +440,7 @@ void ConvergenceChart::drawForeground(QPainter* painter, const QRectF& rect) {
     m_labelRows = std::max(m_labelRows, row + 1);
   }
   if (std::isfinite(m_target) && m_target >= m_yMin && m_target <= m_yMax) {
-    const double y = plot.bottom() - (m_target - m_yMin) / (m_yMax - m_yMin) * plot.height();
+    const double y = sceneYOf(m_target);
     painter->setPen(QPen(QColor(0x44, 0x44, 0x44), 1, Qt::DashLine));
     painter->drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
     painter->drawText(QPointF(plot.left() + 4, y - 3), tr("target %1").arg(m_target));

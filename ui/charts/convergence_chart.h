@@ -11,6 +11,14 @@
 // shaded bands with a label at the top ("kill server"; hover it for what recovery did); a
 // fault not restarted yet reaches to the run's end.
 //
+// The view (ui/charts/convergence_chart_view.cpp): the y axis fits the curves in view
+// (fitY, default) or shows the metric's full range (accuracy 0–1, loss from 0); the loss
+// can be drawn on a log axis. The mouse zooms (drag a rectangle; the wheel zooms the x
+// axis about the pointer) and pans (middle button, or Shift + drag); a double click, the
+// context menu or resetZoom() returns to the whole data. While zoomed, live refreshes keep
+// the window instead of following the data. The context menu also exports the chart as
+// PNG or SVG (ui/charts/chart_export.h).
+//
 // refresh() re-reads the runs and is cheap enough for a live run at 5–10 Hz: the series
 // objects are created only when the runs, labels or grouping change, and each refresh
 // replace()s every series with points decimated to the plot's pixels (one signal per
@@ -29,8 +37,12 @@
 #include <vector>
 
 QT_FORWARD_DECLARE_CLASS(QAreaSeries)
+QT_FORWARD_DECLARE_CLASS(QLogValueAxis)
 QT_FORWARD_DECLARE_CLASS(QLineSeries)
 QT_FORWARD_DECLARE_CLASS(QValueAxis)
+
+class QMenu;
+class QRubberBand;
 
 namespace dasp::ui {
 
@@ -64,6 +76,32 @@ class ConvergenceChart : public QChartView {
   void setCursor(Qt::CursorShape) = delete;  // would silently convert to a time
   // Re-reads the runs' data into the series.
   void refresh();
+  // Runs the chart's posted layout and refreshes for the final plot size: what a chart
+  // that is never shown needs before it is rendered (reports, exports).
+  void settleLayout();
+
+  // The view: y range, log axis, zoom and pan (ui/charts/convergence_chart_view.cpp).
+  void setFitY(bool fit);
+  bool fitY() const { return m_fitY; }
+  // A log y axis (base 10); only the loss is drawn on one, accuracy stays linear.
+  void setLogY(bool log);
+  bool logY() const { return m_logY; }
+  bool logYActive() const { return m_logY && m_metric == Metric::Loss; }
+  // Shows x in [x0, x1] (axis units); y follows fitY.
+  void zoomX(double x0, double x1);
+  // Shows x in [x0, x1] and y in [y0, y1].
+  void zoomTo(double x0, double x1, double y0, double y1);
+  // Zooms the x axis by `factor` (> 1 zooms in) keeping `x` where it is.
+  void zoomXAt(double x, double factor);
+  // Moves the window by a fraction of its width and height (+x right, +y up).
+  void panBy(double dxFraction, double dyFraction);
+  void resetZoom();
+  bool isZoomed() const { return m_zoomX || m_zoomY; }
+  // The axes' ranges as drawn (after the last refresh).
+  QPointF xRange() const { return {m_xMin, m_xMax}; }
+  QPointF yRange() const { return {m_yMin, m_yMax}; }
+  // The context menu: reset zoom, fit y, log y, export. The caller owns the menu.
+  QMenu* createContextMenu(QWidget* parent);
 
   Metric metric() const { return m_metric; }
   XAxis xAxis() const { return m_xAxis; }
@@ -91,6 +129,12 @@ class ConvergenceChart : public QChartView {
  protected:
   void drawForeground(QPainter* painter, const QRectF& rect) override;
   bool viewportEvent(QEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
 
  private:
   struct RunSeries {
@@ -117,6 +161,11 @@ class ConvergenceChart : public QChartView {
   std::vector<QPointF> smoothed(const std::vector<QPointF>& raw) const;
   QRectF plotInScene() const;
   double sceneXOf(double x) const;
+  double sceneYOf(double y) const;
+  QPointF valueAt(const QPoint& viewportPos) const;  // axis units at a viewport position
+  // The axis ranges from the data's extents (curves: what is plotted) and the view state.
+  void applyRanges(const std::vector<QList<QPointF>>& curves, double xMin, double xMax);
+  void useYAxis();  // attaches the series to the linear or the log y axis
 
   std::vector<const RunData*> m_runs;
   QStringList m_labels;
@@ -128,6 +177,8 @@ class ConvergenceChart : public QChartView {
   double m_cursor;
   QValueAxis* m_axisX = nullptr;
   QValueAxis* m_axisY = nullptr;
+  QLogValueAxis* m_logAxisY = nullptr;
+  bool m_logAttached = false;  // the series are on m_logAxisY
   std::vector<RunSeries> m_runSeries;
   std::vector<GroupSeries> m_groups;
   std::vector<Marker> m_markers;
@@ -136,6 +187,14 @@ class ConvergenceChart : public QChartView {
   double m_xMin = 0, m_xMax = 1, m_yMin = 0, m_yMax = 1;
   int m_pixels = 0;             // the plot width the series were decimated for
   bool m_refreshQueued = false;
+  bool m_fitY = true;
+  bool m_logY = false;
+  bool m_zoomX = false, m_zoomY = false;
+  double m_viewX0 = 0, m_viewX1 = 1, m_viewY0 = 0, m_viewY1 = 1;
+  // Mouse gestures: a rubber band from m_pressPos, or a pan from the last position.
+  enum class Drag { None, Zoom, Pan } m_drag = Drag::None;
+  QPoint m_pressPos, m_lastPos;
+  QRubberBand* m_band = nullptr;
 };
 
 }  // namespace dasp::ui

@@ -21,6 +21,7 @@
 #include <QResizeEvent>
 #include <QSaveFile>
 #include <QTextDocument>
+#include <QTextOption>
 #include <QUrl>
 
 #include <algorithm>
@@ -77,13 +78,6 @@ class Sink {
   bool m_failed = false;
   QString m_error;
 };
-
-Status saveBytes(const QString& path, const QByteArray& bytes) {
-  Sink sink(path);
-  if (Status s = sink.open(); !s) return s;
-  sink << bytes;
-  return sink.commit();
-}
 
 // The shortest text that reads back as the same double.
 QByteArray num(double v) {
@@ -388,54 +382,91 @@ Status needWidgets(const QString& path) {
 
 }  // namespace
 
+Status saveFileBytes(const QString& path, const QByteArray& bytes) {
+  Sink sink(path);
+  if (Status s = sink.open(); !s) return s;
+  sink << bytes;
+  return sink.commit();
+}
+
 Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options) {
   if (!haveWidgets()) return needWidgets(path);
   const SweepTable sweep = SweepTable::fromRuns(runs);
   const Result<SweepAxes> axes = chooseAxes(sweep, options.sweepAxes);
   if (!axes) return axes.status().withContext(path.toStdString());
-  const QString html = buildReportHtml(runs, false, sweep, axes.value(), [](const QString&, const QImage& im) {
+  const QString html = buildReportHtml(runs, ReportPage{}, sweep, axes.value(), [](const QString&, const QImage& im) {
     QByteArray png;
     QBuffer buffer(&png);
     buffer.open(QIODevice::WriteOnly);
     im.save(&buffer, "PNG");
     return QStringLiteral("data:image/png;base64,") + QString::fromLatin1(png.toBase64());
   });
-  return saveBytes(path, html.toUtf8());
+  return saveFileBytes(path, html.toUtf8());
 }
 
-Status writePdfReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options) {
-  if (!haveWidgets()) return needWidgets(path);
+namespace {
+
+QPageLayout a4(bool landscape) {
+  return QPageLayout(QPageSize(QPageSize::A4), landscape ? QPageLayout::Landscape : QPageLayout::Portrait,
+                     QMarginsF(15, 15, 15, 15), QPageLayout::Millimeter);
+}
+
+}  // namespace
+
+int PdfLayout::pageCount() const { return doc ? doc->pageCount() : 0; }
+
+Result<PdfLayout> layoutPdfReport(const std::vector<RunData>& runs, const ReportOptions& options) {
+  if (!haveWidgets()) return needWidgets(QStringLiteral("PDF"));
   const SweepTable sweep = SweepTable::fromRuns(runs);
   const Result<SweepAxes> axes = chooseAxes(sweep, options.sweepAxes);
-  if (!axes) return axes.status().withContext(path.toStdString());
-  QTextDocument doc;
-  const QString html = buildReportHtml(runs, true, sweep, axes.value(), [&doc](const QString& name, const QImage& im) {
+  if (!axes) return axes.status();
+  PdfLayout layout;
+  layout.landscape = summaryColumnCount(runFigures(runs)) > kPortraitColumns;
+  // Paginate in 96-dpi pixels of the printable area: print() then only scales the
+  // document, instead of adding its own 2 cm margins around a layout at the printer's
+  // resolution (which made the images overflow the page).
+  const QRectF area = a4(layout.landscape).paintRect(QPageLayout::Millimeter);
+  const QSizeF page(area.width() / 25.4 * 96, area.height() / 25.4 * 96);
+  layout.doc = std::make_unique<QTextDocument>();
+  QTextDocument& doc = *layout.doc;
+  ReportPage form;
+  form.compact = true;
+  form.imageWidth = static_cast<int>(page.width()) - 24;
+  const QString html = buildReportHtml(runs, form, sweep, axes.value(), [&doc](const QString& name, const QImage& im) {
     doc.addResource(QTextDocument::ImageResource, QUrl(name), QVariant(im));
     return name;
   });
   QFont font = doc.defaultFont();
   font.setPointSizeF(7.5);
   doc.setDefaultFont(font);
+  // Break lines between words only: the default (anywhere) splits a narrow column's
+  // header letter by letter ("stra tegy").
+  QTextOption wrap = doc.defaultTextOption();
+  wrap.setWrapMode(QTextOption::WordWrap);
+  doc.setDefaultTextOption(wrap);
   doc.setHtml(html);
+  doc.setPageSize(page);
+  return layout;
+}
+
+Status writePdfReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options) {
+  if (!haveWidgets()) return needWidgets(path);
+  Result<PdfLayout> layout = layoutPdfReport(runs, options);
+  if (!layout) return layout.status().withContext(path.toStdString());
+  QTextDocument& doc = *layout.value().doc;
   QByteArray pdf;
   {
     QBuffer buffer(&pdf);
     buffer.open(QIODevice::WriteOnly);
     QPdfWriter writer(&buffer);
-    writer.setPageSize(QPageSize(QPageSize::A4));
-    writer.setPageMargins(QMarginsF(15, 15, 15, 15), QPageLayout::Millimeter);
+    writer.setPageLayout(a4(layout.value().landscape));
     writer.setResolution(300);
     writer.setCreator(QStringLiteral("dasp-report"));
     writer.setTitle(doc.metaInformation(QTextDocument::DocumentTitle));
-    // Paginate the document ourselves, in 96-dpi pixels of the printable area: print()
-    // then only scales it, instead of adding its own 2 cm margins around a layout at the
-    // printer's resolution (which made the images overflow the page).
-    const QRectF area = writer.pageLayout().paintRect(QPageLayout::Millimeter);
-    doc.setPageSize(QSizeF(area.width() / 25.4 * 96, area.height() / 25.4 * 96));
     doc.print(&writer);
   }
   if (!pdf.startsWith("%PDF")) return writeError(path, QStringLiteral("the PDF writer produced no output"));
-  return saveBytes(path, pdf);
+  return saveFileBytes(path, pdf);
 }
 
 }  // namespace dasp::ui

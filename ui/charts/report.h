@@ -2,11 +2,15 @@
 #pragma once
 // Report exports of one or more runs, all from RunData (no network, no store access):
 // CSV at full resolution, a Chrome trace-event JSON of the node timelines (Perfetto,
-// chrome://tracing), and an HTML or PDF report with a summary table, per-strategy
-// mean ± std, the fault drills' recovery table (when any run has faults), a heatmap of
-// time to target over the swept spec fields (when the runs form a sweep,
-// ui/charts/sweep_heatmap.h), the GUI's own charts rendered offscreen, each run's spec and
-// its events.
+// chrome://tracing), and an HTML or PDF report: the time to target per strategy (bars with
+// ± std, ui/charts/time_to_target_bars.h) first, a summary table (the columns all runs
+// share said once above it), per-strategy mean ± std, the heterogeneity cost against the
+// homogeneous-equivalent reference, policy decisions and faults per run, the fault drills'
+// recovery table (when any run has faults), a heatmap of time to target over the swept spec
+// fields (when the runs form a sweep, ui/charts/sweep_heatmap.h), the GUI's own charts
+// rendered offscreen, the spec printed once with each run's differences from it, and each
+// run's lanes, bars and events (the PDF: lanes and staleness of every run in a grid, on
+// landscape A4 when the summary table is wide, so that six runs take at most six pages).
 // Used by the workbench's export menu and by the `dasp-report` tool.
 //
 // Errors (an unwritable path, a full disk) come back as a Status naming the file; files
@@ -51,8 +55,12 @@ struct ReportOptions {
 
 // A self-contained page: charts embedded as base64 PNG.
 Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options = {});
-// The same content through QTextDocument and QPdfWriter, A4.
+// The same content through QTextDocument and QPdfWriter, A4 (layoutPdfReport in
+// report_html.h: the compact form, landscape when the summary table is wide).
 Status writePdfReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options = {});
+// Writes `bytes` to `path` through QSaveFile: all of them or, on an error (a Status
+// naming the file), nothing.
+Status saveFileBytes(const QString& path, const QByteArray& bytes);
 // Dispatches on reportFormatFor(path).
 Status writeReport(const std::vector<RunData>& runs, const QString& path, const ReportOptions& options = {});
 

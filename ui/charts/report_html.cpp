@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: MIT
-// The HTML report (and the PDF's HTML): summary, per-strategy and recovery tables, sweep
-// heatmaps, the GUI's own charts, and each run's lanes, bars, events and spec.
+// The HTML report (and the PDF's HTML): the time-to-target chart, summary, per-strategy,
+// heterogeneity, activity and recovery tables, sweep heatmaps, the GUI's own charts, the
+// spec once, and each run's lanes, bars and events (the PDF: a compact grid of the runs).
 #include "ui/charts/report_html.h"
+#include "ui/charts/report_parts.h"
 
 #include "core/results/mean_std.h"
+#include "ui/charts/chart_export.h"
+#include "ui/charts/chart_images.h"
 #include "ui/charts/convergence_chart.h"
 #include "ui/charts/node_bars.h"
 #include "ui/charts/node_lanes.h"
+#include "ui/charts/run_groups.h"
 #include "ui/charts/staleness_histogram.h"
 
 #include <QCoreApplication>
 #include <QDateTime>
-#include <QJsonDocument>
-#include <QResizeEvent>
 
 #include <algorithm>
 #include <cmath>
@@ -22,41 +25,8 @@ namespace dasp::ui {
 
 namespace {
 
-// Renders a widget, never shown, at `size`.
-QImage renderWidget(QWidget& w, const QSize& size, const std::function<void()>& beforeRender = {}) {
-  w.resize(size);
-  // A hidden widget gets its resize event only when shown or rendered; the chart needs
-  // it (and its layout) before render(), so deliver it now.
-  QResizeEvent resize(size, QSize());
-  QCoreApplication::sendEvent(&w, &resize);
-  if (beforeRender) beforeRender();
-  QImage image(size, QImage::Format_ARGB32_Premultiplied);
-  image.fill(Qt::white);
-  w.render(&image);
-  return image;
-}
-
 QImage renderChart(ConvergenceChart& chart, const QSize& size) {
-  return renderWidget(chart, size, [&] {
-    // The chart lays itself out through posted layout requests: run them, then fill the
-    // series for the final plot width.
-    QCoreApplication::sendPostedEvents(chart.chart());
-    QCoreApplication::sendPostedEvents(chart.scene());
-    chart.refresh();
-    QCoreApplication::sendPostedEvents(chart.chart());
-  });
-}
-
-QString esc(const QString& s) { return s.toHtmlEscaped(); }
-
-QString fig(const std::optional<double>& v, int decimals) {
-  return v && std::isfinite(*v) ? QString::number(*v, 'f', decimals) : QStringLiteral("–");
-}
-
-QString pm(const std::vector<double>& v, int decimals) {
-  if (v.empty()) return QStringLiteral("–");
-  const MeanStd s = meanStd(v);
-  return QStringLiteral("%1 ± %2").arg(s.mean, 0, 'f', decimals).arg(s.sd, 0, 'f', decimals);
+  return renderWidget(chart, size, [&] { chart.settleLayout(); });
 }
 
 bool routineEvent(const Event& e) { return e.code == v1::RunEvent::NODE_UP; }
@@ -87,7 +57,7 @@ QString sweepSection(const SweepTable& sweep, const SweepAxes& axes, const QStri
     const QImage im = renderSweepHeatmap(map);
     const QString alt = QStringLiteral("time to target heatmap") +
                         (map.facet.isEmpty() ? QString() : QStringLiteral(": ") + map.facet);
-    h += img(im, alt, std::min(im.width(), imgW));
+    h += QStringLiteral("<p>%1</p>\n").arg(img(im, alt, std::min(im.width(), imgW)));
   }
   h += table.arg(QStringLiteral("sweep")) + QStringLiteral("<tr>");
   for (const QString& p : sweep.sweepPaths) {
@@ -117,11 +87,6 @@ QString sweepSection(const SweepTable& sweep, const SweepAxes& axes, const QStri
   return h;
 }
 
-// Opens an HTML table of class `cls` (the report's one table style).
-QString tableStart(const QString& cls) {
-  return QStringLiteral("<table class=\"%1\" border=\"1\" cellspacing=\"0\" cellpadding=\"3\">\n").arg(cls);
-}
-
 // The page head: title (the runs' names), style, heading.
 QString reportHead(const std::vector<RunData>& runs) {
   QString h;
@@ -135,7 +100,7 @@ QString reportHead(const std::vector<RunData>& runs) {
       "<style>body{font-family:sans-serif;font-size:10pt;margin:1.5em}"
       "table{border-collapse:collapse;margin:0.5em 0}th,td{border:1px solid #bbb;padding:2px 6px;text-align:right}"
       "th{background:#eee}td.l,th.l{text-align:left}pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;"
-      "font-size:8pt}img{max-width:100%}</style></head><body>\n");
+      "font-size:8pt}img{max-width:100%}table.summary td{white-space:nowrap}</style></head><body>\n");
   h += QStringLiteral("<h1>%1</h1>\n<p>%2 run(s), generated %3 by dasp-report.</p>\n")
            .arg(esc(title))
            .arg(runs.size())
@@ -143,61 +108,52 @@ QString reportHead(const std::vector<RunData>& runs) {
   return h;
 }
 
-// One row per run.
-QString summaryTable(const std::vector<RunFigures>& figs) {
-  const QString table = tableStart(QStringLiteral("%1"));
-  QString h;
-  h += QStringLiteral("<h2>Summary</h2>\n") + table.arg(QStringLiteral("summary"));
-  h += QStringLiteral(
-      "<tr><th>run</th><th class=\"l\">name</th><th class=\"l\">strategy</th><th class=\"l\">engine</th><th>seed</th>"
-      "<th class=\"l\">status</th>"
-      "<th>target</th><th>time to target (s)</th><th>speedup vs BSP</th><th>heterogeneity cost</th>"
-      "<th>final accuracy</th><th>mean wait (s)</th>"
-      "<th>mean staleness</th><th>max staleness</th><th>updates</th><th>dropped / lost</th>"
-      "<th class=\"l\">lr convention</th></tr>\n");
-  for (const RunFigures& f : figs) {
-    // Numbers first, the texts in one multi-argument arg(): a '%' in a name stays as is.
-    h += QStringLiteral(
-             "<tr><td>%1</td><td class=\"l\">%3</td><td class=\"l\">%4</td><td class=\"l\">%5</td><td>%2</td>"
-             "<td class=\"l\">%6</td>")
-             .arg(f.runId)
-             .arg(f.seed)
-             .arg(esc(f.name), esc(f.strategy), esc(f.engine), esc(f.status));
-    h += QStringLiteral("<td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td><td>%8</td>"
-                        "<td>%9</td>")
-             .arg(fig(f.target, 3), esc(timeToTargetText(f, 2)),
-                  f.speedupVsBsp ? fig(f.speedupVsBsp, 2) + QStringLiteral("×") : QStringLiteral("–"),
-                  fig(f.heterogeneityCost, 2), fig(f.finalAccuracy, 4), fig(f.meanWait, 4), fig(f.meanStaleness, 2),
-                  fig(f.maxStaleness, 0), fig(f.updates, 0));
-    h += QStringLiteral("<td>%1 / %2</td><td class=\"l\">%3</td></tr>\n")
-             .arg(fig(f.dropped, 0), fig(f.lost, 0), esc(f.lrConvention));
+// The summary table's header cells: what all runs share is said once above the table, not
+// repeated in a column.
+QStringList summaryHeader(const SharedColumns& differ) {
+  QStringList head{QStringLiteral("<th>run</th>")};
+  if (differ.name) head << QStringLiteral("<th class=\"l\">name</th>");
+  head << QStringLiteral("<th class=\"l\">strategy</th>");
+  if (differ.engine) head << QStringLiteral("<th class=\"l\">engine</th>");
+  head << QStringLiteral("<th>seed</th>") << QStringLiteral("<th class=\"l\">status</th>");
+  if (differ.target) head << QStringLiteral("<th>target</th>");
+  for (const char* h : {"time to target (s)", "speedup vs BSP", "heterogeneity cost", "final accuracy", "mean wait (s)",
+                        "mean staleness", "max staleness", "updates", "dropped / lost"}) {
+    head << QStringLiteral("<th>%1</th>").arg(QLatin1String(h));
   }
-  h += QStringLiteral("</table>\n");
-
-  return h;
+  if (differ.lrConvention) head << QStringLiteral("<th class=\"l\">lr convention</th>");
+  return head;
 }
 
-// The runs grouped by label (else strategy), in first-seen order.
-struct StrategyGroups {
-  std::vector<QString> order;
-  std::map<QString, std::vector<std::size_t>> members;
-  bool grouped = false;  // some strategy has several runs (seeds)
-};
-StrategyGroups strategyGroups(const std::vector<RunData>& runs) {
-  StrategyGroups g;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const QString& key = runs[i].label.isEmpty() ? runs[i].strategy : runs[i].label;
-    auto& members = g.members[key];
-    if (members.empty()) g.order.push_back(key);
-    members.push_back(i);
+// One row per run.
+QString summaryTable(const std::vector<RunFigures>& figs) {
+  const SharedColumns differ = sharedColumns(figs);
+  QString h = QStringLiteral("<h2>Summary</h2>\n") + differ.line + tableStart(QStringLiteral("summary"));
+  const QString header = summaryHeader(differ).join(QString());
+  h += QStringLiteral("<tr>%1</tr>\n").arg(header);
+  for (const RunFigures& f : figs) {
+    auto left = [](const QString& text) { return QStringLiteral("<td class=\"l\">%1</td>").arg(esc(text)); };
+    QString row = QStringLiteral("<tr><td>%1</td>").arg(f.runId);
+    if (differ.name) row += left(f.name);
+    row += left(f.strategy);
+    if (differ.engine) row += left(f.engine);
+    row += QStringLiteral("<td>%1</td>").arg(f.seed) + left(f.status);
+    if (differ.target) row += QStringLiteral("<td>%1</td>").arg(fig(f.target, 3));
+    row += QStringLiteral("<td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td><td>%8</td>"
+                          "<td>%9</td>")
+               .arg(esc(timeToTargetText(f, 2)),
+                    f.speedupVsBsp ? fig(f.speedupVsBsp, 2) + QStringLiteral("×") : QStringLiteral("–"),
+                    fig(f.heterogeneityCost, 2), fig(f.finalAccuracy, 4), fig(f.meanWait, 4), fig(f.meanStaleness, 2),
+                    fig(f.maxStaleness, 0), fig(f.updates, 0), fig(f.dropped, 0) + QStringLiteral(" / ") + fig(f.lost, 0));
+    if (differ.lrConvention) row += left(f.lrConvention);
+    h += row + QStringLiteral("</tr>\n");
   }
-  g.grouped = std::any_of(g.members.begin(), g.members.end(), [](const auto& kv) { return kv.second.size() > 1; });
-  return g;
+  return h + QStringLiteral("</table>\n");
 }
 
 // Per strategy, across seeds (mean ± std), when some strategy has several runs.
-QString strategyTable(const std::vector<RunFigures>& figs, const StrategyGroups& groups) {
-  if (!groups.grouped) return {};
+QString strategyTable(const std::vector<RunFigures>& figs, const std::vector<RunGroup>& groups) {
+  if (groups.size() == figs.size()) return {};  // one run each: the summary says it all
   const QString table = tableStart(QStringLiteral("%1"));
   QString h;
   h += QStringLiteral("<h2>Per strategy (mean ± std across runs)</h2>\n") + table.arg(QStringLiteral("strategies"));
@@ -205,8 +161,8 @@ QString strategyTable(const std::vector<RunFigures>& figs, const StrategyGroups&
       "<tr><th class=\"l\">strategy</th><th>runs</th><th>reached target</th><th>time to target (s)</th>"
       "<th>speedup vs BSP</th><th>heterogeneity cost</th><th>final accuracy</th><th>mean wait (s)</th>"
       "<th>mean staleness</th></tr>\n");
-  for (const QString& s : groups.order) {
-    const auto& members = groups.members.at(s);
+  for (const RunGroup& g : groups) {
+    const auto& members = g.members;
     std::vector<double> ttt, speedup, cost, acc, wait, stale;
     for (std::size_t i : members) {
       const RunFigures& f = figs[i];
@@ -219,7 +175,7 @@ QString strategyTable(const std::vector<RunFigures>& figs, const StrategyGroups&
     }
     h += QStringLiteral("<tr><td class=\"l\">%1</td><td>%2</td><td>%3/%2</td><td>%4</td><td>%5</td><td>%6</td>"
                         "<td>%7</td><td>%8</td><td>%9</td></tr>\n")
-             .arg(esc(s))
+             .arg(esc(g.label))
              .arg(members.size())
              .arg(ttt.size())
              .arg(pm(ttt, 2), pm(speedup, 2), pm(cost, 2), pm(acc, 4), pm(wait, 4), pm(stale, 2));
@@ -283,54 +239,40 @@ QString faultsSection(const std::vector<RunData>& runs) {
   return h;
 }
 
-// The report's images, numbered in order, each an <img> at a width.
-class ReportImages {
- public:
-  ReportImages(const ImageSink& sink, int width) : m_sink(sink), m_width(width) {}
-  int width() const { return m_width; }
-  QString operator()(const QImage& im, const QString& alt, int width) {
-    const QString src = m_sink(QStringLiteral("chart%1.png").arg(m_next++), im);
-    return QStringLiteral("<p><img src=\"%1\" alt=\"%2\" width=\"%3\"></p>\n").arg(src, esc(alt)).arg(width);
-  }
-  QString operator()(const QImage& im, const QString& alt) { return (*this)(im, alt, m_width); }
-
- private:
-  const ImageSink& m_sink;
-  int m_width;
-  int m_next = 0;
-};
-
-// Convergence, drawn by the GUI's own chart: accuracy against time and updates, loss.
-QString convergenceSection(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs, bool grouped,
+// Convergence, drawn by the GUI's own chart: accuracy against time and updates, the loss on
+// a log axis; `perRow` charts side by side.
+QString convergenceSection(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs, int perRow,
                            ReportImages& img) {
-  QString h;
-  std::vector<const RunData*> ptrs;
-  QStringList labels;
-  for (const RunData& r : runs) {
-    ptrs.push_back(&r);
-    labels << (grouped ? r.strategy : QStringLiteral("%1 #%2").arg(r.strategy).arg(r.runId));
-  }
-  // The target line only when every run has the same target.
-  double target = !figs.empty() && figs.front().target ? *figs.front().target : std::nan("");
-  for (const RunFigures& f : figs) {
-    if (!f.target || *f.target != target) target = std::nan("");
-  }
-  const QSize chartSize(960, 420);
-  if (runs.empty()) return h;
-  h += QStringLiteral("<h2>Convergence</h2>\n");
+  if (runs.empty()) return {};
+  // Side by side, a smaller chart keeps its text readable at half the page's width.
+  const QSize chartSize = perRow > 1 ? QSize(640, 320) : QSize(960, 420);
   ConvergenceChart chart;
-  chart.setRuns(ptrs, labels);
-  chart.setGrouped(grouped);
-  chart.setTarget(target);
+  showConvergence(chart, runs, figs);
+  std::vector<const RunData*> ptrs;
+  for (const RunData& r : runs) ptrs.push_back(&r);
   const QString timeTitle = ConvergenceChart::timeAxisTitle(ptrs);
-  h += img(renderChart(chart, chartSize), QStringLiteral("test accuracy against ") + timeTitle);
+  QStringList images;
+  const int width = perRow > 1 ? img.width() / perRow - 8 : img.width();
+  images << img(renderChart(chart, chartSize), QStringLiteral("test accuracy against ") + timeTitle, width);
   chart.setXAxis(ConvergenceChart::XAxis::Updates);
-  h += img(renderChart(chart, chartSize), QStringLiteral("test accuracy against updates"));
+  images << img(renderChart(chart, chartSize), QStringLiteral("test accuracy against updates"), width);
   chart.setXAxis(ConvergenceChart::XAxis::Time);
   chart.setMetric(ConvergenceChart::Metric::Loss);
   chart.setTarget(std::nan(""));
-  h += img(renderChart(chart, chartSize), QStringLiteral("test loss against ") + timeTitle);
-  return h;
+  chart.setLogY(true);
+  images << img(renderChart(chart, chartSize), QStringLiteral("test loss against ") + timeTitle, width);
+  QString h = QStringLiteral("<h2>Convergence</h2>\n");
+  if (perRow <= 1) {
+    for (const QString& im : images) h += QStringLiteral("<p>%1</p>\n").arg(im);
+    return h;
+  }
+  h += QStringLiteral("<table class=\"charts\" border=\"0\" cellspacing=\"0\" cellpadding=\"2\">\n");
+  for (qsizetype i = 0; i < images.size(); i += perRow) {
+    h += QStringLiteral("<tr>");
+    for (qsizetype k = i; k < i + perRow; ++k) h += QStringLiteral("<td>%1</td>").arg(k < images.size() ? images[k] : QString());
+    h += QStringLiteral("</tr>\n");
+  }
+  return h + QStringLiteral("</table>\n");
 }
 
 // One run: its node lanes, per-node bars, staleness, decisions, events and spec.
@@ -402,30 +344,39 @@ QString runSection(const RunData& r, ReportImages& img) {
     h += QStringLiteral("</table>\n");
     if (shown < events.size()) h += QStringLiteral("<p>… and %1 more events.</p>\n").arg(events.size() - shown);
   }
-  const QJsonDocument spec = QJsonDocument::fromJson(r.specJson.toUtf8());
-  const QString specText = spec.isObject() ? QString::fromUtf8(spec.toJson(QJsonDocument::Indented)) : r.specJson;
-  h += QStringLiteral("<h3>Spec</h3>\n<pre>%1</pre>\n").arg(esc(specText));
   return h;
 }
 
 }  // namespace
 
-QString buildReportHtml(const std::vector<RunData>& runs, bool forPdf, const SweepTable& sweep,
+int summaryColumnCount(const std::vector<RunFigures>& figs) {
+  return static_cast<int>(summaryHeader(sharedColumns(figs)).size());
+}
+
+QString buildReportHtml(const std::vector<RunData>& runs, const ReportPage& page, const SweepTable& sweep,
                         const SweepAxes& sweepAxes, const ImageSink& image) {
   const std::vector<RunFigures> figs = runFigures(runs);
-  const StrategyGroups groups = strategyGroups(runs);
-  ReportImages img(image, forPdf ? 660 : 960);
+  const std::vector<RunGroup> groups = groupRuns(runs, strategyGroupKey());
+  ReportImages img(image, page.imageWidth);
   QString h = reportHead(runs);
+  h += targetSection(runs, figs, page.compact, img);
   h += summaryTable(figs);
   h += strategyTable(figs, groups);
+  h += heterogeneitySection(runs, figs);
+  h += activitySection(runs);
   h += faultsSection(runs);
   if (!sweepAxes.empty()) {
     h += sweepSection(sweep, sweepAxes, tableStart(QStringLiteral("%1")),
                       [&img](const QImage& im, const QString& alt, int width) { return img(im, alt, width); },
                       img.width());
   }
-  h += convergenceSection(runs, figs, groups.grouped, img);
-  for (const RunData& r : runs) h += runSection(r, img);
+  h += convergenceSection(runs, figs, page.compact ? 2 : 1, img);
+  h += specSection(runs);
+  if (page.compact) {
+    h += runGrid(runs, img);
+  } else {
+    for (const RunData& r : runs) h += runSection(r, img);
+  }
   h += QStringLiteral("</body></html>\n");
   return h;
 }

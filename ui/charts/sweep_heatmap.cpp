@@ -135,6 +135,14 @@ QStringList SweepTable::varyingPaths() const {
   return out;
 }
 
+std::optional<std::map<QString, QString>> flatSpec(const QString& specJson) {
+  const QJsonDocument doc = QJsonDocument::fromJson(specJson.toUtf8());
+  if (!doc.isObject()) return std::nullopt;
+  std::map<QString, QString> f;
+  flatten(doc.object(), QString(), f);
+  return f;
+}
+
 SweepTable SweepTable::fromRuns(const std::vector<RunData>& input) {
   SweepTable table;
   // Each readable spec, flattened. A run without one cannot be placed on any axis (and
@@ -142,10 +150,9 @@ SweepTable SweepTable::fromRuns(const std::vector<RunData>& input) {
   std::vector<std::map<QString, QString>> flat;
   std::vector<const RunData*> kept;
   for (const RunData& r : input) {
-    const QJsonDocument doc = QJsonDocument::fromJson(r.specJson.toUtf8());
-    if (!doc.isObject()) continue;
-    std::map<QString, QString> f;
-    flatten(doc.object(), QString(), f);
+    std::optional<std::map<QString, QString>> spec = flatSpec(r.specJson);
+    if (!spec) continue;
+    std::map<QString, QString>& f = *spec;
     if (f.find(kStrategyPath) == f.end() && !r.strategy.isEmpty()) f[kStrategyPath] = r.strategy;
     flat.push_back(std::move(f));
     kept.push_back(&r);

@@ -80,7 +80,7 @@ struct SweepTable {
   std::vector<SweepAxis> axes;
   // The swept paths: the axes other than strategy.name and the strategy knobs.
   QStringList sweepPaths;
-  std::vector<SweepRun> runs;  // aligned with the input runs
+  std::vector<SweepRun> runs;  // the input runs that have a readable spec, in input order
   // One per combination of swept values and strategy: by strategy, then by the swept
   // paths' value order.
   std::vector<SweepRow> rows;
@@ -91,6 +91,10 @@ struct SweepTable {
   const SweepAxis* axis(const QString& path) const;  // nullptr when the path does not vary
   QStringList varyingPaths() const;                  // the paths of `axes`
 };
+
+// A spec's JSON as the sweep table reads it: dotted paths to their values (numbers in
+// their shortest form, arrays comma-joined); nullopt when it is not a JSON object.
+std::optional<std::map<QString, QString>> flatSpec(const QString& specJson);
 
 // A heatmap's axes.
 struct SweepAxes {

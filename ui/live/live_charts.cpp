@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/live/live_charts.h"
 
+#include "ui/charts/chart_export.h"
 #include "ui/charts/convergence_chart.h"
 #include "ui/charts/node_bars.h"
 #include "ui/charts/node_lanes.h"
@@ -92,6 +93,7 @@ LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent), m_cursor(std::numeric
   m_xAxis->setObjectName(QStringLiteral("liveXAxis"));
   m_xAxis->addItem(tr("against wall time"), static_cast<int>(ConvergenceChart::XAxis::Time));
   m_xAxis->addItem(tr("against updates"), static_cast<int>(ConvergenceChart::XAxis::Updates));
+  m_xAxis->addItem(tr("against samples"), static_cast<int>(ConvergenceChart::XAxis::Samples));
   options->addWidget(m_metric);
   options->addWidget(m_xAxis);
   options->addStretch(1);
@@ -128,6 +130,10 @@ LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent), m_cursor(std::numeric
   });
   connect(m_slider, &QSlider::valueChanged, this, &LiveCharts::onSlider);
   connect(m_liveButton, &QPushButton::clicked, this, &LiveCharts::liveRequested);
+  // The convergence chart has its own context menu (zoom, axes, export).
+  installExportMenu(m_lanes, QStringLiteral("lanes"));
+  installExportMenu(m_bars, QStringLiteral("node-bars"));
+  installExportMenu(m_histogram, QStringLiteral("staleness"));
   showLive(nullptr);
 }
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "ui/runs/compare_panel.h"
 
+#include "ui/charts/chart_export.h"
 #include "ui/charts/convergence_chart.h"
+#include "ui/charts/run_groups.h"
+#include "ui/charts/time_to_target_bars.h"
 #include "ui/runs/faults_view.h"
 
 #include <QCheckBox>
@@ -10,12 +13,15 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPushButton>
+#include <QSignalBlocker>
 #include <QSlider>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -50,9 +56,25 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
   m_smoothing->setMaximumWidth(160);
   m_smoothing->setToolTip(tr("EMA smoothing of the curves; the raw trace stays faint behind"));
   m_smoothingLabel = new QLabel(this);
-  m_group = new QCheckBox(tr("Group by strategy"), this);
+  m_group = new QCheckBox(tr("Group by"), this);
   m_group->setObjectName(QStringLiteral("compareGroup"));
-  m_group->setToolTip(tr("One curve per strategy: the mean across seeds with a ± std band"));
+  m_group->setToolTip(tr("One curve per group: the mean across its runs with a ± std band"));
+  m_groupKey = new QComboBox(this);
+  m_groupKey->setObjectName(QStringLiteral("compareGroupKey"));
+  m_groupKey->setToolTip(tr("Group the curves and the time-to-target bars by the strategy or by a spec field "
+                            "that differs between the runs"));
+  m_groupKey->addItem(strategyGroupKey());
+  m_fitY = new QCheckBox(tr("Fit y"), this);
+  m_fitY->setObjectName(QStringLiteral("compareFitY"));
+  m_fitY->setChecked(true);
+  m_fitY->setToolTip(tr("The y axis fits the curves in view; off: the full range (accuracy 0–1)"));
+  m_logY = new QCheckBox(tr("Log y"), this);
+  m_logY->setObjectName(QStringLiteral("compareLogY"));
+  m_logY->setToolTip(tr("The loss on a log axis"));
+  auto* resetZoom = new QPushButton(tr("Reset zoom"), this);
+  resetZoom->setObjectName(QStringLiteral("compareResetZoom"));
+  resetZoom->setToolTip(tr("Drag a rectangle or turn the wheel over the chart to zoom, Shift + drag or the middle "
+                           "button to pan; double click or this button to see everything again"));
   m_target = new QDoubleSpinBox(this);
   m_target->setObjectName(QStringLiteral("compareTarget"));
   m_target->setRange(0, 1);
@@ -68,6 +90,11 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
   controls->addWidget(m_smoothingLabel);
   controls->addSpacing(8);
   controls->addWidget(m_group);
+  controls->addWidget(m_groupKey);
+  controls->addSpacing(8);
+  controls->addWidget(m_fitY);
+  controls->addWidget(m_logY);
+  controls->addWidget(resetZoom);
   controls->addSpacing(8);
   controls->addWidget(new QLabel(tr("Target"), this));
   controls->addWidget(m_target);
@@ -85,9 +112,18 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
 
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->setChildrenCollapsible(false);
-  m_chart = new ConvergenceChart(splitter);
+  auto* charts = new QSplitter(Qt::Horizontal, splitter);
+  charts->setChildrenCollapsible(false);
+  m_chart = new ConvergenceChart(charts);
   m_chart->setObjectName(QStringLiteral("compareChart"));
   m_chart->setMinimumHeight(200);
+  m_bars = new TimeToTargetBars(charts);
+  m_bars->setObjectName(QStringLiteral("compareTargetBars"));
+  installExportMenu(m_bars, QStringLiteral("time-to-target"));
+  charts->addWidget(m_chart);
+  charts->addWidget(m_bars);
+  charts->setStretchFactor(0, 3);
+  charts->setStretchFactor(1, 2);
   m_tabs = new QTabWidget(splitter);
   m_tabs->setObjectName(QStringLiteral("compareTabs"));
   m_table = new QTableWidget(0, ColumnCount, m_tabs);
@@ -106,7 +142,7 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
   m_tabs->addTab(m_table, tr("Summary"));
   m_tabs->addTab(m_faults, tr("Faults"));
   m_tabs->setTabToolTip(1, tr("The runs' fault drills and how each recovered"));
-  splitter->addWidget(m_chart);
+  splitter->addWidget(charts);
   splitter->addWidget(m_tabs);
   splitter->setStretchFactor(0, 3);
   splitter->setStretchFactor(1, 1);
@@ -123,7 +159,14 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
     m_chart->setSmoothing(value / 100.0);
     updateSmoothingLabel();
   });
-  connect(m_group, &QCheckBox::toggled, m_chart, &ConvergenceChart::setGrouped);
+  connect(m_group, &QCheckBox::toggled, this, &ComparePanel::updateGroups);
+  connect(m_groupKey, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+    updateGroups();
+    updateBars(figures());
+  });
+  connect(m_fitY, &QCheckBox::toggled, m_chart, &ConvergenceChart::setFitY);
+  connect(m_logY, &QCheckBox::toggled, m_chart, &ConvergenceChart::setLogY);
+  connect(resetZoom, &QPushButton::clicked, m_chart, &ConvergenceChart::resetZoom);
   connect(m_target, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this] {
     updateTable();
     updateTargetLine();
@@ -138,9 +181,15 @@ ComparePanel::~ComparePanel() {
 void ComparePanel::setRuns(std::vector<RunData> runs) {
   m_chart->setRuns({});  // no dangling pointers while the vector is replaced
   m_runs = std::move(runs);
-  std::vector<const RunData*> pointers;
-  for (const RunData& r : m_runs) pointers.push_back(&r);
-  m_chart->setRuns(std::move(pointers));
+  {
+    // The keys of these runs; the chosen one stays when they have it too.
+    const QSignalBlocker blocker(m_groupKey);
+    const QString key = m_groupKey->currentText();
+    m_groupKey->clear();
+    m_groupKey->addItems(groupKeys(m_runs));
+    m_groupKey->setCurrentIndex(std::max(0, m_groupKey->findText(key)));
+  }
+  updateGroups();
   m_empty->setVisible(m_runs.empty());
   m_faults->setRuns(m_runs);
   m_tabs->setTabText(1, m_faults->faultCount() > 0 ? tr("Faults (%1)").arg(m_faults->faultCount()) : tr("Faults"));
@@ -172,8 +221,21 @@ std::vector<RunFigures> ComparePanel::figures() const {
   return figs;
 }
 
+void ComparePanel::updateGroups() {
+  std::vector<const RunData*> pointers;
+  for (const RunData& r : m_runs) pointers.push_back(&r);
+  m_chart->setGrouped(m_group->isChecked());
+  m_chart->setRuns(std::move(pointers),
+                   m_group->isChecked() ? groupLabels(m_runs, m_groupKey->currentText()) : QStringList());
+}
+
+void ComparePanel::updateBars(const std::vector<RunFigures>& figs) {
+  m_bars->setBars(timeToTargetBars(m_runs, figs, groupLabels(m_runs, m_groupKey->currentText())));
+}
+
 void ComparePanel::updateTable() {
   const std::vector<RunFigures> figs = figures();
+  updateBars(figs);
   m_table->setRowCount(static_cast<int>(figs.size()));
   for (std::size_t i = 0; i < figs.size(); ++i) {
     const RunFigures& f = figs[i];

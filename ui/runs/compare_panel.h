@@ -3,11 +3,14 @@
 // ComparePanel: the compare view — the runs chosen in the runs view ("Compare Selected")
 // overlaid in one ConvergenceChart, with the x axis (wall time, updates, samples), the
 // metric (test accuracy or loss), EMA smoothing (the raw trace stays faint behind the
-// smoothed one) and "group by strategy" (mean ± std band across seeds) as controls, and
+// smoothed one), "group by" the strategy or any spec field that differs between the runs
+// (mean ± std band per group), the y axis fitted or full, log y and a zoom reset as
+// controls; beside it the time to target per group (TimeToTargetBars: mean ± std, the
+// homogeneous-equivalent reference as a line, diverged and never-reached runs marked); and
 // a summary table per run: time to target, speedup vs BSP, final accuracy, mean wait,
 // mean and max staleness, updates, dropped and lost updates (runFigures(), the figures of
 // the reports). The target accuracy is the spec's, unless the spin box sets another; the
-// times to target and the speedups then come from the runs' evaluations. A second tab,
+// times to target, the speedups and the bars then come from the runs' evaluations. A second tab,
 // "Faults", holds the runs' fault drills and their recovery metrics (FaultsView); the
 // chart shades each drill from the fault to the restart.
 //
@@ -36,6 +39,7 @@ namespace dasp::ui {
 
 class ConvergenceChart;
 class FaultsView;
+class TimeToTargetBars;
 
 class ComparePanel : public QWidget {
   Q_OBJECT
@@ -69,10 +73,17 @@ class ComparePanel : public QWidget {
   QComboBox* metricCombo() const { return m_metric; }
   QSlider* smoothingSlider() const { return m_smoothing; }
   QCheckBox* groupCheck() const { return m_group; }
+  // "strategy" or a spec path (run_groups.h): the curves' groups and the bars'.
+  QComboBox* groupKeyCombo() const { return m_groupKey; }
+  QCheckBox* fitYCheck() const { return m_fitY; }
+  QCheckBox* logYCheck() const { return m_logY; }
+  TimeToTargetBars* targetBars() const { return m_bars; }
   QDoubleSpinBox* targetSpin() const { return m_target; }
 
  private:
   void updateTable();
+  void updateGroups();  // the curves' labels and grouping
+  void updateBars(const std::vector<RunFigures>& figs);  // the time-to-target bars of the groups
   void updateTargetLine();
   void updateSmoothingLabel();
 
@@ -86,6 +97,10 @@ class ComparePanel : public QWidget {
   QSlider* m_smoothing = nullptr;
   QLabel* m_smoothingLabel = nullptr;
   QCheckBox* m_group = nullptr;
+  QComboBox* m_groupKey = nullptr;
+  QCheckBox* m_fitY = nullptr;
+  QCheckBox* m_logY = nullptr;
+  TimeToTargetBars* m_bars = nullptr;
   QDoubleSpinBox* m_target = nullptr;
   QLabel* m_message = nullptr;
   QLabel* m_empty = nullptr;

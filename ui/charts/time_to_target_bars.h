@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// TimeToTargetBars: the result at a glance — one bar per group of runs (a strategy, or any
+// spec field's value: ui/charts/run_groups.h) at the mean time to target of the runs that
+// reached it, ± one sample standard deviation as an error bar, each run as a dot; the
+// homogeneous-equivalent reference (runs with spec.reference_of, as the results tables
+// compute the heterogeneity cost) as a dashed line instead of a bar; under each bar how
+// many of its runs reached the target, diverged (✕) or never reached it. A group none of
+// whose runs reached the target is a hatched grey bar. Lower is better.
+//
+// Threading: GUI thread only. timeToTargetBars() is a plain computation (any thread).
+
+#include "ui/charts/report.h"
+#include "ui/charts/run_data.h"
+
+#include <QRectF>
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+
+#include <optional>
+#include <vector>
+
+namespace dasp::ui {
+
+struct TargetBar {
+  QString label;
+  int runs = 0;
+  std::vector<double> times;   // seconds, of the runs that reached the target, in run order
+  std::optional<double> mean;  // of `times`
+  std::optional<double> sd;    // their sample standard deviation (two or more)
+  int diverged = 0;            // runs that diverged before reaching the target
+  int notReached = 0;          // the other runs without a time to target
+};
+
+struct TargetBars {
+  std::vector<TargetBar> bars;  // in the groups' first-seen order
+  // The mean time to target of the reference runs (none among the runs, or none reached).
+  std::optional<double> reference;
+  int referenceRuns = 0;
+  QString target;  // "0.85", "0.8–0.85" when the runs' targets differ, "" when none has one
+};
+
+// Bars of `figs` (runFigures(runs), one per run) grouped by `labels` (one per run).
+// Reference runs (RunData::referenceOf set) make the reference line, not a bar.
+TargetBars timeToTargetBars(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs,
+                            const QStringList& labels);
+
+class TimeToTargetBars : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TimeToTargetBars(QWidget* parent = nullptr);
+  ~TimeToTargetBars() override;
+
+  void setBars(TargetBars bars);
+  const TargetBars& bars() const { return m_bars; }
+
+  // Where bar `i` is drawn at the widget's current size: the bar, and the error bar's
+  // ends (y pixels; equal to the bar's top without a spread). Empty rect: no such bar.
+  struct BarShape {
+    QRectF bar;
+    double errorTop = 0, errorBottom = 0;
+  };
+  BarShape barShape(int i) const;
+  // The seconds a y pixel stands for (the value axis).
+  double secondsAt(double y) const;
+  double yOf(double seconds) const;
+
+  QSize sizeHint() const override;
+  QSize minimumSizeHint() const override;
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+
+ private:
+  QRectF plotRect() const;
+  double axisMax() const;
+
+  TargetBars m_bars;
+};
+
+}  // namespace dasp::ui
