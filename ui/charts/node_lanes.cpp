@@ -238,6 +238,8 @@ std::vector<NodeLanes::Marker> NodeLanes::markers(double t0, double t1) const {
   const double pad = (t1 - t0) * 0.01;
   for (std::size_t i = 0; i < m_run->decisions.size(); ++i) {
     const Decision& d = m_run->decisions[i];
+    // Only what changed something: a re-partition or a grant is a record, not a marker.
+    if (!d.kind || !marksTimeline(*d.kind)) continue;
     if (d.t >= t0 - pad && d.t <= t1 + pad) out.push_back({d.t, laneOf(d.node), false, i});
   }
   for (std::size_t i = 0; i < m_run->events.size(); ++i) {

@@ -3,8 +3,10 @@
 // NodeLanes: the timeline of one run, one lane per worker. Each lane shows the node's
 // state over time (COMPUTE, PUSH, WAIT, PULL, DOWN, IDLE in a fixed colour-blind-friendly
 // palette), a thin strip above it with the node's parallel state (SYNC, ASYNC, DOWN), and
-// the policy's decisions and the run's events as markers (cluster-wide ones on the
-// "cluster" lane at the top) whose tooltip gives the decision and its reason.
+// the policy's decisions that changed something (state changes, barrier timeouts, drops:
+// core marksTimeline(); re-partitions and grants are records, not markers) and the run's
+// events as markers (cluster-wide ones on the "cluster" lane at the top) whose tooltip
+// gives the decision and its reason.
 //
 // Painted with QPainter rather than Qt Charts: a run has hundreds of thousands of
 // intervals, and each paint only visits those in the visible window (binary search on a

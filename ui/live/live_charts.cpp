@@ -139,7 +139,9 @@ void LiveCharts::setRun(const RunData* run) {
   m_evaluationsSeen = run != nullptr ? run->evaluations.size() : 0;
   m_eventsSeen = run != nullptr ? run->events.size() : 0;
   m_lanes->setRun(run);
-  m_convergence->setRuns(run != nullptr ? std::vector<const RunData*>{run} : std::vector<const RunData*>{});
+  // A run the runner has not created yet (id 0) has no curve and no legend entry.
+  const bool exists = run != nullptr && run->runId > 0;
+  m_convergence->setRuns(exists ? std::vector<const RunData*>{run} : std::vector<const RunData*>{});
   m_bars->setRun(run);
   m_histogram->setRun(run);
   m_slowRefresh.start();

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // LivePanel: the live view of the run in progress — one row per node (state, parallel
-// state, iterations, mean wait, mean staleness, last training loss), the current model
+// state, iterations, mean wait, mean staleness, refused pushes, straggler score — the
+// per-node bars' figure over their window, the straggler in red — and last training
+// loss), the current model
 // version and accuracy, the run's events (node, control, fault, recovery, exit: a list
 // beside the table) and the live actions on the selected node (slow ×k, restore — workers
 // only —, pause, resume, kill, restart a killed node) and on the server (kill). The charts
@@ -39,6 +41,7 @@
 #include <QWidget>
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -60,7 +63,7 @@ class LivePanel : public QWidget {
   Q_OBJECT
 
  public:
-  enum Column { Node, State, Parallel, Iterations, MeanWait, MeanStaleness, Refused, LastLoss, ColumnCount };
+  enum Column { Node, State, Parallel, Iterations, MeanWait, MeanStaleness, Refused, Score, LastLoss, ColumnCount };
 
   explicit LivePanel(RunController* controller, QWidget* parent = nullptr);
 
@@ -106,6 +109,7 @@ class LivePanel : public QWidget {
     std::size_t waitSeen = 0, stalenessSeen = 0;
     double waitSum = 0, stalenessSum = 0;
   };
+  static constexpr double kNoScore = std::numeric_limits<double>::quiet_NaN();
   // One row of the table.
   struct RowFigures {
     QString state, parallel;
@@ -113,6 +117,9 @@ class LivePanel : public QWidget {
     std::int64_t iterations = 0;
     double meanWait = 0, meanStaleness = 0, lastLoss = 0;  // NaN: none
     std::int64_t refused = -1;  // pushes the server refused (-1: not a worker)
+    // The straggler score and its two parts (NaN: none, e.g. a server row).
+    double score = kNoScore, relativeScore = kNoScore, individualScore = kNoScore;
+    bool straggler = false;
   };
   void resetStats();
   void updateActions();
