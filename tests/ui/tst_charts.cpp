@@ -48,12 +48,12 @@ RunData laneRun() {
     w2.intervals.push_back({t + 0.008, t + 0.01, NodeState::Wait, Parallel::Sync});
   }
   r.decisions.push_back({3.0, QStringLiteral("worker-1"), QStringLiteral("state_change SYNC->ASYNC"),
-                         QStringLiteral("compute EMA 2.1x the fastest"), DecisionKind::StateChange});
+                         QStringLiteral("compute EMA 2.1x the fastest"), dasp::DecisionKind::StateChange});
   // A re-partition record: kept in the run, never a marker.
   r.decisions.push_back({5.0, QStringLiteral("cluster"), QStringLiteral("repartition"),
-                         QStringLiteral("re-partitioned by compute time"), DecisionKind::Repartition});
+                         QStringLiteral("re-partitioned by compute time"), dasp::DecisionKind::Repartition});
   r.decisions.push_back({7.0, QStringLiteral("cluster"), QStringLiteral("barrier_timeout"), QStringLiteral("kappa 1.5"),
-                         DecisionKind::BarrierTimeout});
+                         dasp::DecisionKind::BarrierTimeout});
   r.endT = 10;
   return r;
 }
@@ -398,7 +398,7 @@ void TestCharts::emptyAndNaNDataDoNotCrash() {
   nan.node(QStringLiteral("worker-0")).intervals.push_back({kNaN, 1.0, NodeState::Compute, Parallel::Sync});
   nan.node(QStringLiteral("worker-0")).intervals.push_back({0.5, kNaN, NodeState::Wait, Parallel::Sync});
   nan.node(QStringLiteral("worker-0")).wait.push_back({kNaN, 1, kNaN});
-  nan.decisions.push_back({kNaN, QStringLiteral("worker-0"), QStringLiteral("drop 9"), QString(), DecisionKind::Drop});
+  nan.decisions.push_back({kNaN, QStringLiteral("worker-0"), QStringLiteral("drop 9"), QString(), dasp::DecisionKind::Drop});
   nan.endT = kNaN;
 
   for (const RunData* r : std::vector<const RunData*>{nullptr, &empty, &nan}) {
