@@ -11,6 +11,7 @@
 #include "ui/runs/run_table_model.h"
 #include "ui/runs/runs_panel.h"
 #include "ui/designer/spec_designer.h"
+#include "ui/help/getting_started.h"
 
 #include "resources/resources.h"
 
@@ -50,28 +51,6 @@ constexpr int kLayoutVersion = 2;      // dock layout of saveState(); 1: no Comp
 // The runs table's header layout; ".v2": the Engine column (an older layout has one
 // column less and is not restored).
 constexpr char kRunsHeaderKey[] = "runsTable/header.v2";
-
-struct ExportFormat {
-  ReportFormat format;
-  const char* menuText;
-  const char* filter;
-  const char* suffix;
-  const char* defaultName;
-};
-// In ReportFormat order.
-constexpr ExportFormat kExportFormats[] = {
-    {ReportFormat::Html, QT_TRANSLATE_NOOP("MainWindow", "&HTML Report…"),
-     QT_TRANSLATE_NOOP("MainWindow", "HTML report (*.html *.htm)"), "html", "report.html"},
-    {ReportFormat::Pdf, QT_TRANSLATE_NOOP("MainWindow", "&PDF Report…"), QT_TRANSLATE_NOOP("MainWindow", "PDF report (*.pdf)"),
-     "pdf", "report.pdf"},
-    {ReportFormat::Csv, QT_TRANSLATE_NOOP("MainWindow", "&CSV of Every Series…"),
-     QT_TRANSLATE_NOOP("MainWindow", "CSV (*.csv)"), "csv", "series.csv"},
-    {ReportFormat::ChromeTrace, QT_TRANSLATE_NOOP("MainWindow", "Chrome &Trace of the Node Timeline…"),
-     QT_TRANSLATE_NOOP("MainWindow", "Chrome trace (*.trace.json *.json)"), "json", "timeline.trace.json"},
-};
-static_assert(static_cast<int>(ReportFormat::ChromeTrace) == 3, "kExportFormats is indexed by ReportFormat");
-
-QString translated(const char* text) { return QCoreApplication::translate("MainWindow", text); }
 
 }  // namespace
 
@@ -198,8 +177,24 @@ void MainWindow::createActions() {
   m_openExperimentAction->setToolTip(tr("Load an experiment spec into the designer"));
   connect(m_openExperimentAction, &QAction::triggered, m_designer, &SpecDesigner::openFile);
   m_exportAction = new QAction(QIcon(QStringLiteral(":/icons/toolbar/export-report.png")), tr("Export &Report…"), this);
+  m_exportAction->setObjectName(QStringLiteral("exportAction"));
+  m_exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
   m_exportAction->setToolTip(tr("Export an HTML report of the compared runs, else of the runs selected"));
   connect(m_exportAction, &QAction::triggered, this, [this] { chooseExportFile(ReportFormat::Html); });
+  m_filterAction = new QAction(tr("&Filter Runs"), this);
+  m_filterAction->setObjectName(QStringLiteral("filterAction"));
+  m_filterAction->setShortcut(QKeySequence::Find);
+  m_filterAction->setToolTip(tr("Type into the Runs dock's filter (any column)"));
+  connect(m_filterAction, &QAction::triggered, this, [this] {
+    m_runsDock->show();
+    m_runsDock->raise();
+    m_runs->focusFilter();
+  });
+  // Toolbar tooltips do not show shortcuts by themselves.
+  for (QAction* a : {m_launchAction, m_stopAction, m_exportAction, m_filterAction, m_openStoreAction}) {
+    const QString keys = a->shortcut().toString(QKeySequence::NativeText);
+    if (!keys.isEmpty()) a->setToolTip(tr("%1 (%2)").arg(a->toolTip(), keys));
+  }
 
   QToolBar* bar = addToolBar(tr("Experiment"));
   bar->setObjectName(QStringLiteral("experimentToolBar"));
@@ -222,15 +217,8 @@ void MainWindow::createMenus() {
   file->addAction(m_openExperimentAction);
   file->addAction(tr("Save Experiment &As…"), m_designer, &SpecDesigner::saveFileAs);
   file->addSeparator();
-  QMenu* exportMenu = file->addMenu(tr("&Export Report"));
-  exportMenu->setToolTipsVisible(true);
-  for (const ExportFormat& f : kExportFormats) {
-    QAction* a = exportMenu->addAction(translated(f.menuText));
-    a->setToolTip(tr("The compared runs, else the runs selected in the Runs view"));
-    const ReportFormat format = f.format;
-    connect(a, &QAction::triggered, this, [this, format] { chooseExportFile(format); });
-    m_exportActions[static_cast<int>(format)] = a;
-  }
+  file->addAction(m_exportAction);
+  createExportMenu(file);
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
@@ -245,6 +233,7 @@ void MainWindow::createMenus() {
   runs->addAction(m_runs->replayAction());
   runs->addAction(m_runs->compareAction());
   runs->addAction(m_runs->logsAction());
+  runs->addAction(m_filterAction);
   runs->addSeparator();
   runs->addAction(m_runs->editTagsAction());
   runs->addAction(m_runs->deleteAction());
@@ -260,6 +249,9 @@ void MainWindow::createMenus() {
   connect(m_statusBarAction, &QAction::toggled, statusBar(), &QWidget::setVisible);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  QAction* start = help->addAction(tr("&Getting Started"), this, &MainWindow::showGettingStarted);
+  start->setObjectName(QStringLiteral("gettingStartedAction"));
+  start->setShortcut(QKeySequence::HelpContents);
   QAction* about = help->addAction(tr("&About DASP Workbench"), this, &MainWindow::showAbout);
   about->setMenuRole(QAction::AboutRole);
 }
@@ -506,6 +498,16 @@ void MainWindow::chooseStore() {
   if (!path.isEmpty()) openStore(path);
 }
 
+GettingStarted* MainWindow::showGettingStarted() {
+  if (m_gettingStarted == nullptr) {
+    m_gettingStarted = new GettingStarted(
+        {m_launchAction, m_stopAction, m_runs->compareAction(), m_exportAction, m_filterAction}, this);
+  }
+  m_gettingStarted->show();  // non-modal: the window stays usable beside it
+  m_gettingStarted->raise();
+  return m_gettingStarted;
+}
+
 void MainWindow::showAbout() {
   QMessageBox::about(this, tr("About DASP Workbench"),
                      tr("<h3>DASP Workbench</h3><p>Version %1</p><p>Distributed-training research: design "
@@ -590,84 +592,6 @@ int MainWindow::compareRuns(const QList<qint64>& runIds) {
   return count;
 }
 
-std::vector<RunData> MainWindow::loadSelectedRuns(QString* error) const {
-  std::vector<RunData> runs;
-  const std::vector<std::int64_t> ids = m_runs->selectedRunIds();
-  if (ids.empty()) {
-    *error = tr("Nothing to export: compare runs (Runs → Compare Selected) or select them in the Runs view.");
-    return runs;
-  }
-  RunStore* store = m_runs->store();
-  if (store == nullptr) {
-    *error = tr("No run store is open: %1").arg(m_runs->lastError());
-    return runs;
-  }
-  for (std::int64_t id : ids) {
-    auto loaded = loadRunData(*store, id);
-    if (!loaded) {
-      *error = tr("Cannot read run %1: %2").arg(id).arg(QString::fromStdString(loaded.message()));
-      return {};
-    }
-    runs.push_back(std::move(loaded).value());
-  }
-  return runs;
-}
-
-Status MainWindow::exportReport(ReportFormat format, const QString& path) {
-  // The compared runs are already in memory; a selection is read from the store.
-  std::vector<RunData> selected;
-  const std::vector<RunData>* runs = &m_compare->runs();
-  if (runs->empty()) {
-    QString error;
-    selected = loadSelectedRuns(&error);
-    if (selected.empty()) {
-      showError(tr("Export Report"), error);
-      return Status::error(error.toStdString());
-    }
-    runs = &selected;
-  }
-  QGuiApplication::setOverrideCursor(Qt::WaitCursor);  // a PDF renders every chart
-  Status status = Status::error("unknown report format");
-  switch (format) {
-    case ReportFormat::Html: status = writeHtmlReport(*runs, path); break;
-    case ReportFormat::Pdf: status = writePdfReport(*runs, path); break;
-    case ReportFormat::Csv: status = writeCsv(*runs, path); break;
-    case ReportFormat::ChromeTrace: status = writeChromeTrace(*runs, path); break;
-  }
-  QGuiApplication::restoreOverrideCursor();
-  if (!status) {
-    showError(tr("Export Report"), tr("Export failed: %1").arg(QString::fromStdString(status.message())));
-  } else {
-    const QString line = tr("Exported %n run(s) to %1", nullptr, static_cast<int>(runs->size())).arg(path);
-    statusBar()->showMessage(line, 8000);
-    appendLog(line);
-  }
-  return status;
-}
-
-QFileDialog* MainWindow::chooseExportFile(ReportFormat format) {
-  if (m_compare->runs().empty() && m_runs->selectedRunIds().empty()) {
-    showError(tr("Export Report"),
-              tr("Nothing to export: compare runs (Runs → Compare Selected) or select them in the Runs view."));
-    return nullptr;
-  }
-  const ExportFormat& f = kExportFormats[static_cast<int>(format)];
-  const QString dir = QFileInfo(storePath()).absolutePath();
-  auto* dialog = new QFileDialog(this, tr("Export Report"), QDir(dir).filePath(QLatin1String(f.defaultName)),
-                                 translated(f.filter));
-  dialog->setObjectName(QStringLiteral("exportDialog"));
-  dialog->setAttribute(Qt::WA_DeleteOnClose);
-  dialog->setAcceptMode(QFileDialog::AcceptSave);
-  dialog->setFileMode(QFileDialog::AnyFile);
-  dialog->setDefaultSuffix(QLatin1String(f.suffix));
-  dialog->setOption(QFileDialog::DontUseNativeDialog, !m_nativeDialogs);
-  connect(dialog, &QFileDialog::fileSelected, this, [this, format](const QString& path) {
-    if (!path.isEmpty()) exportReport(format, path);
-  });
-  dialog->open();  // non-modal: no nested event loop, the live view keeps drawing
-  return dialog;
-}
-
 void MainWindow::showEvent(QShowEvent* event) {
   QMainWindow::showEvent(event);
   if (!m_needsDefaultLayout) return;
@@ -679,7 +603,10 @@ void MainWindow::showEvent(QShowEvent* event) {
     const int w = width(), h = height();
     const int designer = std::min(440, w / 4);
     resizeDocks({m_designerDock, m_liveDock}, {designer, w - designer}, Qt::Horizontal);
-    resizeDocks({m_liveDock, m_runsDock}, {h * 4 / 5, h / 5}, Qt::Vertical);
+    // The run list gets what kVisibleRows rows need (its dock's title bar included), the
+    // live view the rest.
+    const int runs = m_runs->heightForRows(RunsPanel::kVisibleRows) + (m_runsDock->height() - m_runs->height());
+    resizeDocks({m_liveDock, m_runsDock}, {std::max(h - runs, h / 2), runs}, Qt::Vertical);
   });
 }
 

@@ -55,6 +55,7 @@ class QShowEvent;
 class QDockWidget;
 class QFileDialog;
 class QLabel;
+class QMenu;
 class QPlainTextEdit;
 class QSortFilterProxyModel;
 class QTableView;
@@ -63,6 +64,7 @@ class QTimer;
 namespace dasp::ui {
 
 class ComparePanel;
+class GettingStarted;
 class LivePanel;
 class RunController;
 class RunTableModel;
@@ -92,6 +94,8 @@ class MainWindow : public QMainWindow {
   const RunData& liveData() const { return m_liveData; }
   QAction* launchAction() const { return m_launchAction; }
   QAction* stopAction() const { return m_stopAction; }
+  QAction* exportReportAction() const { return m_exportAction; }
+  QAction* filterAction() const { return m_filterAction; }
   // The log view's text.
   QString logText() const;
   ComparePanel* comparePanel() const { return m_compare; }
@@ -126,6 +130,8 @@ class MainWindow : public QMainWindow {
   // Opens a (non-modal) file chooser; the chosen file gets exportReport(). Null when there
   // is nothing to export (the reason in the status bar).
   QFileDialog* chooseExportFile(ReportFormat format);
+  // Help → Getting Started (non-modal; one page, raised when shown again).
+  GettingStarted* showGettingStarted();
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -135,6 +141,8 @@ class MainWindow : public QMainWindow {
   void createDocks();
   void createActions();
   void createMenus();
+  // File → Export Report's formats (main_window_export.cpp).
+  void createExportMenu(QMenu* file);
   void updateRunActions();
   void appendLog(const QString& line);
   void drainLive();
@@ -194,6 +202,8 @@ class MainWindow : public QMainWindow {
   QAction* m_openStoreAction = nullptr;
   QAction* m_openExperimentAction = nullptr;
   QAction* m_exportAction = nullptr;
+  QAction* m_filterAction = nullptr;
+  GettingStarted* m_gettingStarted = nullptr;
   QAction* m_statusBarAction = nullptr;
   QAction* m_exportActions[4] = {};  // by ReportFormat
   bool m_nativeDialogs = true;

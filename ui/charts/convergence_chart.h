@@ -87,6 +87,14 @@ class ConvergenceChart : public QChartView {
   const std::vector<FaultMark>& faultMarks() const { return m_faultMarks; }
   // The tooltip of the fault label at a viewport position ("" when none is there).
   QString faultToolTipAt(const QPoint& viewportPos) const;
+  // The x-axis value under a viewport position; NaN outside the plot.
+  double axisXAt(const QPoint& viewportPos) const;
+
+ Q_SIGNALS:
+  // The time-cursor hook (LiveCharts shares one cursor between the charts): the mouse is
+  // over x-axis value `x` (NaN: it left the plot), or was clicked there without dragging.
+  void cursorHovered(double x);
+  void cursorClicked(double x);
 
  protected:
   void drawForeground(QPainter* painter, const QRectF& rect) override;
@@ -135,6 +143,7 @@ class ConvergenceChart : public QChartView {
   int m_labelRows = 1;          // lines of fault labels drawn at the top of the plot
   double m_xMin = 0, m_xMax = 1, m_yMin = 0, m_yMax = 1;
   int m_pixels = 0;             // the plot width the series were decimated for
+  QPoint m_pressPos;            // where the left button went down (click vs. drag)
   bool m_refreshQueued = false;
 };
 

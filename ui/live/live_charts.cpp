@@ -43,7 +43,8 @@ QScrollArea* scrolled(QWidget* chart, QWidget* parent) {
 
 }  // namespace
 
-LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent), m_cursor(std::numeric_limits<double>::quiet_NaN()) {
+LiveCharts::LiveCharts(QWidget* parent)
+    : QWidget(parent), m_cursor(std::numeric_limits<double>::quiet_NaN()), m_hover(m_cursor) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
 
@@ -127,6 +128,10 @@ LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent), m_cursor(std::numeric
     m_convergence->setXAxis(static_cast<ConvergenceChart::XAxis>(m_xAxis->currentData().toInt()));
   });
   connect(m_slider, &QSlider::valueChanged, this, &LiveCharts::onSlider);
+  connect(m_lanes, &NodeLanes::timeHovered, this, &LiveCharts::onHover);
+  connect(m_lanes, &NodeLanes::timeClicked, this, &LiveCharts::onClick);
+  connect(m_convergence, &ConvergenceChart::cursorHovered, this, [this](double x) { onHover(timeAtAxisX(x)); });
+  connect(m_convergence, &ConvergenceChart::cursorClicked, this, [this](double x) { onClick(timeAtAxisX(x)); });
   connect(m_liveButton, &QPushButton::clicked, this, &LiveCharts::liveRequested);
   showLive(nullptr);
 }
@@ -161,6 +166,7 @@ void LiveCharts::fitAreas() {
 void LiveCharts::showLive(const RunData* run) {
   m_replay = false;
   m_cursor = std::numeric_limits<double>::quiet_NaN();
+  m_hover = m_cursor;
   m_replayBar->hide();
   m_lanes->setFollow(kFollowSeconds);
   m_lanes->setCursor(m_cursor);
@@ -172,6 +178,7 @@ void LiveCharts::showLive(const RunData* run) {
 
 void LiveCharts::showReplay(const RunData* run) {
   m_replay = true;
+  m_hover = std::numeric_limits<double>::quiet_NaN();
   setRun(run);
   m_replayLabel->setText(run != nullptr ? tr("Replay of run %1").arg(run->runId) : tr("Replay"));
   m_replayBar->show();
@@ -206,17 +213,57 @@ void LiveCharts::onSlider(int value) {
   applyCursor();
 }
 
+double LiveCharts::shownCursorTime() const { return std::isfinite(m_hover) ? m_hover : m_cursor; }
+
+void LiveCharts::onHover(double t) {
+  if (std::isnan(t) && std::isnan(m_hover)) return;  // leaving twice, or never over a plot
+  m_hover = t;
+  applyCursor();
+}
+
+void LiveCharts::onClick(double t) {
+  if (!m_replay || !std::isfinite(t)) return;  // live: nothing to pin, the run goes on
+  m_hover = std::numeric_limits<double>::quiet_NaN();
+  setCursorTime(t);
+}
+
+double LiveCharts::timeAtAxisX(double x) const {
+  if (!std::isfinite(x) || m_run == nullptr) return std::numeric_limits<double>::quiet_NaN();
+  const ConvergenceChart::XAxis axis = m_convergence->xAxis();
+  if (axis == ConvergenceChart::XAxis::Time) return x;
+  // ConvergenceChart::xOf's inverse: between the evaluations, linear; before the first, a
+  // ramp from (0, 0); past the last, its time.
+  const auto& ev = m_run->evaluations;
+  if (ev.empty()) return std::numeric_limits<double>::quiet_NaN();
+  auto value = [axis](const Evaluation& e) {
+    return static_cast<double>(axis == ConvergenceChart::XAxis::Updates ? e.version : e.samples);
+  };
+  const auto it = std::find_if(ev.begin(), ev.end(), [&](const Evaluation& e) { return value(e) >= x; });
+  if (it == ev.end()) return ev.back().t;
+  if (it == ev.begin()) return value(*it) > 0 ? it->t * std::clamp(x / value(*it), 0.0, 1.0) : it->t;
+  const Evaluation& a = *(it - 1);
+  const double span = value(*it) - value(a);
+  return span > 0 ? a.t + (x - value(a)) / span * (it->t - a.t) : it->t;
+}
+
 void LiveCharts::applyCursor() {
-  m_lanes->setCursor(m_cursor);
-  m_convergence->setCursor(m_cursor);
-  m_bars->setWindow(0, m_cursor);
-  m_histogram->setUntil(m_cursor);
-  updateReplayLabel();
-  Q_EMIT cursorMoved(m_cursor);
+  const double t = shownCursorTime();
+  m_lanes->setCursor(t);
+  m_convergence->setCursor(t);
+  if (m_replay) {
+    m_bars->setWindow(0, t);
+  } else if (std::isfinite(t)) {
+    m_bars->setWindow(t - kBarsSeconds, t);  // how the nodes behaved then
+  } else {
+    m_bars->setLastSeconds(kBarsSeconds);
+  }
+  m_histogram->setUntil(t);
+  if (m_replay) updateReplayLabel();
+  Q_EMIT cursorMoved(t);
 }
 
 void LiveCharts::updateReplayLabel() {
-  m_timeLabel->setText(tr("t = %1 / %2 s").arg(m_cursor, 0, 'f', 1).arg(endTime(), 0, 'f', 1));
+  m_timeLabel->setText(tr("t = %1 / %2 s").arg(shownCursorTime(), 0, 'f', 1).arg(endTime(), 0, 'f', 1));
 }
 
 void LiveCharts::setLiveAvailable(bool available) { m_liveButton->setEnabled(available); }

@@ -143,10 +143,16 @@ LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(paren
   splitter->setStretchFactor(0, 1);
   splitter->setStretchFactor(1, 3);
   layout->addWidget(splitter, 1);
-  // The table needs only a few rows visible; the charts get the rest of the dock.
-  m_table->setMinimumHeight(m_table->verticalHeader()->defaultSectionSize() * 3);
+  // Compact rows; the table is as tall as its rows (up to kVisibleRows, then it scrolls:
+  // fitTable()) and the charts get the rest of the dock.
+  const int rowH = fontMetrics().height() + 6;
+  for (QTableWidget* t : {m_table, m_events}) {
+    t->verticalHeader()->setMinimumSectionSize(rowH);
+    t->verticalHeader()->setDefaultSectionSize(rowH);
+  }
   top->setMinimumHeight(0);
-  splitter->setSizes({1, 3});
+  splitter->setStretchFactor(0, 0);
+  fitTable();
 
   connect(this, &LivePanel::refreshed, m_charts, &LiveCharts::refresh);
   connect(m_charts, &LiveCharts::cursorMoved, this, [this](double t) {
@@ -184,6 +190,22 @@ void LivePanel::showReplay(const RunData* run) {
   m_cursor = run != nullptr && std::isfinite(run->endT) ? run->endT : 0.0;
   m_charts->showReplay(run);  // emits cursorMoved(end): refreshes the table
   refresh();
+}
+
+void LivePanel::fitTable() {
+  // Room for every row up to kVisibleRows (16 workers, the server and the evaluator), at
+  // least kMinRows, plus the header, the frame and a horizontal scroll bar when shown.
+  const int rows = std::clamp(m_table->rowCount(), kMinRows, kVisibleRows);
+  const int headerH = m_table->horizontalHeader()->sizeHint().height();
+  const QScrollBar* hbar = m_table->horizontalScrollBar();
+  const int barH = hbar->isVisible() ? hbar->height() : 0;
+  const int h = headerH + rows * m_table->verticalHeader()->defaultSectionSize() + 2 * m_table->frameWidth() + barH;
+  if (m_table->minimumHeight() != h || m_table->maximumHeight() != h) m_table->setFixedHeight(h);
+}
+
+void LivePanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitTable();  // a narrower dock may bring the horizontal scroll bar
 }
 
 void LivePanel::setRunning(bool running) {
@@ -451,6 +473,7 @@ void LivePanel::refresh() {
   // number, strategy or status yet.
   if (m_data == nullptr || m_data->runId <= 0) {
     m_table->setRowCount(0);
+    fitTable();
     m_divergenceBanner->hide();
     m_summary->setText(m_replay    ? tr("No run to replay.")
                        : m_running ? tr("Starting the run…")
@@ -488,6 +511,7 @@ void LivePanel::refresh() {
   std::map<QString, const dasp::ui::NodeStats*> scores;
   for (const dasp::ui::NodeStats& s : m_charts->bars()->stats()) scores[s.name] = &s;
   m_table->setRowCount(static_cast<int>(d.nodes.size()) + static_cast<int>(m_services.size()));
+  fitTable();
   for (std::size_t i = 0; i < d.nodes.size(); ++i) {
     const NodeData& n = d.nodes[i];
     RowFigures f = m_replay ? figuresAt(n, d, m_cursor) : liveFigures(n);

@@ -47,6 +47,7 @@
 
 class QDoubleSpinBox;
 class QLabel;
+class QResizeEvent;
 class QPushButton;
 class QTableWidget;
 class QVBoxLayout;
@@ -64,6 +65,9 @@ class LivePanel : public QWidget {
 
  public:
   enum Column { Node, State, Parallel, Iterations, MeanWait, MeanStaleness, Refused, Score, LastLoss, ColumnCount };
+  // Rows the node table shows without scrolling: 16 workers, the server, the evaluator.
+  static constexpr int kVisibleRows = 18;
+  static constexpr int kMinRows = 3;
 
   explicit LivePanel(RunController* controller, QWidget* parent = nullptr);
 
@@ -103,6 +107,9 @@ class LivePanel : public QWidget {
   // After each refresh: charts in the chart area redraw on it.
   void refreshed();
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   // Running sums per node, so refresh() only reads new points.
   struct NodeStats {
@@ -123,6 +130,8 @@ class LivePanel : public QWidget {
   };
   void resetStats();
   void updateActions();
+  // Sizes the node table to its rows (at most kVisibleRows).
+  void fitTable();
   // Whether the run shown (or the plan going) is simulated.
   bool showsSimRun() const;
   // "wall time" or "virtual time" on the convergence chart's x axis choice.

@@ -85,6 +85,9 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
   m_table->setAlternatingRowColors(true);
   m_table->setWordWrap(false);
   m_table->verticalHeader()->hide();
+  // Compact rows: the dock's default height shows kVisibleRows of them (heightForRows()).
+  m_table->verticalHeader()->setMinimumSectionSize(fontMetrics().height() + 6);
+  m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
   m_table->horizontalHeader()->setStretchLastSection(true);
   m_table->setContextMenuPolicy(Qt::ActionsContextMenu);
   layout->addWidget(m_table, 1);
@@ -224,6 +227,20 @@ void RunsPanel::onTimer() {
   const QWidget* top = window();
   if (!top->isVisible() || top->isMinimized()) return;
   reload();
+}
+
+int RunsPanel::heightForRows(int rows) const {
+  // Everything but the table's rows as laid out now, then the rows themselves.
+  const int chrome = height() - m_table->viewport()->height();
+  const int fallback = m_filter->sizeHint().height() + m_table->horizontalHeader()->sizeHint().height() +
+                       2 * m_table->frameWidth() + layout()->spacing() * 3 + 24;
+  const int rowH = m_table->verticalHeader()->defaultSectionSize();
+  return (isVisible() && m_table->viewport()->height() > 0 ? chrome : fallback) + rows * rowH;
+}
+
+void RunsPanel::focusFilter() {
+  m_filter->setFocus(Qt::ShortcutFocusReason);
+  m_filter->selectAll();
 }
 
 std::vector<std::int64_t> RunsPanel::selectedRunIds() const {
