@@ -47,7 +47,9 @@ namespace {
 constexpr int kDrainIntervalMs = 150;  // live data reaches the views at ~6.7 Hz
 constexpr int kStorePollMs = 1000;     // the runner's events are merged from the store at 1 Hz,
 constexpr int kStorePollShare = 20;    // or less often: reading them takes at most 1/20 of the time
-constexpr int kLayoutVersion = 2;      // dock layout of saveState(); 1: no Compare dock, runs at the bottom
+// Dock layout of saveState(); 1: no Compare dock, runs at the bottom; 2: runs under the
+// live view.
+constexpr int kLayoutVersion = 3;
 // The runs table's header layout; ".v2": the Engine column (an older layout has one
 // column less and is not restored).
 constexpr char kRunsHeaderKey[] = "runsTable/header.v2";
@@ -138,14 +140,15 @@ void MainWindow::createDocks() {
   m_log->setReadOnly(true);
   m_log->setMaximumBlockCount(10000);
   m_designerDock = dock(tr("Designer"), "designerDock", m_designer, Qt::LeftDockWidgetArea);
-  // The run list goes under the charts in the right-hand column rather than in the bottom
-  // dock area: without a central widget QMainWindow gives a bottom area all the height a
-  // larger window brings, and the charts none.
+  // The run list goes under the designer in the left-hand column, so that the live view
+  // and the compare view have the right-hand column's whole height: its node table shows
+  // 16 workers and its charts still get most of it (a bottom dock area would take height
+  // from both columns).
   m_liveDock = dock(tr("Live"), "liveDock", m_live, Qt::RightDockWidgetArea);
   m_compareDock = dock(tr("Compare"), "compareDock", m_compare, Qt::RightDockWidgetArea);
-  m_runsDock = dock(tr("Runs"), "runsDock", m_runs, Qt::RightDockWidgetArea);
-  m_logDock = dock(tr("Log"), "logDock", m_log, Qt::RightDockWidgetArea);
-  splitDockWidget(m_liveDock, m_runsDock, Qt::Vertical);
+  m_runsDock = dock(tr("Runs"), "runsDock", m_runs, Qt::LeftDockWidgetArea);
+  m_logDock = dock(tr("Log"), "logDock", m_log, Qt::LeftDockWidgetArea);
+  splitDockWidget(m_designerDock, m_runsDock, Qt::Vertical);
   tabifyDockWidget(m_liveDock, m_compareDock);
   tabifyDockWidget(m_runsDock, m_logDock);
   m_liveDock->raise();
@@ -597,16 +600,18 @@ void MainWindow::showEvent(QShowEvent* event) {
   if (!m_needsDefaultLayout) return;
   m_needsDefaultLayout = false;
   // Without a saved layout, once the docks have their first geometry (queued: it settles
-  // after the show event): the designer a form's width, the live charts most of the
-  // height of the right-hand column and the run list a few rows under them.
+  // after the show event): the left-hand column a form's width, the run list under the
+  // designer with what kVisibleRows rows need (its dock's title bar included), the live
+  // view the whole right-hand column.
   QTimer::singleShot(0, this, [this] {
     const int w = width(), h = height();
-    const int designer = std::min(440, w / 4);
-    resizeDocks({m_designerDock, m_liveDock}, {designer, w - designer}, Qt::Horizontal);
-    // The run list gets what kVisibleRows rows need (its dock's title bar included), the
-    // live view the rest.
-    const int runs = m_runs->heightForRows(RunsPanel::kVisibleRows) + (m_runsDock->height() - m_runs->height());
-    resizeDocks({m_liveDock, m_runsDock}, {std::max(h - runs, h / 2), runs}, Qt::Vertical);
+    const int left = std::min(480, w / 3);
+    resizeDocks({m_designerDock, m_liveDock}, {left, w - left}, Qt::Horizontal);
+    // resizeDocks() scales the sizes to a column height that is not final yet: the run
+    // list's minimum holds its rows through the first layout, and is released after it.
+    m_runs->setMinimumHeight(m_runs->heightForRows(RunsPanel::kVisibleRows));
+    resizeDocks({m_designerDock, m_runsDock}, {h - h / 4, h / 4}, Qt::Vertical);
+    QTimer::singleShot(0, this, [this] { m_runs->setMinimumHeight(0); });
   });
 }
 

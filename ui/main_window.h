@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// MainWindow: the workbench's top-level window. Dock widgets, whose layout is saved and
-// restored between launches (QSettings "dasp"/"workbench"):
+// MainWindow: the workbench's top-level window. Dock widgets, whose layout and the
+// window's geometry are saved and restored between launches (QSettings "dasp"/"workbench"):
 // - Designer (left): the experiment form (SpecDesigner);
-// - Live (right): the run in progress (LivePanel) — node table, live actions, charts;
+// - Runs (left, under the designer, 8 rows by default): the run store's runs (RunsPanel);
+// - Log (tabbed with Runs): the runner's progress lines and the live actions;
+// - Live (right, the column's whole height): the run in progress (LivePanel) — node
+//   table, live actions, charts;
 // - Compare (right, tabbed with Live): the runs chosen with Runs → Compare Selected
-//   (ComparePanel): overlaid curves and the summary table;
-// - Runs (right, under Live): the run store's runs (RunsPanel);
-// - Log (tabbed with Runs): the runner's progress lines and the live actions.
+//   (ComparePanel): overlaid curves and the summary table.
+// Shortcuts: Launch Ctrl+R, Stop Ctrl+., Export Report Ctrl+E, Filter Runs Ctrl+F (the
+// menus show them, the toolbar's tooltips too); Help → Getting Started (F1).
 // Runs → Open in Live View replays a finished run in the live view (a time slider scrubs
 // every chart); "Show Live Run" there goes back to the run in progress. File → Export
 // Report writes the compared runs (else the runs selected in the runs view) as an HTML or

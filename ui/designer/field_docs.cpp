@@ -52,8 +52,16 @@ QString fieldDoc(const std::string& path) {
   pb::SourceLocation where;
   if (!field->GetSourceLocation(&where)) return {};
   // "// One of: ...\n// Default: ..." → one paragraph; the trailing comment when there is
-  // no leading one.
-  const std::string& text = where.leading_comments.empty() ? where.trailing_comments : where.leading_comments;
+  // no leading one. A field declared on the line right under a commented one shares its
+  // comment ("the factor and the backlog size above which it applies").
+  std::string text = where.leading_comments.empty() ? where.trailing_comments : where.leading_comments;
+  for (int i = field->index() - 1; text.empty() && i >= 0; --i) {
+    pb::SourceLocation above;
+    const pb::FieldDescriptor* previous = message->field(i);
+    if (!previous->GetSourceLocation(&above) || above.start_line != where.start_line - 1) break;
+    text = above.leading_comments;
+    where = above;
+  }
   QStringList lines = QString::fromStdString(text).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
   for (QString& line : lines) line = line.trimmed();
   return lines.join(QLatin1Char(' '));

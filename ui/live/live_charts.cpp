@@ -26,9 +26,13 @@ namespace dasp::ui {
 namespace {
 
 constexpr int kSlowRefreshMs = 500;  // bars and histogram while live (they scan every sample)
-// The scroll areas show every lane / bar row up to these heights, then scroll.
-constexpr int kMaxLanesHeight = 320;
-constexpr int kMaxBarsHeight = 220;
+// The scroll areas show every lane / bar row up to these heights, then scroll: with the
+// node table of 16 workers above them the charts still fit the right-hand column of the
+// default window (the splitters give them more when there is room).
+constexpr int kMaxLanesHeight = 130;
+constexpr int kMaxBarsHeight = 100;
+constexpr int kMinHistogramHeight = 60;
+constexpr int kMinConvergenceHeight = 120;
 
 // A scroll area that lets a custom-painted chart grow with its rows (32 workers need more
 // height than a dock has) and otherwise fills the space.
@@ -99,7 +103,7 @@ LiveCharts::LiveCharts(QWidget* parent)
   convergenceLayout->addLayout(options);
   m_convergence = new ConvergenceChart(convergenceBox);
   m_convergence->setObjectName(QStringLiteral("liveConvergence"));
-  m_convergence->setMinimumSize(260, 180);
+  m_convergence->setMinimumSize(260, kMinConvergenceHeight);
   convergenceLayout->addWidget(m_convergence, 1);
   horizontal->addWidget(convergenceBox);
 
@@ -111,6 +115,7 @@ LiveCharts::LiveCharts(QWidget* parent)
   right->addWidget(m_barsArea);
   m_histogram = new StalenessHistogram(right);
   m_histogram->setObjectName(QStringLiteral("stalenessHistogram"));
+  m_histogram->setMinimumHeight(kMinHistogramHeight);
   right->addWidget(m_histogram);
   horizontal->addWidget(right);
   horizontal->setStretchFactor(0, 3);

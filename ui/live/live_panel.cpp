@@ -145,7 +145,7 @@ LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(paren
   layout->addWidget(splitter, 1);
   // Compact rows; the table is as tall as its rows (up to kVisibleRows, then it scrolls:
   // fitTable()) and the charts get the rest of the dock.
-  const int rowH = fontMetrics().height() + 6;
+  const int rowH = fontMetrics().height() + 4;
   for (QTableWidget* t : {m_table, m_events}) {
     t->verticalHeader()->setMinimumSectionSize(rowH);
     t->verticalHeader()->setDefaultSectionSize(rowH);

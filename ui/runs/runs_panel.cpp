@@ -14,6 +14,7 @@
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QScrollBar>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStringList>
@@ -86,8 +87,8 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
   m_table->setWordWrap(false);
   m_table->verticalHeader()->hide();
   // Compact rows: the dock's default height shows kVisibleRows of them (heightForRows()).
-  m_table->verticalHeader()->setMinimumSectionSize(fontMetrics().height() + 6);
-  m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
+  m_table->verticalHeader()->setMinimumSectionSize(fontMetrics().height() + 4);
+  m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
   m_table->horizontalHeader()->setStretchLastSection(true);
   m_table->setContextMenuPolicy(Qt::ActionsContextMenu);
   layout->addWidget(m_table, 1);
@@ -230,12 +231,16 @@ void RunsPanel::onTimer() {
 }
 
 int RunsPanel::heightForRows(int rows) const {
-  // Everything but the table's rows as laid out now, then the rows themselves.
-  const int chrome = height() - m_table->viewport()->height();
-  const int fallback = m_filter->sizeHint().height() + m_table->horizontalHeader()->sizeHint().height() +
-                       2 * m_table->frameWidth() + layout()->spacing() * 3 + 24;
-  const int rowH = m_table->verticalHeader()->defaultSectionSize();
-  return (isVisible() && m_table->viewport()->height() > 0 ? chrome : fallback) + rows * rowH;
+  // From the size hints, so that it holds before the first layout too: the margins, the
+  // banner when shown, the filter line, the table's header, frame and horizontal scroll
+  // bar (the columns are wider than the designer's column), then the rows.
+  const QMargins margins = layout()->contentsMargins();
+  const int spacing = layout()->spacing();
+  int h = margins.top() + margins.bottom() + m_filter->sizeHint().height() + spacing;
+  if (!m_banner->isHidden()) h += m_banner->sizeHint().height() + spacing;
+  h += m_table->horizontalHeader()->sizeHint().height() + 2 * m_table->frameWidth();
+  h += m_table->horizontalScrollBar()->sizeHint().height();
+  return h + rows * m_table->verticalHeader()->defaultSectionSize();
 }
 
 void RunsPanel::focusFilter() {
