@@ -11,6 +11,7 @@
 #include "ui/runs/run_table_model.h"
 #include "ui/runs/runs_panel.h"
 #include "ui/designer/spec_designer.h"
+#include "ui/help/getting_started.h"
 
 #include "resources/resources.h"
 
@@ -46,32 +47,12 @@ namespace {
 constexpr int kDrainIntervalMs = 150;  // live data reaches the views at ~6.7 Hz
 constexpr int kStorePollMs = 1000;     // the runner's events are merged from the store at 1 Hz,
 constexpr int kStorePollShare = 20;    // or less often: reading them takes at most 1/20 of the time
-constexpr int kLayoutVersion = 2;      // dock layout of saveState(); 1: no Compare dock, runs at the bottom
+// Dock layout of saveState(); 1: no Compare dock, runs at the bottom; 2: runs under the
+// live view.
+constexpr int kLayoutVersion = 3;
 // The runs table's header layout; ".v2": the Engine column (an older layout has one
 // column less and is not restored).
 constexpr char kRunsHeaderKey[] = "runsTable/header.v2";
-
-struct ExportFormat {
-  ReportFormat format;
-  const char* menuText;
-  const char* filter;
-  const char* suffix;
-  const char* defaultName;
-};
-// In ReportFormat order.
-constexpr ExportFormat kExportFormats[] = {
-    {ReportFormat::Html, QT_TRANSLATE_NOOP("MainWindow", "&HTML Report…"),
-     QT_TRANSLATE_NOOP("MainWindow", "HTML report (*.html *.htm)"), "html", "report.html"},
-    {ReportFormat::Pdf, QT_TRANSLATE_NOOP("MainWindow", "&PDF Report…"), QT_TRANSLATE_NOOP("MainWindow", "PDF report (*.pdf)"),
-     "pdf", "report.pdf"},
-    {ReportFormat::Csv, QT_TRANSLATE_NOOP("MainWindow", "&CSV of Every Series…"),
-     QT_TRANSLATE_NOOP("MainWindow", "CSV (*.csv)"), "csv", "series.csv"},
-    {ReportFormat::ChromeTrace, QT_TRANSLATE_NOOP("MainWindow", "Chrome &Trace of the Node Timeline…"),
-     QT_TRANSLATE_NOOP("MainWindow", "Chrome trace (*.trace.json *.json)"), "json", "timeline.trace.json"},
-};
-static_assert(static_cast<int>(ReportFormat::ChromeTrace) == 3, "kExportFormats is indexed by ReportFormat");
-
-QString translated(const char* text) { return QCoreApplication::translate("MainWindow", text); }
 
 }  // namespace
 
@@ -159,14 +140,15 @@ void MainWindow::createDocks() {
   m_log->setReadOnly(true);
   m_log->setMaximumBlockCount(10000);
   m_designerDock = dock(tr("Designer"), "designerDock", m_designer, Qt::LeftDockWidgetArea);
-  // The run list goes under the charts in the right-hand column rather than in the bottom
-  // dock area: without a central widget QMainWindow gives a bottom area all the height a
-  // larger window brings, and the charts none.
+  // The run list goes under the designer in the left-hand column, so that the live view
+  // and the compare view have the right-hand column's whole height: its node table shows
+  // 16 workers and its charts still get most of it (a bottom dock area would take height
+  // from both columns).
   m_liveDock = dock(tr("Live"), "liveDock", m_live, Qt::RightDockWidgetArea);
   m_compareDock = dock(tr("Compare"), "compareDock", m_compare, Qt::RightDockWidgetArea);
-  m_runsDock = dock(tr("Runs"), "runsDock", m_runs, Qt::RightDockWidgetArea);
-  m_logDock = dock(tr("Log"), "logDock", m_log, Qt::RightDockWidgetArea);
-  splitDockWidget(m_liveDock, m_runsDock, Qt::Vertical);
+  m_runsDock = dock(tr("Runs"), "runsDock", m_runs, Qt::LeftDockWidgetArea);
+  m_logDock = dock(tr("Log"), "logDock", m_log, Qt::LeftDockWidgetArea);
+  splitDockWidget(m_designerDock, m_runsDock, Qt::Vertical);
   tabifyDockWidget(m_liveDock, m_compareDock);
   tabifyDockWidget(m_runsDock, m_logDock);
   m_liveDock->raise();
@@ -198,8 +180,24 @@ void MainWindow::createActions() {
   m_openExperimentAction->setToolTip(tr("Load an experiment spec into the designer"));
   connect(m_openExperimentAction, &QAction::triggered, m_designer, &SpecDesigner::openFile);
   m_exportAction = new QAction(QIcon(QStringLiteral(":/icons/toolbar/export-report.png")), tr("Export &Report…"), this);
+  m_exportAction->setObjectName(QStringLiteral("exportAction"));
+  m_exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
   m_exportAction->setToolTip(tr("Export an HTML report of the compared runs, else of the runs selected"));
   connect(m_exportAction, &QAction::triggered, this, [this] { chooseExportFile(ReportFormat::Html); });
+  m_filterAction = new QAction(tr("&Filter Runs"), this);
+  m_filterAction->setObjectName(QStringLiteral("filterAction"));
+  m_filterAction->setShortcut(QKeySequence::Find);
+  m_filterAction->setToolTip(tr("Type into the Runs dock's filter (any column)"));
+  connect(m_filterAction, &QAction::triggered, this, [this] {
+    m_runsDock->show();
+    m_runsDock->raise();
+    m_runs->focusFilter();
+  });
+  // Toolbar tooltips do not show shortcuts by themselves.
+  for (QAction* a : {m_launchAction, m_stopAction, m_exportAction, m_filterAction, m_openStoreAction}) {
+    const QString keys = a->shortcut().toString(QKeySequence::NativeText);
+    if (!keys.isEmpty()) a->setToolTip(tr("%1 (%2)").arg(a->toolTip(), keys));
+  }
 
   QToolBar* bar = addToolBar(tr("Experiment"));
   bar->setObjectName(QStringLiteral("experimentToolBar"));
@@ -222,15 +220,8 @@ void MainWindow::createMenus() {
   file->addAction(m_openExperimentAction);
   file->addAction(tr("Save Experiment &As…"), m_designer, &SpecDesigner::saveFileAs);
   file->addSeparator();
-  QMenu* exportMenu = file->addMenu(tr("&Export Report"));
-  exportMenu->setToolTipsVisible(true);
-  for (const ExportFormat& f : kExportFormats) {
-    QAction* a = exportMenu->addAction(translated(f.menuText));
-    a->setToolTip(tr("The compared runs, else the runs selected in the Runs view"));
-    const ReportFormat format = f.format;
-    connect(a, &QAction::triggered, this, [this, format] { chooseExportFile(format); });
-    m_exportActions[static_cast<int>(format)] = a;
-  }
+  file->addAction(m_exportAction);
+  createExportMenu(file);
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
@@ -245,6 +236,7 @@ void MainWindow::createMenus() {
   runs->addAction(m_runs->replayAction());
   runs->addAction(m_runs->compareAction());
   runs->addAction(m_runs->logsAction());
+  runs->addAction(m_filterAction);
   runs->addSeparator();
   runs->addAction(m_runs->editTagsAction());
   runs->addAction(m_runs->deleteAction());
@@ -260,6 +252,9 @@ void MainWindow::createMenus() {
   connect(m_statusBarAction, &QAction::toggled, statusBar(), &QWidget::setVisible);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  QAction* start = help->addAction(tr("&Getting Started"), this, &MainWindow::showGettingStarted);
+  start->setObjectName(QStringLiteral("gettingStartedAction"));
+  start->setShortcut(QKeySequence::HelpContents);
   QAction* about = help->addAction(tr("&About DASP Workbench"), this, &MainWindow::showAbout);
   about->setMenuRole(QAction::AboutRole);
 }
@@ -506,6 +501,16 @@ void MainWindow::chooseStore() {
   if (!path.isEmpty()) openStore(path);
 }
 
+GettingStarted* MainWindow::showGettingStarted() {
+  if (m_gettingStarted == nullptr) {
+    m_gettingStarted = new GettingStarted(
+        {m_launchAction, m_stopAction, m_runs->compareAction(), m_exportAction, m_filterAction}, this);
+  }
+  m_gettingStarted->show();  // non-modal: the window stays usable beside it
+  m_gettingStarted->raise();
+  return m_gettingStarted;
+}
+
 void MainWindow::showAbout() {
   QMessageBox::about(this, tr("About DASP Workbench"),
                      tr("<h3>DASP Workbench</h3><p>Version %1</p><p>Distributed-training research: design "
@@ -590,96 +595,23 @@ int MainWindow::compareRuns(const QList<qint64>& runIds) {
   return count;
 }
 
-std::vector<RunData> MainWindow::loadSelectedRuns(QString* error) const {
-  std::vector<RunData> runs;
-  const std::vector<std::int64_t> ids = m_runs->selectedRunIds();
-  if (ids.empty()) {
-    *error = tr("Nothing to export: compare runs (Runs → Compare Selected) or select them in the Runs view.");
-    return runs;
-  }
-  RunStore* store = m_runs->store();
-  if (store == nullptr) {
-    *error = tr("No run store is open: %1").arg(m_runs->lastError());
-    return runs;
-  }
-  for (std::int64_t id : ids) {
-    auto loaded = loadRunData(*store, id);
-    if (!loaded) {
-      *error = tr("Cannot read run %1: %2").arg(id).arg(QString::fromStdString(loaded.message()));
-      return {};
-    }
-    runs.push_back(std::move(loaded).value());
-  }
-  return runs;
-}
-
-Status MainWindow::exportReport(ReportFormat format, const QString& path) {
-  // The compared runs are already in memory; a selection is read from the store.
-  std::vector<RunData> selected;
-  const std::vector<RunData>* runs = &m_compare->runs();
-  if (runs->empty()) {
-    QString error;
-    selected = loadSelectedRuns(&error);
-    if (selected.empty()) {
-      showError(tr("Export Report"), error);
-      return Status::error(error.toStdString());
-    }
-    runs = &selected;
-  }
-  QGuiApplication::setOverrideCursor(Qt::WaitCursor);  // a PDF renders every chart
-  Status status = Status::error("unknown report format");
-  switch (format) {
-    case ReportFormat::Html: status = writeHtmlReport(*runs, path); break;
-    case ReportFormat::Pdf: status = writePdfReport(*runs, path); break;
-    case ReportFormat::Csv: status = writeCsv(*runs, path); break;
-    case ReportFormat::ChromeTrace: status = writeChromeTrace(*runs, path); break;
-  }
-  QGuiApplication::restoreOverrideCursor();
-  if (!status) {
-    showError(tr("Export Report"), tr("Export failed: %1").arg(QString::fromStdString(status.message())));
-  } else {
-    const QString line = tr("Exported %n run(s) to %1", nullptr, static_cast<int>(runs->size())).arg(path);
-    statusBar()->showMessage(line, 8000);
-    appendLog(line);
-  }
-  return status;
-}
-
-QFileDialog* MainWindow::chooseExportFile(ReportFormat format) {
-  if (m_compare->runs().empty() && m_runs->selectedRunIds().empty()) {
-    showError(tr("Export Report"),
-              tr("Nothing to export: compare runs (Runs → Compare Selected) or select them in the Runs view."));
-    return nullptr;
-  }
-  const ExportFormat& f = kExportFormats[static_cast<int>(format)];
-  const QString dir = QFileInfo(storePath()).absolutePath();
-  auto* dialog = new QFileDialog(this, tr("Export Report"), QDir(dir).filePath(QLatin1String(f.defaultName)),
-                                 translated(f.filter));
-  dialog->setObjectName(QStringLiteral("exportDialog"));
-  dialog->setAttribute(Qt::WA_DeleteOnClose);
-  dialog->setAcceptMode(QFileDialog::AcceptSave);
-  dialog->setFileMode(QFileDialog::AnyFile);
-  dialog->setDefaultSuffix(QLatin1String(f.suffix));
-  dialog->setOption(QFileDialog::DontUseNativeDialog, !m_nativeDialogs);
-  connect(dialog, &QFileDialog::fileSelected, this, [this, format](const QString& path) {
-    if (!path.isEmpty()) exportReport(format, path);
-  });
-  dialog->open();  // non-modal: no nested event loop, the live view keeps drawing
-  return dialog;
-}
-
 void MainWindow::showEvent(QShowEvent* event) {
   QMainWindow::showEvent(event);
   if (!m_needsDefaultLayout) return;
   m_needsDefaultLayout = false;
   // Without a saved layout, once the docks have their first geometry (queued: it settles
-  // after the show event): the designer a form's width, the live charts most of the
-  // height of the right-hand column and the run list a few rows under them.
+  // after the show event): the left-hand column a form's width, the run list under the
+  // designer with what kVisibleRows rows need (its dock's title bar included), the live
+  // view the whole right-hand column.
   QTimer::singleShot(0, this, [this] {
     const int w = width(), h = height();
-    const int designer = std::min(440, w / 4);
-    resizeDocks({m_designerDock, m_liveDock}, {designer, w - designer}, Qt::Horizontal);
-    resizeDocks({m_liveDock, m_runsDock}, {h * 4 / 5, h / 5}, Qt::Vertical);
+    const int left = std::min(480, w / 3);
+    resizeDocks({m_designerDock, m_liveDock}, {left, w - left}, Qt::Horizontal);
+    // resizeDocks() scales the sizes to a column height that is not final yet: the run
+    // list's minimum holds its rows through the first layout, and is released after it.
+    m_runs->setMinimumHeight(m_runs->heightForRows(RunsPanel::kVisibleRows));
+    resizeDocks({m_designerDock, m_runsDock}, {h - h / 4, h / 4}, Qt::Vertical);
+    QTimer::singleShot(0, this, [this] { m_runs->setMinimumHeight(0); });
   });
 }
 

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// MainWindow: the workbench's top-level window. Dock widgets, whose layout is saved and
-// restored between launches (QSettings "dasp"/"workbench"):
+// MainWindow: the workbench's top-level window. Dock widgets, whose layout and the
+// window's geometry are saved and restored between launches (QSettings "dasp"/"workbench"):
 // - Designer (left): the experiment form (SpecDesigner);
-// - Live (right): the run in progress (LivePanel) — node table, live actions, charts;
+// - Runs (left, under the designer, 8 rows by default): the run store's runs (RunsPanel);
+// - Log (tabbed with Runs): the runner's progress lines and the live actions;
+// - Live (right, the column's whole height): the run in progress (LivePanel) — node
+//   table, live actions, charts;
 // - Compare (right, tabbed with Live): the runs chosen with Runs → Compare Selected
-//   (ComparePanel): overlaid curves and the summary table;
-// - Runs (right, under Live): the run store's runs (RunsPanel);
-// - Log (tabbed with Runs): the runner's progress lines and the live actions.
+//   (ComparePanel): overlaid curves and the summary table.
+// Shortcuts: Launch Ctrl+R, Stop Ctrl+., Export Report Ctrl+E, Filter Runs Ctrl+F (the
+// menus show them, the toolbar's tooltips too); Help → Getting Started (F1).
 // Runs → Open in Live View replays a finished run in the live view (a time slider scrubs
 // every chart); "Show Live Run" there goes back to the run in progress. File → Export
 // Report writes the compared runs (else the runs selected in the runs view) as an HTML or
@@ -55,6 +58,7 @@ class QShowEvent;
 class QDockWidget;
 class QFileDialog;
 class QLabel;
+class QMenu;
 class QPlainTextEdit;
 class QSortFilterProxyModel;
 class QTableView;
@@ -63,6 +67,7 @@ class QTimer;
 namespace dasp::ui {
 
 class ComparePanel;
+class GettingStarted;
 class LivePanel;
 class RunController;
 class RunTableModel;
@@ -92,6 +97,8 @@ class MainWindow : public QMainWindow {
   const RunData& liveData() const { return m_liveData; }
   QAction* launchAction() const { return m_launchAction; }
   QAction* stopAction() const { return m_stopAction; }
+  QAction* exportReportAction() const { return m_exportAction; }
+  QAction* filterAction() const { return m_filterAction; }
   // The log view's text.
   QString logText() const;
   ComparePanel* comparePanel() const { return m_compare; }
@@ -126,6 +133,8 @@ class MainWindow : public QMainWindow {
   // Opens a (non-modal) file chooser; the chosen file gets exportReport(). Null when there
   // is nothing to export (the reason in the status bar).
   QFileDialog* chooseExportFile(ReportFormat format);
+  // Help → Getting Started (non-modal; one page, raised when shown again).
+  GettingStarted* showGettingStarted();
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -135,6 +144,8 @@ class MainWindow : public QMainWindow {
   void createDocks();
   void createActions();
   void createMenus();
+  // File → Export Report's formats (main_window_export.cpp).
+  void createExportMenu(QMenu* file);
   void updateRunActions();
   void appendLog(const QString& line);
   void drainLive();
@@ -194,6 +205,8 @@ class MainWindow : public QMainWindow {
   QAction* m_openStoreAction = nullptr;
   QAction* m_openExperimentAction = nullptr;
   QAction* m_exportAction = nullptr;
+  QAction* m_filterAction = nullptr;
+  GettingStarted* m_gettingStarted = nullptr;
   QAction* m_statusBarAction = nullptr;
   QAction* m_exportActions[4] = {};  // by ReportFormat
   bool m_nativeDialogs = true;

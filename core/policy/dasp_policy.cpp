@@ -25,6 +25,7 @@ void DaspPolicy::resetRule(int workers, double /*now*/) {
   m_pushedSince.assign(n, 0);
   m_pushedSinceCount = 0;
   m_agree.assign(n, 0);
+  m_partition.assign(n, 1);  // every node starts SYNC: the partition before the first
   m_roundDeadline = kInf;
 }
 
@@ -162,12 +163,25 @@ void DaspPolicy::repartition(double now, PolicyOutput& out) {
       ++candidates;
     }
   }
-  decide(out, now, -1, DecisionKind::Repartition, ParallelState::Sync, ParallelState::Sync,
-         candidates, "re-partitioned by compute time: SYNC = within (1+delta) of the fastest");
+  // Change-only record: the re-partition runs every global round (about a dozen times a
+  // second), and one whose SYNC set equals the previous one's changed nothing worth a row.
+  // A node not measured (or not live) keeps its previous place in the partition.
+  bool partitionChanged = false;
+  for (int r = 0; r < n; ++r) {
+    if (!m_cluster.isLive(r) || !m_cluster.hasComputeTime(r)) continue;
+    const std::uint8_t want = candidates > 1 && m_cluster.computeTime(r) <= threshold ? 1 : 0;
+    if (m_partition[ix(r)] != want) partitionChanged = true;
+    m_partition[ix(r)] = want;
+  }
+  if (partitionChanged) {
+    decide(out, now, -1, DecisionKind::Repartition, ParallelState::Sync, ParallelState::Sync, candidates,
+           "re-partitioned by compute time: SYNC = within (1+delta) of the fastest (recorded when the SYNC set "
+           "changes)");
+  }
   for (int r = 0; r < n; ++r) {
     if (!m_cluster.isLive(r) || !m_cluster.hasComputeTime(r)) continue;
     // A lone candidate has nobody to synchronize with: it runs ASYNC.
-    const bool wantSync = candidates > 1 && m_cluster.computeTime(r) <= threshold;
+    const bool wantSync = m_partition[ix(r)] != 0;
     const bool isSync = m_cluster.state(r) == ParallelState::Sync;
     int& agree = m_agree[ix(r)];
     if (wantSync == isSync) {

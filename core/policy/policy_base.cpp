@@ -22,17 +22,6 @@ const char* toString(ParallelState state) {
   return "?";
 }
 
-const char* toString(DecisionKind kind) {
-  switch (kind) {
-    case DecisionKind::StateChange: return "state_change";
-    case DecisionKind::Drop: return "drop";
-    case DecisionKind::BarrierTimeout: return "barrier_timeout";
-    case DecisionKind::Repartition: return "repartition";
-    case DecisionKind::Grant: return "grant";
-  }
-  return "?";
-}
-
 const char* toString(PushOutcome outcome) {
   switch (outcome) {
     case PushOutcome::Applied: return "applied";

@@ -275,7 +275,9 @@ struct DaspParamsResolved {
 // misses it is demoted to ASYNC), ASYNC nodes applied at once with 1/max(1,τ) scaling,
 // dropped when τ > s_max, and held to c_i − c_min ≤ s_high; groups re-partitioned by
 // compute time once every live worker has pushed since the last re-partition, with
-// hysteresis. All nodes start SYNC. A rank silent for barrier_timeout_s is marked Down.
+// hysteresis; a re-partition is recorded as a decision only when its SYNC set differs from
+// the previous one's (change-only). All nodes start SYNC. A rank silent for
+// barrier_timeout_s is marked Down.
 // Threading: the server's lock (see the file comment).
 class DaspPolicy final : public PolicyBase {
  public:
@@ -305,6 +307,9 @@ class DaspPolicy final : public PolicyBase {
   std::vector<std::uint8_t> m_pushedSince;  // pushed since the last re-partition
   int m_pushedSinceCount = 0;
   std::vector<int> m_agree;  // h_i: consecutive re-partitions that want a change
+  // The SYNC set of the last re-partition (1: wants SYNC), so that only a changed one is
+  // recorded as a decision.
+  std::vector<std::uint8_t> m_partition;
 };
 
 }  // namespace dasp

@@ -26,6 +26,7 @@
 // Threading: not thread-safe; the server calls a policy under its own lock.
 
 #include "core/common/result.h"
+#include "core/policy/decision_kind.h"
 #include "dasp/v1/experiment.pb.h"
 
 #include <cstdint>
@@ -47,14 +48,6 @@ struct GradientRef {
   double scale = 1.0;
 };
 
-enum class DecisionKind : std::uint8_t {
-  StateChange,     // a node moved between parallel states (from/to set)
-  Drop,            // a gradient was dropped (too stale, late for its round)
-  BarrierTimeout,  // a round closed without every member
-  Repartition,     // DASP recomputed its groups (detail in reason)
-  Grant,           // DSSP granted extra iterations to the fastest worker
-};
-const char* toString(DecisionKind kind);
 
 struct PolicyDecision {
   double t = 0;

@@ -237,7 +237,7 @@ void SimRun::emitDecisions() {
     if (d.kind == DecisionKind::StateChange) what += std::string(" ") + toString(d.from) + "->" + toString(d.to);
     if (d.kind == DecisionKind::Drop || d.kind == DecisionKind::Grant) what += " " + std::to_string(d.value);
     const std::string node = d.rank < 0 ? "cluster" : m_workers[static_cast<std::size_t>(d.rank)].name;
-    m_recorder->record(DecisionRow{m_runId, d.t, node, what, d.reason});
+    m_recorder->record(DecisionRow{m_runId, d.t, node, what, d.reason, d.kind});
   }
 }
 

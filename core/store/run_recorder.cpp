@@ -109,8 +109,8 @@ struct RunRecorder::Impl {
                                   "INSERT INTO state_intervals(run_id, node, state, parallel_state, "
                                   "t0_s, t1_s) VALUES(?1, ?2, ?3, ?4, ?5, ?6)") &&
            insertDecision.prepare(db,
-                                  "INSERT INTO decisions(run_id, t_s, node, decision, reason) "
-                                  "VALUES(?1, ?2, ?3, ?4, ?5)") &&
+                                  "INSERT INTO decisions(run_id, t_s, node, decision, reason, kind) "
+                                  "VALUES(?1, ?2, ?3, ?4, ?5, ?6)") &&
            insertEvent.prepare(db,
                                "INSERT INTO events(run_id, t_s, kind, node, detail, code, target) "
                                "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)") &&
@@ -239,6 +239,11 @@ struct RunRecorder::Impl {
             stmt->bind(3, row.node);
             stmt->bind(4, row.decision);
             stmt->bind(5, row.reason);
+            if (row.kind) {
+              stmt->bind(6, static_cast<int>(*row.kind));
+            } else {
+              stmt->bindNull(6);
+            }
           } else if constexpr (std::is_same_v<T, EventRow>) {
             stmt = &insertEvent;
             stmt->bind(1, runId);

@@ -218,7 +218,7 @@ Result<std::vector<StateIntervalRow>> RunStore::stateIntervals(std::int64_t runI
 Result<std::vector<DecisionRow>> RunStore::decisions(std::int64_t runId) {
   return query<DecisionRow>(
       m_path, m_db,
-      "SELECT run_id, t_s, node, decision, reason FROM decisions WHERE run_id = ?1 "
+      "SELECT run_id, t_s, node, decision, reason, kind FROM decisions WHERE run_id = ?1 "
       "ORDER BY t_s, rowid",
       [&](Stmt& s) { s.bind(1, runId); },
       [](const Stmt& s) {
@@ -228,6 +228,7 @@ Result<std::vector<DecisionRow>> RunStore::decisions(std::int64_t runId) {
         row.node = s.text(2);
         row.decision = s.text(3);
         row.reason = s.text(4);
+        if (const auto code = s.optInt64(5)) row.kind = decisionKindFromCode(*code);
         return row;
       });
 }

@@ -14,6 +14,7 @@
 #include "core/results/divergence.h"
 #include "core/common/result.h"
 #include "core/events/run_events.h"
+#include "core/policy/decision_kind.h"
 
 #include <cstdint>
 #include <memory>
@@ -101,8 +102,11 @@ struct DecisionRow {
   std::int64_t runId = 0;
   double tS = 0;
   std::string node;
-  std::string decision;  // e.g. "SYNC->ASYNC", "drop", "barrier-timeout"
+  std::string decision;  // for people: "state_change SYNC->ASYNC", "drop 9", "barrier_timeout"
   std::string reason;
+  // What the decision did; views decide on it. nullopt: a row whose text named no kind
+  // when an older file was migrated.
+  std::optional<DecisionKind> kind;
 };
 
 // One run event (core/events/run_events.h). Code acts on `kind`, `code` and `target`; `detail`

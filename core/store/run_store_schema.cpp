@@ -208,6 +208,19 @@ DROP TABLE samples;
 ALTER TABLE samples_v4 RENAME TO samples;
 CREATE INDEX samples_run_series ON samples(run_id, series);
 )sql",
+    // Version 5: typed decisions. `kind` is a core DecisionKind number (decision_kind.h);
+    // the rows already there get it from the first word every writer put in `decision`
+    // (toString(DecisionKind)), once, here; a row whose text names no kind keeps NULL.
+    R"sql(
+ALTER TABLE decisions ADD COLUMN kind INTEGER NULL;
+UPDATE decisions SET kind = CASE
+  WHEN decision LIKE 'state\_change%' ESCAPE '\' OR decision LIKE '%->%' THEN 0
+  WHEN decision LIKE 'drop%' THEN 1
+  WHEN decision LIKE 'barrier\_timeout%' ESCAPE '\' THEN 2
+  WHEN decision LIKE 'repartition%' THEN 3
+  WHEN decision LIKE 'grant%' THEN 4
+END;
+)sql",
 };
 
 constexpr int kMigrationCount = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));

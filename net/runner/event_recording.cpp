@@ -28,6 +28,17 @@ std::string decisionText(const pb::ClusterEvent& e) {
   return what;
 }
 
+std::optional<DecisionKind> decisionKindOf(const pb::ClusterEvent& e) {
+  switch (e.decision_kind()) {
+    case pb::ClusterEvent::STATE_CHANGE: return DecisionKind::StateChange;
+    case pb::ClusterEvent::DROP: return DecisionKind::Drop;
+    case pb::ClusterEvent::BARRIER_TIMEOUT: return DecisionKind::BarrierTimeout;
+    case pb::ClusterEvent::REPARTITION: return DecisionKind::Repartition;
+    case pb::ClusterEvent::GRANT: return DecisionKind::Grant;
+    default: return std::nullopt;
+  }
+}
+
 std::optional<EventRow> eventRowOf(const pb::ClusterEvent& e, std::int64_t runId, const std::string& node) {
   using RE = v1::RunEvent;
   switch (e.kind()) {
@@ -105,7 +116,8 @@ void EventRecording::record(const pb::EventBatch& batch) {
         break;
       case pb::ClusterEvent::DECISION:
         if (e.decision_kind() == pb::ClusterEvent::DROP) ++f.dropped;
-        m_recorder.record(DecisionRow{runId, e.t_s(), e.rank() < 0 ? "cluster" : node, decisionText(e), e.detail()});
+        m_recorder.record(
+            DecisionRow{runId, e.t_s(), e.rank() < 0 ? "cluster" : node, decisionText(e), e.detail(), decisionKindOf(e)});
         break;
       case pb::ClusterEvent::EVALUATION: {
         EvaluationRow row;

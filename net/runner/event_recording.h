@@ -27,6 +27,8 @@ IterationTimeline iterationTimeline(const dasp::ps::v1::ClusterEvent& iteration)
 // A DECISION event as the decisions table and the GUI show it: "state_change SYNC->ASYNC",
 // "drop 9", "barrier_timeout".
 std::string decisionText(const dasp::ps::v1::ClusterEvent& decision);
+// A DECISION event's kind (nullopt when the event names none).
+std::optional<DecisionKind> decisionKindOf(const dasp::ps::v1::ClusterEvent& decision);
 
 // The run event of a NODE, REJECT, CONTROL or RECOVERY event (nullopt for the other
 // kinds), `node` being the name of its rank: the one translation of the server's events

@@ -59,7 +59,9 @@ void TestDaspPolicies::daspHomogeneousIsBsp() {
   QCOMPARE(maxStaleness(res), std::int64_t{0});
   for (auto s : res.updateSizes) QCOMPARE(s, static_cast<std::size_t>(workers));
   QCOMPARE(countKind(res, DecisionKind::StateChange), 0);
-  QVERIFY(countKind(res, DecisionKind::Repartition) > 10);
+  // Change-only: every re-partition finds the SYNC set it started with (everyone), so none
+  // is recorded, though the rule ran every global round.
+  QCOMPARE(countKind(res, DecisionKind::Repartition), 0);
   for (auto st : res.finalStates) QCOMPARE(st, ParallelState::Sync);
 }
 
@@ -89,10 +91,13 @@ void TestDaspPolicies::daspMovesSlowNodeAsync() {
   QCOMPARE(static_cast<int>(changes.size()), 1);
   QCOMPARE(changes[0].from, ParallelState::Sync);
   QCOMPARE(changes[0].to, ParallelState::Async);
-  // Moved by the re-partition, after `hysteresis` agreeing evaluations (the first global
-  // round needs the slow node's first push).
-  QVERIFY2(countKind(res, DecisionKind::Repartition, changes[0].t + 1e-9) >= hysteresis,
-           qPrintable(QStringLiteral("demoted at t=%1").arg(changes[0].t)));
+  // Moved by the re-partition that took it out of the SYNC set — the only one recorded
+  // (change-only) — after `hysteresis` agreeing evaluations: with h > 1 the state changes
+  // rounds after the record.
+  const auto repartitions = decisionsOf(res, DecisionKind::Repartition);
+  QCOMPARE(static_cast<int>(repartitions.size()), 1);
+  QVERIFY2(hysteresis > 1 ? repartitions[0].t < changes[0].t : repartitions[0].t == changes[0].t,
+           qPrintable(QStringLiteral("recorded at t=%1, demoted at t=%2").arg(repartitions[0].t).arg(changes[0].t)));
   for (int r = 0; r < slow; ++r) {
     QVERIFY2(stateChanges(res, r).empty(), qPrintable(QStringLiteral("fast rank %1 moved").arg(r)));
     QCOMPARE(res.finalStates[static_cast<std::size_t>(r)], ParallelState::Sync);
@@ -140,6 +145,13 @@ void TestDaspPolicies::daspFollowsSpeedChange() {
   QVERIFY(changes.back().t > 160 && changes.back().t < 220);
   QCOMPARE(res.finalStates[3], ParallelState::Sync);
   for (int r = 0; r < 3; ++r) QVERIFY(stateChanges(res, r).empty());
+  // Two re-partitions changed the SYNC set (out after the slow-down, back in after it
+  // ended, which promoted it); the hundreds of others changed nothing and are not recorded.
+  const auto repartitions = decisionsOf(res, DecisionKind::Repartition);
+  QCOMPARE(static_cast<int>(repartitions.size()), 2);
+  // (The demotion itself may come first, from a missed barrier.)
+  QVERIFY2(repartitions[0].t > 60 && repartitions[0].t < 80, qPrintable(QString::number(repartitions[0].t)));
+  QVERIFY(repartitions[1].t > 160 && repartitions[1].t <= changes.back().t);
   // Back in the group: the last rounds include all four again.
   QCOMPARE(res.updateSizes.back(), std::size_t{4});
   // While it was ASYNC the fast nodes kept going: no round waited for the slow node.

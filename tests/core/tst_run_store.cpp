@@ -71,8 +71,8 @@ class TestRunStore : public QObject {
     store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
     QCOMPARE((*store)->run(*first)->status, RunStatus::Running);
-    QCOMPARE(RunStore::schemaVersion(), 4);
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(4));
+    QCOMPARE(RunStore::schemaVersion(), 5);
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(5));
     sqlite3* db = nullptr;
     QCOMPARE(sqlite3_open(path.toStdString().c_str(), &db), SQLITE_OK);
     sqlite3_stmt* stmt = nullptr;
@@ -186,7 +186,7 @@ class TestRunStore : public QObject {
       (*rec)->record(EvaluationRow{id, 1.0, 1, 10, 320, 2.0, 0.3});
       (*rec)->record(SampleRow{id, "worker-0", "train_loss", 0.5, 1, 2.1});
       (*rec)->record(StateIntervalRow{id, "worker-0", "COMPUTE", "SYNC", 0.0, 0.5});
-      (*rec)->record(DecisionRow{id, 0.7, "server", "SYNC->ASYNC", "slow worker"});
+      (*rec)->record(DecisionRow{id, 0.7, "server", "SYNC->ASYNC", "slow worker", DecisionKind::StateChange});
       (*rec)->record(EventRow{id, 0.8, RE::FAULT, "worker-1", "killed", RE::CODE_UNSPECIFIED, {}});
       (*rec)->record(LogRow{id, "worker-0", 0.1, "stdout", "hello"});
       NodeRow node;
@@ -293,7 +293,7 @@ class TestRunStore : public QObject {
     const auto id = (*store)->createRun(sampleRun("done")).value();
     auto rec = RunRecorder::open(path.toStdString(), id);
     QVERIFY(rec.isOk());
-    (*rec)->record(DecisionRow{id, 1.5, "server", "SYNC->ASYNC", "spread 3x"});
+    (*rec)->record(DecisionRow{id, 1.5, "server", "SYNC->ASYNC", "spread 3x", DecisionKind::StateChange});
     (*rec)->record(EventRow{id, 2.0, RE::FAULT, "worker-2", "SIGKILL", RE::CODE_UNSPECIFIED, {}});
     (*rec)->record(StateIntervalRow{id, "worker-2", "DOWN", "", 2.0, 3.0});
     (*rec)->setSummary({SummaryRow{"time_to_target_s", 12.5, ""},

@@ -45,7 +45,7 @@ class TestRunStoreFiles : public QObject {
       (*rec)->recordFaults({m});
       QVERIFY((*rec)->flush().isOk());
     }
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(4));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(5));
     QCOMPARE(rawCount(path, "SELECT count(*) FROM schema_version"), qint64(1));
     auto store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
@@ -61,7 +61,7 @@ class TestRunStoreFiles : public QObject {
     QCOMPARE(rawExec(path, kToVersion1), SQLITE_OK);
     store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(4));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(5));
     QVERIFY((*store)->faults(id)->empty());
     QCOMPARE((*store)->evaluations(id)->size(), std::size_t(1));
   }
@@ -84,7 +84,7 @@ class TestRunStoreFiles : public QObject {
     QCOMPARE(rawExec(path, kToVersion3), SQLITE_OK);
     auto store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(4));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(5));
     QCOMPARE((*store)->run(old)->status, RunStatus::Completed);
     QVERIFY(!(*store)->run(old)->divergence);
     QCOMPARE((*store)->evaluations(old)->front().loss, 2.0);
@@ -126,6 +126,54 @@ class TestRunStoreFiles : public QObject {
     auto listed = (*store)->listRuns(RunFilter{"", "diverged", "", 0});
     QVERIFY2(listed.isOk(), listed.message().c_str());
     QCOMPARE(listed->size(), std::size_t(1));
+  }
+
+  void migratesVersion4DecisionsToTypedKinds() {
+    // A version-4 file: its decisions have only the text each writer put there.
+    const QString path = newPath();
+    std::int64_t id = 0;
+    {
+      auto store = RunStore::open(path.toStdString());
+      QVERIFY(store.isOk());
+      id = (*store)->createRun(sampleRun("old decisions")).value();
+    }
+    QCOMPARE(rawExec(path, kToVersion4), SQLITE_OK);
+    struct Old {
+      const char* decision;
+      std::optional<DecisionKind> kind;
+    };
+    const Old old[] = {
+        {"state_change SYNC->ASYNC", DecisionKind::StateChange}, {"SYNC->ASYNC", DecisionKind::StateChange},
+        {"drop 9", DecisionKind::Drop},  {"barrier_timeout", DecisionKind::BarrierTimeout},
+        {"repartition", DecisionKind::Repartition}, {"grant 2", DecisionKind::Grant},
+        {"something else", std::nullopt},
+    };
+    for (const Old& o : old) {
+      const QString sql = QStringLiteral("INSERT INTO decisions(run_id, t_s, node, decision, reason) "
+                                         "VALUES(%1, 1.0, 'cluster', '%2', 'why')")
+                              .arg(id)
+                              .arg(QLatin1String(o.decision));
+      QCOMPARE(rawExec(path, sql.toUtf8().constData()), SQLITE_OK);
+    }
+    auto store = RunStore::open(path.toStdString());
+    QVERIFY2(store.isOk(), store.message().c_str());
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(5));
+    auto rows = (*store)->decisions(id);
+    QVERIFY2(rows.isOk(), rows.message().c_str());
+    QCOMPARE(rows->size(), std::size(old));
+    for (std::size_t i = 0; i < rows->size(); ++i) {
+      QCOMPARE((*rows)[i].decision, std::string(old[i].decision));
+      QVERIFY2((*rows)[i].kind == old[i].kind, old[i].decision);
+    }
+    // A new row keeps the kind it was recorded with.
+    {
+      auto rec = RunRecorder::open(path.toStdString(), id);
+      QVERIFY(rec.isOk());
+      (*rec)->record(DecisionRow{id, 2.0, "cluster", "repartition", "changed", DecisionKind::Repartition});
+      QVERIFY((*rec)->flush().isOk());
+    }
+    rows = (*store)->decisions(id);
+    QVERIFY(rows->back().kind == DecisionKind::Repartition);
   }
 
   void migratesVersion2EventsToTypedCodes() {
@@ -192,7 +240,7 @@ class TestRunStoreFiles : public QObject {
 
     auto store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(4));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(5));
     auto events = (*store)->events(id);
     QVERIFY2(events.isOk(), events.message().c_str());
     QCOMPARE(events->size(), std::size_t(std::size(old)));

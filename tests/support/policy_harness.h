@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <queue>
@@ -302,6 +303,13 @@ inline int countKind(const SimResult& r, DecisionKind kind, double before = kInf
   return static_cast<int>(std::count_if(r.decisions.begin(), r.decisions.end(), [&](const auto& d) {
     return d.kind == kind && d.t < before;
   }));
+}
+
+inline std::vector<PolicyDecision> decisionsOf(const SimResult& r, DecisionKind kind) {
+  std::vector<PolicyDecision> out;
+  std::copy_if(r.decisions.begin(), r.decisions.end(), std::back_inserter(out),
+               [&](const auto& d) { return d.kind == kind; });
+  return out;
 }
 
 inline std::int64_t maxStaleness(const SimResult& r) {

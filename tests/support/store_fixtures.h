@@ -34,9 +34,13 @@ using RE = dasp::v1::RunEvent;
 // events) added.
 // What version 4 added to the runs table (its nullable losses stay: version 4 rebuilds
 // those tables again, with the same result).
+// What version 5 added: the decisions' typed kind.
+#define DASP_DROP_VERSION_5 "ALTER TABLE decisions DROP COLUMN kind; "
 #define DASP_DROP_VERSION_4                                                                             \
+  DASP_DROP_VERSION_5                                                                                   \
   "ALTER TABLE runs DROP COLUMN divergence_cause; ALTER TABLE runs DROP COLUMN diverged_version; " \
   "ALTER TABLE runs DROP COLUMN diverged_t_s; "
+inline const char* const kToVersion4 = DASP_DROP_VERSION_5 "UPDATE schema_version SET version = 4";
 inline const char* const kToVersion3 = DASP_DROP_VERSION_4 "UPDATE schema_version SET version = 3";
 inline const char* const kToVersion1 =
     DASP_DROP_VERSION_4

@@ -48,8 +48,12 @@ RunData laneRun() {
     w2.intervals.push_back({t + 0.008, t + 0.01, NodeState::Wait, Parallel::Sync});
   }
   r.decisions.push_back({3.0, QStringLiteral("worker-1"), QStringLiteral("state_change SYNC->ASYNC"),
-                         QStringLiteral("compute EMA 2.1x the fastest")});
-  r.decisions.push_back({7.0, QStringLiteral("cluster"), QStringLiteral("barrier_timeout"), QStringLiteral("kappa 1.5")});
+                         QStringLiteral("compute EMA 2.1x the fastest"), dasp::DecisionKind::StateChange});
+  // A re-partition record: kept in the run, never a marker.
+  r.decisions.push_back({5.0, QStringLiteral("cluster"), QStringLiteral("repartition"),
+                         QStringLiteral("re-partitioned by compute time"), dasp::DecisionKind::Repartition});
+  r.decisions.push_back({7.0, QStringLiteral("cluster"), QStringLiteral("barrier_timeout"), QStringLiteral("kappa 1.5"),
+                         dasp::DecisionKind::BarrierTimeout});
   r.endT = 10;
   return r;
 }
@@ -83,6 +87,7 @@ class TestCharts : public QObject {
   void lanesDrawStateColours();
   void lanesFollowAndWindow();
   void decisionTooltip();
+  void decisionStripMarksOnlyChanges();
   void groupedChartHasBand();
   void chartDecimatesLongSeries();
   void chartEventMarkerTooltip();
@@ -181,6 +186,32 @@ void TestCharts::lanesFollowAndWindow() {
   QCOMPARE(lanes.cursorTime(), 18.5);
   lanes.setCursor(QCursor(Qt::CrossCursor));  // the widget's own cursor still works
   QVERIFY(!lanes.grab().isNull());
+}
+
+void TestCharts::decisionStripMarksOnlyChanges() {
+  // The cluster lane marks the barrier timeout (t = 7) but not the re-partition record
+  // (t = 5): neither a triangle nor a tooltip entry.
+  const RunData run = laneRun();
+  NodeLanes lanes;
+  lanes.setRun(&run);
+  lanes.resize(900, 260);
+  lanes.setWindow(0, 10);
+  const QRect cluster = lanes.clusterLaneRect();
+  const QImage image = lanes.grab().toImage();
+  auto markedAt = [&](double t) {
+    // The triangle's tip column, a few pixels under the lane's top.
+    const int x = static_cast<int>(std::lround(lanes.xForTime(t)));
+    for (int y = cluster.top() + 3; y <= cluster.top() + 8; ++y) {
+      if (image.pixelColor(x, y) == QColor(0x22, 0x22, 0x22)) return true;
+    }
+    return false;
+  };
+  QVERIFY(markedAt(7));
+  QVERIFY(!markedAt(5));
+  const QPoint onRecord(static_cast<int>(lanes.xForTime(5)), cluster.center().y());
+  QVERIFY2(!lanes.toolTipAt(onRecord).contains(QStringLiteral("repartition")), qPrintable(lanes.toolTipAt(onRecord)));
+  // The record stays in the run (the store and the reports keep it).
+  QCOMPARE(run.decisions.size(), std::size_t(3));
 }
 
 void TestCharts::decisionTooltip() {
@@ -315,6 +346,10 @@ void TestCharts::nodeBarsFlagStraggler() {
   QCOMPARE(stats[3].throughput, 3.0);
   QVERIFY(stats[3].straggler);
   QVERIFY(!stats[0].straggler && !stats[1].straggler && !stats[2].straggler);
+  // The score (core stragglerScores): 3 it/s against the fastest node's 10.
+  QVERIFY(std::abs(stats[3].relativeScore - 0.3) < 1e-9);
+  QCOMPARE(stats[3].score, stats[3].relativeScore);
+  QCOMPARE(stats[0].score, 1.0);
   QCOMPARE(stats[0].meanWait, 0.05);
   QCOMPARE(stats[0].meanStaleness, 0.0);  // the NaN is left out
   QCOMPARE(stats[2].meanStaleness, 2.0);
@@ -363,7 +398,7 @@ void TestCharts::emptyAndNaNDataDoNotCrash() {
   nan.node(QStringLiteral("worker-0")).intervals.push_back({kNaN, 1.0, NodeState::Compute, Parallel::Sync});
   nan.node(QStringLiteral("worker-0")).intervals.push_back({0.5, kNaN, NodeState::Wait, Parallel::Sync});
   nan.node(QStringLiteral("worker-0")).wait.push_back({kNaN, 1, kNaN});
-  nan.decisions.push_back({kNaN, QStringLiteral("worker-0"), QStringLiteral("drop 9"), QString()});
+  nan.decisions.push_back({kNaN, QStringLiteral("worker-0"), QStringLiteral("drop 9"), QString(), dasp::DecisionKind::Drop});
   nan.endT = kNaN;
 
   for (const RunData* r : std::vector<const RunData*>{nullptr, &empty, &nan}) {

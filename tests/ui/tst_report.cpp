@@ -89,8 +89,8 @@ std::int64_t writeRun(RunStore& store, const std::string& path, const std::strin
       r.record(SampleRow{*id, node, "emulated_s", t + 0.1, i, 0.01});  // not a RunData series
     }
   }
-  r.record(DecisionRow{*id, 0.5, "worker-1", "state_change SYNC->ASYNC", "slow \"node\" <1>"});
-  r.record(DecisionRow{*id, 1.0, "cluster", "barrier_timeout", "kappa"});
+  r.record(DecisionRow{*id, 0.5, "worker-1", "state_change SYNC->ASYNC", "slow \"node\" <1>", DecisionKind::StateChange});
+  r.record(DecisionRow{*id, 1.0, "cluster", "barrier_timeout", "kappa", DecisionKind::BarrierTimeout});
   r.record(EventRow{*id, 0.0, RE::NODE, "worker-0", "UP: joined", RE::NODE_UP, {}});
   r.record(EventRow{*id, 1.2, RE::FAULT, "worker-1", "crash injected", RE::CODE_UNSPECIFIED, {}});
   std::vector<SummaryRow> summary{{"final_accuracy", 0.85, ""}, {"mean_wait_s", 0.02, ""},

@@ -62,7 +62,10 @@ RunData suiteRun(int i, const QJsonObject& spec) {
     }
     n.lastT = 40;
   }
-  for (int d = 0; d < 200 * i; ++d) r.decisions.push_back({d * 0.2, QStringLiteral("cluster"), QStringLiteral("repartition"), {}});
+  for (int d = 0; d < 200 * i; ++d) {
+    r.decisions.push_back({d * 0.2, QStringLiteral("cluster"), QStringLiteral("repartition"), {},
+                           dasp::DecisionKind::Repartition});
+  }
   Event fault;
   fault.t = 20;
   fault.kind = dasp::v1::RunEvent::FAULT;

@@ -14,6 +14,7 @@
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
+#include <QMouseEvent>
 #include <QPainter>
 #include <QToolTip>
 #include <QValueAxis>
@@ -89,6 +90,7 @@ ConvergenceChart::ConvergenceChart(QWidget* parent)
   m_logAxisY->setLabelFormat(QStringLiteral("%g"));
   m_logAxisY->setMinorTickCount(8);
   setChart(c);
+  viewport()->setMouseTracking(true);  // hover moves the shared time cursor
   setRenderHint(QPainter::Antialiasing, true);
   // A wider plot needs more points: re-decimate once the layout settled (queued, so a
   // refresh never runs inside the chart's own layout pass).
@@ -493,7 +495,27 @@ QString ConvergenceChart::faultToolTipAt(const QPoint& viewportPos) const {
   return parts.join(QStringLiteral("\n\n"));
 }
 
+double ConvergenceChart::axisXAt(const QPoint& viewportPos) const {
+  const QRectF plot = plotInScene();
+  const QPointF scene = mapToScene(viewportPos);
+  if (!plot.contains(scene) || !(plot.width() > 0)) return kNaN;
+  return m_xMin + (scene.x() - plot.left()) / plot.width() * (m_xMax - m_xMin);  // sceneXOf's inverse
+}
+
 bool ConvergenceChart::viewportEvent(QEvent* event) {
+  // The time-cursor hook: hover and a click without a drag (at most 3 px of travel).
+  if (event->type() == QEvent::MouseMove) {
+    const auto* e = static_cast<QMouseEvent*>(event);
+    if (e->buttons() == Qt::NoButton) Q_EMIT cursorHovered(axisXAt(e->position().toPoint()));
+  } else if (event->type() == QEvent::Leave) {
+    Q_EMIT cursorHovered(kNaN);
+  } else if (event->type() == QEvent::MouseButtonPress) {
+    m_pressPos = static_cast<QMouseEvent*>(event)->position().toPoint();
+  } else if (event->type() == QEvent::MouseButtonRelease) {
+    const auto* e = static_cast<QMouseEvent*>(event);
+    const QPoint at = e->position().toPoint();
+    if (e->button() == Qt::LeftButton && (at - m_pressPos).manhattanLength() <= 3) Q_EMIT cursorClicked(axisXAt(at));
+  }
   if (event->type() == QEvent::ToolTip) {
     const QPoint pos = static_cast<QHelpEvent*>(event)->pos();
     QString tip = markerToolTipAt(pos);

@@ -125,6 +125,14 @@ class ConvergenceChart : public QChartView {
   const std::vector<FaultMark>& faultMarks() const { return m_faultMarks; }
   // The tooltip of the fault label at a viewport position ("" when none is there).
   QString faultToolTipAt(const QPoint& viewportPos) const;
+  // The x-axis value under a viewport position; NaN outside the plot.
+  double axisXAt(const QPoint& viewportPos) const;
+
+ Q_SIGNALS:
+  // The time-cursor hook (LiveCharts shares one cursor between the charts): the mouse is
+  // over x-axis value `x` (NaN: it left the plot), or was clicked there without dragging.
+  void cursorHovered(double x);
+  void cursorClicked(double x);
 
  protected:
   void drawForeground(QPainter* painter, const QRectF& rect) override;
@@ -191,7 +199,8 @@ class ConvergenceChart : public QChartView {
   bool m_logY = false;
   bool m_zoomX = false, m_zoomY = false;
   double m_viewX0 = 0, m_viewX1 = 1, m_viewY0 = 0, m_viewY1 = 1;
-  // Mouse gestures: a rubber band from m_pressPos, or a pan from the last position.
+  // Mouse gestures: a rubber band from m_pressPos, or a pan from the last position; a
+  // press and release within 3 px of m_pressPos is a click (the time cursor).
   enum class Drag { None, Zoom, Pan } m_drag = Drag::None;
   QPoint m_pressPos, m_lastPos;
   QRubberBand* m_band = nullptr;

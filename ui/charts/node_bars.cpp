@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "ui/charts/node_bars.h"
 
+#include "core/results/straggler_score.h"
+
 #include <QFontMetrics>
 #include <QPainter>
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 namespace dasp::ui {
@@ -16,11 +19,11 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr int kLabelW = 150;
 constexpr int kHeaderH = 36;
 constexpr int kRowH = 20;
-constexpr double kStragglerRatio = 0.8;
 
 const QColor kWaitColor(0xE6, 0x9F, 0x00);
 const QColor kStalenessColor(0xCC, 0x79, 0xA7);
 const QColor kThroughputColor(0x00, 0x72, 0xB2);
+const QColor kScoreColor(0x00, 0x9E, 0x73);
 const QColor kStragglerColor(0xD0, 0x10, 0x10);
 
 // Mean of the finite values with t in (t0, t1]; NaN when there are none.
@@ -36,6 +39,14 @@ double meanIn(const std::vector<Point>& v, double t0, double t1, std::int64_t* c
   }
   if (count != nullptr) *count = all;
   return n > 0 ? sum / static_cast<double>(n) : kNaN;
+}
+
+// Samples with a < t <= b of a series in time order (a <= 0 takes t = 0 as well).
+std::int64_t countIn(const std::vector<Point>& v, double a, double b) {
+  auto after = [](double x) { return [x](const Point& p) { return p.t <= x; }; };
+  const auto lo = a <= 0 ? v.begin() : std::partition_point(v.begin(), v.end(), after(a));
+  const auto hi = std::partition_point(lo, v.end(), after(b));
+  return static_cast<std::int64_t>(hi - lo);
 }
 
 QString figure(double v, int decimals) {
@@ -86,21 +97,20 @@ std::vector<NodeStats> NodeBars::computeStats(const RunData& run, double t0, dou
     s.throughput = span > 0 ? static_cast<double>(iterations) / span : kNaN;
     out.push_back(s);
   }
-  // The straggler: the lowest throughput, when below 0.8x the median of all workers.
-  std::vector<double> tp;
-  for (const NodeStats& s : out) {
-    if (std::isfinite(s.throughput)) tp.push_back(s.throughput);
+  // The straggler scores: each node's throughput against the fastest node's and its own
+  // best window of the same length.
+  std::vector<NodeThroughput> throughput;
+  const double from = std::max(t0, 0.0);
+  for (const NodeData& n : run.nodes) {
+    const std::vector<Point>& its = n.wait.empty() ? n.trainLoss : n.wait;
+    throughput.push_back(windowedThroughput([&its](double a, double b) { return countIn(its, a, b); }, from, t1));
   }
-  if (tp.size() >= 2) {
-    std::sort(tp.begin(), tp.end());
-    const std::size_t m = tp.size() / 2;
-    const double median = tp.size() % 2 == 1 ? tp[m] : (tp[m - 1] + tp[m]) / 2;
-    auto slowest = std::min_element(out.begin(), out.end(), [](const NodeStats& a, const NodeStats& b) {
-      const double x = std::isfinite(a.throughput) ? a.throughput : std::numeric_limits<double>::infinity();
-      const double y = std::isfinite(b.throughput) ? b.throughput : std::numeric_limits<double>::infinity();
-      return x < y;
-    });
-    if (slowest != out.end() && slowest->throughput < kStragglerRatio * median) slowest->straggler = true;
+  const std::vector<StragglerScore> scores = stragglerScores(throughput);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i].relativeScore = scores[i].relative;
+    out[i].individualScore = scores[i].individual;
+    out[i].score = scores[i].score;
+    out[i].straggler = scores[i].straggler;
   }
   return out;
 }
@@ -148,12 +158,15 @@ void NodeBars::paintEvent(QPaintEvent*) {
       {tr("mean wait (s)"), kWaitColor, 3, [](const NodeStats& s) { return s.meanWait; }},
       {tr("mean staleness"), kStalenessColor, 2, [](const NodeStats& s) { return s.meanStaleness; }},
       {tr("throughput (it/s)"), kThroughputColor, 1, [](const NodeStats& s) { return s.throughput; }},
+      {tr("straggler score"), kScoreColor, 2, [](const NodeStats& s) { return s.score; }},
   };
-  const int colW = std::max((width() - kLabelW - 8) / 3, 40);
-  for (int c = 0; c < 3; ++c) {
+  constexpr int kColumns = static_cast<int>(std::size(columns));
+  constexpr int kScoreColumn = kColumns - 1;
+  const int colW = std::max((width() - kLabelW - 8) / kColumns, 40);
+  for (int c = 0; c < kColumns; ++c) {
     const Column& col = columns[c];
     const int x0 = kLabelW + c * colW;
-    double max = 0;
+    double max = c == kScoreColumn ? 1.0 : 0.0;  // a score's bar is on the 0..1 scale
     for (const NodeStats& s : m_stats) {
       const double v = col.get(s);
       if (std::isfinite(v)) max = std::max(max, v);
@@ -166,7 +179,7 @@ void NodeBars::paintEvent(QPaintEvent*) {
       const NodeStats& s = m_stats[r];
       const int y = kHeaderH + static_cast<int>(r) * kRowH;
       const double v = col.get(s);
-      const bool red = s.straggler && c == 2;
+      const bool red = s.straggler && c >= kScoreColumn - 1;  // its throughput and score
       int len = 0;
       if (std::isfinite(v) && max > 0) len = static_cast<int>(std::lround(v / max * barMax));
       if (std::isfinite(v) && v > 0) len = std::max(len, 1);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // NodeBars: per-node statistics of one run as horizontal bars, one row per worker and
-// three columns: mean wait (s), mean staleness, and throughput (iterations/s). The
-// figures cover a time window: by default the last 10 s of the run (for a live run: how
-// the nodes behave now), or a fixed [t0, t1]. The straggler (the node with the lowest
-// throughput, when it is below 0.8x the median) is flagged in red with "straggler".
+// four columns: mean wait (s), mean staleness, throughput (iterations/s) and the
+// straggler score (0..1: the lower of the throughput relative to the fastest node and to
+// the node's own best window, core/results/straggler_score.h). The figures cover a time
+// window: by default the last 10 s of the run (for a live run: how the nodes behave now),
+// or a fixed [t0, t1]. The straggler (the lowest score, below 0.75) is flagged in red
+// with "straggler".
 // Custom painted: a handful of rows, refreshed at 5–10 Hz while a run is live.
 // Threading: GUI thread only. The RunData is not owned; it must outlive the widget or be
 // replaced with setRun(nullptr) first.
@@ -25,6 +27,9 @@ struct NodeStats {
   double meanStaleness = 0;  // NaN when no gradient of the node was applied in the window
   double throughput = 0;     // iterations per second of the window
   std::int64_t iterations = 0;
+  double relativeScore = 0;    // throughput / the fastest node's (NaN: unknown)
+  double individualScore = 0;  // throughput / the node's best window of the same length
+  double score = 0;            // the straggler score: the lower of the two (NaN: unknown)
   bool straggler = false;
 };
 
@@ -45,8 +50,9 @@ class NodeBars : public QWidget {
   const std::vector<NodeStats>& stats() const { return m_stats; }
 
   // The figures of every worker over (t0, t1] (a window starting at or before 0 includes
-  // t = 0), the straggler flagged. Iterations are counted from the wait samples (one per
-  // iteration), else the training-loss samples; non-finite values are left out of means.
+  // t = 0), scored and the straggler flagged. Iterations are counted from the wait
+  // samples (one per iteration, in time order), else the training-loss samples;
+  // non-finite values are left out of means.
   static std::vector<NodeStats> computeStats(const RunData& run, double t0, double t1);
 
   QSize sizeHint() const override;

@@ -75,7 +75,7 @@ void drawDiamond(QPainter& p, double x, double cy, const QColor& color) {
 }  // namespace
 
 NodeLanes::NodeLanes(QWidget* parent) : QWidget(parent), m_cursor(std::numeric_limits<double>::quiet_NaN()) {
-  setMouseTracking(false);
+  setMouseTracking(true);  // hover moves the shared time cursor
   setAttribute(Qt::WA_OpaquePaintEvent);
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
 }
@@ -238,6 +238,8 @@ std::vector<NodeLanes::Marker> NodeLanes::markers(double t0, double t1) const {
   const double pad = (t1 - t0) * 0.01;
   for (std::size_t i = 0; i < m_run->decisions.size(); ++i) {
     const Decision& d = m_run->decisions[i];
+    // Only what changed something: a re-partition or a grant is a record, not a marker.
+    if (!d.kind || !marksTimeline(*d.kind)) continue;
     if (d.t >= t0 - pad && d.t <= t1 + pad) out.push_back({d.t, laneOf(d.node), false, i});
   }
   for (std::size_t i = 0; i < m_run->events.size(); ++i) {
@@ -476,14 +478,24 @@ void NodeLanes::wheelEvent(QWheelEvent* e) {
 void NodeLanes::mousePressEvent(QMouseEvent* e) {
   if (e->button() != Qt::LeftButton) return QWidget::mousePressEvent(e);
   m_dragging = true;
+  m_dragMoved = false;
   m_dragX = static_cast<int>(e->position().x());
   m_dragT0 = windowStart();
   m_dragT1 = windowEnd();
   QWidget::setCursor(QCursor(Qt::ClosedHandCursor));
 }
 
+// The run time under x, NaN outside the plot.
+static double plotTimeAt(const NodeLanes& lanes, const QPointF& pos) {
+  return lanes.plotRect().contains(pos.toPoint()) ? lanes.timeForX(pos.x()) : std::numeric_limits<double>::quiet_NaN();
+}
+
 void NodeLanes::mouseMoveEvent(QMouseEvent* e) {
-  if (!m_dragging) return QWidget::mouseMoveEvent(e);
+  if (!m_dragging) {
+    Q_EMIT timeHovered(plotTimeAt(*this, e->position()));
+    return QWidget::mouseMoveEvent(e);
+  }
+  if (std::abs(e->position().x() - m_dragX) > 3) m_dragMoved = true;
   const double dt = (e->position().x() - m_dragX) / plotRect().width() * (m_dragT1 - m_dragT0);
   if (dt != 0) setWindowByUser(m_dragT0 - dt, m_dragT1 - dt);
 }
@@ -492,6 +504,15 @@ void NodeLanes::mouseReleaseEvent(QMouseEvent* e) {
   if (e->button() != Qt::LeftButton) return QWidget::mouseReleaseEvent(e);
   m_dragging = false;
   unsetCursor();
+  if (!m_dragMoved) {
+    const double t = plotTimeAt(*this, e->position());
+    if (std::isfinite(t)) Q_EMIT timeClicked(t);
+  }
+}
+
+void NodeLanes::leaveEvent(QEvent* e) {
+  Q_EMIT timeHovered(std::numeric_limits<double>::quiet_NaN());
+  QWidget::leaveEvent(e);
 }
 
 void NodeLanes::mouseDoubleClickEvent(QMouseEvent*) {

@@ -3,8 +3,10 @@
 // NodeLanes: the timeline of one run, one lane per worker. Each lane shows the node's
 // state over time (COMPUTE, PUSH, WAIT, PULL, DOWN, IDLE in a fixed colour-blind-friendly
 // palette), a thin strip above it with the node's parallel state (SYNC, ASYNC, DOWN), and
-// the policy's decisions and the run's events as markers (cluster-wide ones on the
-// "cluster" lane at the top) whose tooltip gives the decision and its reason.
+// the policy's decisions that changed something (state changes, barrier timeouts, drops:
+// core marksTimeline(); re-partitions and grants are records, not markers) and the run's
+// events as markers (cluster-wide ones on the "cluster" lane at the top) whose tooltip
+// gives the decision and its reason.
 //
 // Painted with QPainter rather than Qt Charts: a run has hundreds of thousands of
 // intervals, and each paint only visits those in the visible window (binary search on a
@@ -13,7 +15,8 @@
 //
 // The window is either follow mode (the last N seconds of the run, for a live run) or a
 // fixed [t0, t1]: the wheel zooms around the mouse, a drag pans, a double click shows the
-// whole run; any of these leaves follow mode and emits windowChanged.
+// whole run; any of these leaves follow mode and emits windowChanged. Hovering and
+// clicking the plot emit the time under the mouse (timeHovered, timeClicked).
 //
 // Threading: GUI thread only. The RunData is not owned; it must outlive the widget or be
 // replaced with setRun(nullptr) first, and refresh() is called after it grows.
@@ -74,6 +77,10 @@ class NodeLanes : public QWidget {
  Q_SIGNALS:
   // The user zoomed, panned or reset the window.
   void windowChanged(double t0, double t1);
+  // The time-cursor hook (LiveCharts shares one cursor between the charts): the mouse is
+  // over run time t of the plot (NaN: it left it), or clicked there without dragging.
+  void timeHovered(double t);
+  void timeClicked(double t);
 
  protected:
   bool event(QEvent* event) override;
@@ -83,6 +90,7 @@ class NodeLanes : public QWidget {
   void mouseMoveEvent(QMouseEvent* event) override;
   void mouseReleaseEvent(QMouseEvent* event) override;
   void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void leaveEvent(QEvent* event) override;
 
  private:
   // Per-node bookkeeping so a paint can binary-search the intervals: updated
@@ -121,6 +129,7 @@ class NodeLanes : public QWidget {
   mutable std::vector<LaneIndex> m_index;
   mutable std::vector<std::array<float, 6>> m_cover;  // per-pixel coverage, reused
   bool m_dragging = false;
+  bool m_dragMoved = false;  // the press moved more than a click's few pixels
   int m_dragX = 0;
   double m_dragT0 = 0, m_dragT1 = 0;
 };

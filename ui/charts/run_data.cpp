@@ -165,7 +165,7 @@ Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
   if (!decisions) return decisions.status();
   for (const auto& x : decisions.value()) {
     d.decisions.push_back({x.tS, QString::fromStdString(x.node), QString::fromStdString(x.decision),
-                           QString::fromStdString(x.reason)});
+                           QString::fromStdString(x.reason), x.kind});
   }
   auto events = store.events(runId);
   if (!events) return events.status();

@@ -11,6 +11,7 @@
 
 #include "core/results/recovery_metrics.h"
 #include "core/common/result.h"
+#include "core/policy/decision_kind.h"
 #include "core/store/run_store.h"
 
 #include <QString>
@@ -51,8 +52,9 @@ struct Point {
 struct Decision {
   double t = 0;
   QString node;            // "cluster" for cluster-wide decisions
-  QString decision;        // e.g. "state_change SYNC->ASYNC", "drop 9", "barrier_timeout"
+  QString decision;        // for people: "state_change SYNC->ASYNC", "drop 9", "barrier_timeout"
   QString reason;
+  std::optional<DecisionKind> kind;  // what views decide on (nullopt: unknown, an old row)
 };
 
 // A run event (core/events/run_events.h): views decide on `kind`, `code` and `target`; `detail`

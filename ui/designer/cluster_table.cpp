@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/designer/cluster_table.h"
 
+#include "ui/designer/field_docs.h"
+
 #include "core/spec/spec.h"
 
 #include <QHBoxLayout>
@@ -47,11 +49,11 @@ ClusterTable::ClusterTable(QWidget* parent) : QWidget(parent) {
   m_table->setObjectName(QStringLiteral("clusterTable"));
   m_table->setHorizontalHeaderLabels(
       {tr("Name"), tr("Slowdown ×"), tr("Base iteration (ms)"), tr("Jitter"), tr("Speed changes (s:×)")});
-  m_table->horizontalHeaderItem(BaseMs)->setToolTip(
-      tr("Target iteration time at slowdown 1; 0 = the real compute time."));
-  m_table->horizontalHeaderItem(Jitter)->setToolTip(tr("Relative jitter of each iteration's time, in [0, 1]."));
-  m_table->horizontalHeaderItem(Changes)->setToolTip(
-      tr("Scheduled slowdowns, e.g. \"8:3, 20:1\" = ×3 from 8 s, ×1 from 20 s."));
+  // The proto's own comments (field_docs.h): each column is a field of cluster.workers.
+  const char* const fields[ColumnCount] = {"cluster.workers.name", "cluster.workers.speed.slowdown",
+                                           "cluster.workers.speed.base_iteration_ms", "cluster.workers.speed.jitter",
+                                           "cluster.workers.speed.changes"};
+  for (int c = 0; c < ColumnCount; ++c) m_table->horizontalHeaderItem(c)->setToolTip(fieldToolTip(fields[c]));
   m_table->verticalHeader()->hide();
   m_table->horizontalHeader()->setStretchLastSection(true);
   m_table->setSelectionBehavior(QAbstractItemView::SelectRows);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/designer/fault_table.h"
 
+#include "ui/designer/field_docs.h"
+
 #include "core/spec/spec.h"
 
 #include <QComboBox>
@@ -89,14 +91,9 @@ FaultTable::FaultTable(QWidget* parent) : QWidget(parent) {
   m_table = new QTableWidget(0, ColumnCount, this);
   m_table->setObjectName(QStringLiteral("faultTable"));
   m_table->setHorizontalHeaderLabels({tr("Node"), tr("Action"), tr("At (s)"), tr("Restart after (s)")});
-  m_table->horizontalHeaderItem(Node)->setToolTip(
-      tr("server (a chain's current head), server-N (replica N of a chain), evaluator or a worker's name"));
-  m_table->horizontalHeaderItem(Action)->setToolTip(
-      tr("kill (SIGKILL), pause (SIGSTOP) or disconnect (a worker's link to the servers cut)"));
-  m_table->horizontalHeaderItem(AtS)->setToolTip(tr("Run time of the fault, seconds."));
-  m_table->horizontalHeaderItem(RestartAfterS)->setToolTip(
-      tr("kill: restart the node this many seconds later; pause: resume it; disconnect: restore its link. "
-         "Empty = never."));
+  // The proto's own comments (field_docs.h): each column is a field of faults.
+  const char* const fields[ColumnCount] = {"faults.node", "faults.action", "faults.at_s", "faults.restart_after_s"};
+  for (int c = 0; c < ColumnCount; ++c) m_table->horizontalHeaderItem(c)->setToolTip(fieldToolTip(fields[c]));
   m_table->setItemDelegate(new FaultDelegate(&m_nodeNames, m_table));
   m_table->verticalHeader()->hide();
   m_table->horizontalHeader()->setStretchLastSection(true);

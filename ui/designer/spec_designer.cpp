@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/designer/spec_designer.h"
 
+#include "ui/designer/field_docs.h"
+
 #include "ui/designer/cluster_table.h"
 #include "ui/designer/fault_table.h"
 
@@ -186,11 +188,11 @@ SpecDesigner::SpecDesigner(QWidget* parent) : QWidget(parent) {
 }
 
 QLineEdit* SpecDesigner::addText(QFormLayout* form, const QString& label, const std::string& path,
-                                 const QString& placeholder, const QString& tip) {
+                                 const QString& placeholder) {
   auto* edit = new QLineEdit(form->parentWidget());
   edit->setObjectName(QStringLiteral("spec.") + QString::fromStdString(path));
   edit->setPlaceholderText(placeholder);
-  edit->setToolTip(tip.isEmpty() ? QString::fromStdString(path) : QString::fromStdString(path) + QStringLiteral(": ") + tip);
+  edit->setToolTip(fieldToolTip(path));
   form->addRow(label, edit);
   m_bindings.push_back({edit, path});
   connect(edit, &QLineEdit::textEdited, this, &SpecDesigner::onEdited);
@@ -201,7 +203,7 @@ QComboBox* SpecDesigner::addChoice(QFormLayout* form, const QString& label, cons
                                    const QString& defaultText, const QStringList& values) {
   auto* combo = new QComboBox(form->parentWidget());
   combo->setObjectName(QStringLiteral("spec.") + QString::fromStdString(path));
-  combo->setToolTip(QString::fromStdString(path));
+  combo->setToolTip(fieldToolTip(path));
   combo->addItem(tr("default (%1)").arg(defaultText), QString());
   for (const QString& v : values) combo->addItem(v, v);
   form->addRow(label, combo);
@@ -245,10 +247,10 @@ QWidget* SpecDesigner::buildForm() {
   QFormLayout* f = section(tr("Experiment"));
   addText(f, tr("Name"), "name", tr("the file name"));
   addText(f, tr("Description"), "description", QString());
-  addText(f, tr("Seed"), "seed", QStringLiteral("1"), tr("parameters, data order and jitter"));
-  addText(f, tr("Seeds"), "seeds", tr("= seed"), tr("comma list; a suite runs once per seed"));
-  addText(f, tr("Device"), "device", QStringLiteral("auto"), tr("auto | cpu | cuda:N"));
-  addText(f, tr("Threads"), "threads", QStringLiteral("1"), tr("intra-op threads per trainer process"));
+  addText(f, tr("Seed"), "seed", QStringLiteral("1"));
+  addText(f, tr("Seeds"), "seeds", tr("= seed"));
+  addText(f, tr("Device"), "device", QStringLiteral("auto"));
+  addText(f, tr("Threads"), "threads", QStringLiteral("1"));
   buildEngineSection(page, layout);
   buildModelSections(page, layout);
   buildStrategySection(page, layout);
@@ -264,32 +266,19 @@ void SpecDesigner::buildEngineSection(QWidget* page, QVBoxLayout* layout) {
   auto section = [&](const QString& title) { return addSection(page, layout, title); };
   QFormLayout* f = section(tr("Engine"));
   m_engine = addChoice(f, tr("Engine"), "engine", QStringLiteral("real"), {QStringLiteral("real"), QStringLiteral("sim")});
-  m_engine->setToolTip(tr("engine: real — a parameter server and worker processes over gRPC, in wall-clock time; "
-                          "sim — the virtual-cluster engine: one process, a virtual clock, modelled compute and "
-                          "communication times"));
   m_simKnobs = new QWidget(f->parentWidget());
   m_simKnobs->setObjectName(QStringLiteral("simKnobs"));
   auto* sim = new QFormLayout(m_simKnobs);
   sim->setContentsMargins(16, 0, 0, 0);
   f->addRow(m_simKnobs);
-  QComboBox* gradients = addChoice(sim, tr("Gradients"), "sim.gradients", QStringLiteral("REAL"), enumValues("sim.gradients"));
-  gradients->setToolTip(tr("sim.gradients: REAL — the spec's model computes every worker's gradient on its shard; "
-                           "POLICY_ONLY — a softmax-regression model in plain C++, cheap enough for thousands of "
-                           "workers (use dataset synthetic)"));
-  addText(sim, tr("Compute (ms)"), "sim.compute_ms", tr("0 = measured on this machine"),
-          tr("one iteration at slowdown 1, for workers without a base iteration time"));
-  addText(sim, tr("Push overhead (ms)"), "sim.push_overhead_ms", QStringLiteral("0.05"),
-          tr("server time to take in one push"));
-  addText(sim, tr("Apply cost (ns/parameter)"), "sim.apply_ns_per_param", QStringLiteral("1"),
-          tr("server time to fold one gradient into the parameters"));
-  addText(sim, tr("Restart (ms)"), "sim.restart_ms", QStringLiteral("500"),
-          tr("time a restarted node takes before it answers or pushes again"));
-  addText(sim, tr("Failover (ms)"), "sim.failover_ms", QStringLiteral("250"),
-          tr("CHAIN: time to notice a dead head and promote the next replica"));
-  addText(sim, tr("Link latency (ms)"), "cluster.link.latency_ms", QStringLiteral("0.1"),
-          tr("every worker's one-way latency to the server (a transfer takes latency + bytes / bandwidth)"));
-  addText(sim, tr("Link bandwidth (Mbit/s)"), "cluster.link.mbit", QStringLiteral("8000"),
-          tr("every worker's bandwidth, 10^6 bytes per second"));
+  addChoice(sim, tr("Gradients"), "sim.gradients", QStringLiteral("REAL"), enumValues("sim.gradients"));
+  addText(sim, tr("Compute (ms)"), "sim.compute_ms", tr("0 = measured on this machine"));
+  addText(sim, tr("Push overhead (ms)"), "sim.push_overhead_ms", QStringLiteral("0.05"));
+  addText(sim, tr("Apply cost (ns/parameter)"), "sim.apply_ns_per_param", QStringLiteral("1"));
+  addText(sim, tr("Restart (ms)"), "sim.restart_ms", QStringLiteral("500"));
+  addText(sim, tr("Failover (ms)"), "sim.failover_ms", QStringLiteral("250"));
+  addText(sim, tr("Link latency (ms)"), "cluster.link.latency_ms", QStringLiteral("0.1"));
+  addText(sim, tr("Link bandwidth (Mbit/s)"), "cluster.link.mbit", QStringLiteral("8000"));
   connect(m_engine, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateEngineKnobs);
 }
 
@@ -298,14 +287,13 @@ void SpecDesigner::buildModelSections(QWidget* page, QVBoxLayout* layout) {
   auto section = [&](const QString& title) { return addSection(page, layout, title); };
   QFormLayout* f = section(tr("Model and data"));
   m_model = addChoice(f, tr("Model"), "model.name", QStringLiteral("mlp"), qtNames(knownModels()));
-  m_hidden = addText(f, tr("Hidden width"), "model.hidden", QStringLiteral("128"), tr("mlp only"));
+  m_hidden = addText(f, tr("Hidden width"), "model.hidden", QStringLiteral("128"));
   addChoice(f, tr("Dataset"), "dataset.name", QStringLiteral("fashion-mnist"), qtNames(knownDatasets()));
-  addText(f, tr("Path"), "dataset.path", QStringLiteral("/usr/share/datasets/fashion-mnist"),
-          tr("directory with the files; mnist and cifar10 need one"));
+  addText(f, tr("Path"), "dataset.path", QStringLiteral("/usr/share/datasets/fashion-mnist"));
   addText(f, tr("Train limit"), "dataset.train_limit", tr("0 = all"));
   addText(f, tr("Test limit"), "dataset.test_limit", tr("0 = all"));
   addChoice(f, tr("Partition"), "dataset.partition", QStringLiteral("IID"), enumValues("dataset.partition"));
-  addText(f, tr("Dirichlet α"), "dataset.dirichlet_alpha", QStringLiteral("0.5"), tr("smaller = more label skew"));
+  addText(f, tr("Dirichlet α"), "dataset.dirichlet_alpha", QStringLiteral("0.5"));
   addBool(f, tr("Normalize"), "dataset.normalize", true);
 
   f = section(tr("Optimizer"));
@@ -314,7 +302,8 @@ void SpecDesigner::buildModelSections(QWidget* page, QVBoxLayout* layout) {
   addText(f, tr("Weight decay"), "optimizer.weight_decay", QStringLiteral("0"));
   addChoice(f, tr("LR convention"), "optimizer.lr_convention", QStringLiteral("PER_GRADIENT"),
             enumValues("optimizer.lr_convention"));
-  addText(f, tr("Batch size"), "batch_size", QStringLiteral("64"), tr("per worker"));
+  addText(f, tr("Batch size"), "batch_size", QStringLiteral("64"));
+  addChoice(f, tr("Transport"), "cluster.transport", QStringLiteral("AUTO"), enumValues("cluster.transport"));
 
   auto* clusterBox = new QGroupBox(tr("Cluster (one row per worker)"), page);
   auto* clusterLayout = new QVBoxLayout(clusterBox);
@@ -337,54 +326,36 @@ void SpecDesigner::buildStrategySection(QWidget* page, QVBoxLayout* layout) {
     return form;
   };
   QFormLayout* k = knobGroup(QStringLiteral("ssp"));
-  addText(k, tr("Staleness s"), "strategy.ssp.staleness", QStringLiteral("3"), tr("max lead in clocks"));
+  addText(k, tr("Staleness s"), "strategy.ssp.staleness", QStringLiteral("3"));
   k = knobGroup(QStringLiteral("dssp"));
   addText(k, tr("s_L"), "strategy.dssp.s_low", QStringLiteral("3"));
   addText(k, tr("s_H"), "strategy.dssp.s_high", QStringLiteral("15"));
   k = knobGroup(QStringLiteral("backup"));
   addText(k, tr("Backup workers b"), "strategy.backup.backup_workers", QStringLiteral("1"));
   k = knobGroup(QStringLiteral("dasp"));
-  addChoice(k, tr("Rule"), "strategy.dasp.rule", QStringLiteral("ADAPTIVE"), enumValues("strategy.dasp.rule"))
-      ->setToolTip(tr("strategy.dasp.rule: ADAPTIVE — speed-proportional batches under one SYNC barrier (the "
-                      "default); PAPER — the paper's SYNC/ASYNC groups (DASP-R, label dasp-r)"));
-  addText(k, tr("α (EMA)"), "strategy.dasp.alpha", QStringLiteral("0.2"), tr("weight of a new compute-time sample"));
-  addText(k, tr("δ (SYNC band)"), "strategy.dasp.delta", QStringLiteral("0.3"),
-          tr("PAPER: SYNC when within (1+δ) of the fastest"));
-  addText(k, tr("κ (barrier timeout)"), "strategy.dasp.kappa", QStringLiteral("1.5"),
-          tr("a round waits κ × a member's expected compute time"));
-  addText(k, tr("s_max (drop)"), "strategy.dasp.s_max", QStringLiteral("8"),
-          tr("ASYNC gradients staler than this are dropped"));
+  addChoice(k, tr("Rule"), "strategy.dasp.rule", QStringLiteral("ADAPTIVE"), enumValues("strategy.dasp.rule"));
+  addText(k, tr("α (EMA)"), "strategy.dasp.alpha", QStringLiteral("0.2"));
+  addText(k, tr("δ (SYNC band)"), "strategy.dasp.delta", QStringLiteral("0.3"));
+  addText(k, tr("κ (barrier timeout)"), "strategy.dasp.kappa", QStringLiteral("1.5"));
+  addText(k, tr("s_max (drop)"), "strategy.dasp.s_max", QStringLiteral("8"));
   addText(k, tr("s_H (lead cap)"), "strategy.dasp.s_high", QStringLiteral("15"));
   addBool(k, tr("Staleness scaling"), "strategy.dasp.staleness_scaling", true);
   addBool(k, tr("Lead cap"), "strategy.dasp.lead_cap", false);
-  addText(k, tr("Hysteresis"), "strategy.dasp.hysteresis", QStringLiteral("2"), tr("PAPER: agreeing re-partitions"));
-  addBool(k, tr("Balance batches"), "strategy.dasp.balance_batches", true)
-      ->setToolTip(tr("strategy.dasp.balance_batches (ADAPTIVE): batches in proportion to the measured speed"));
+  addText(k, tr("Hysteresis"), "strategy.dasp.hysteresis", QStringLiteral("2"));
+  addBool(k, tr("Balance batches"), "strategy.dasp.balance_batches", true);
   addChoice(k, tr("Batch budget"), "strategy.dasp.batch_budget", QStringLiteral("FASTEST_AT_NOMINAL"),
-            enumValues("strategy.dasp.batch_budget"))
-      ->setToolTip(tr("strategy.dasp.batch_budget (ADAPTIVE): FASTEST_AT_NOMINAL — the fastest node keeps the "
-                      "batch size, rounds at its pace; CLUSTER_TOTAL — the batches sum to batch size × nodes"));
-  addText(k, tr("Min batch"), "strategy.dasp.min_batch", tr("batch size / 16"),
-          tr("ADAPTIVE: a node whose share falls below it runs ASYNC"));
-  addText(k, tr("Change band"), "strategy.dasp.change_band", QStringLiteral("0.5"),
-          tr("ADAPTIVE: relative band of the speed-change detector"));
+            enumValues("strategy.dasp.batch_budget"));
+  addText(k, tr("Min batch"), "strategy.dasp.min_batch", tr("batch size / 16"));
+  addText(k, tr("Change band"), "strategy.dasp.change_band", QStringLiteral("0.5"));
   addText(f, tr("Barrier timeout (s)"), "strategy.barrier_timeout_s", QStringLiteral("10"));
   // The server's gradient guard (every strategy): core/params/gradient_guard.h.
   addChoice(f, tr("Gradient guard"), "strategy.gradient_guard.mode", QStringLiteral("REFUSE_OUTLIERS"),
-            enumValues("strategy.gradient_guard.mode"))
-      ->setToolTip(tr("strategy.gradient_guard.mode: REFUSE_OUTLIERS — refuse a gradient whose norm is above "
-                      "k × the running median; CLIP — scale it down to the clip norm; OFF — apply every finite "
-                      "one. NaN/Inf and norms above the hard cap are always refused"));
-  addText(f, tr("Outlier factor k"), "strategy.gradient_guard.outlier_factor", QStringLiteral("20"),
-          tr("REFUSE_OUTLIERS: refuse norms above k × the median of recent accepted norms"));
-  addText(f, tr("Median window"), "strategy.gradient_guard.window", QStringLiteral("64"),
-          tr("REFUSE_OUTLIERS: accepted norms the median is taken over"));
-  addText(f, tr("Warm-up"), "strategy.gradient_guard.warmup", QStringLiteral("8"),
-          tr("REFUSE_OUTLIERS: accepted norms before outliers are refused"));
-  addText(f, tr("Clip norm"), "strategy.gradient_guard.clip_norm", QStringLiteral("10"),
-          tr("CLIP: larger gradients are scaled down to this L2 norm"));
-  addText(f, tr("Hard cap"), "strategy.gradient_guard.max_norm", QStringLiteral("1e6"),
-          tr("every mode: a gradient with a larger L2 norm is refused"));
+            enumValues("strategy.gradient_guard.mode"));
+  addText(f, tr("Outlier factor k"), "strategy.gradient_guard.outlier_factor", QStringLiteral("20"));
+  addText(f, tr("Median window"), "strategy.gradient_guard.window", QStringLiteral("64"));
+  addText(f, tr("Warm-up"), "strategy.gradient_guard.warmup", QStringLiteral("8"));
+  addText(f, tr("Clip norm"), "strategy.gradient_guard.clip_norm", QStringLiteral("10"));
+  addText(f, tr("Hard cap"), "strategy.gradient_guard.max_norm", QStringLiteral("1e6"));
   connect(m_strategy, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateStrategyKnobs);
   connect(m_model, &QComboBox::currentIndexChanged, this, [this] {
     const QString model = m_model->currentData().toString();
@@ -397,8 +368,6 @@ void SpecDesigner::buildRecoverySection(QWidget* page, QVBoxLayout* layout) {
   auto section = [&](const QString& title) { return addSection(page, layout, title); };
   QFormLayout* f = section(tr("Recovery"));
   m_recoveryMode = addChoice(f, tr("Mode"), "recovery.mode", QStringLiteral("NONE"), enumValues("recovery.mode"));
-  m_recoveryMode->setToolTip(tr("recovery.mode: how a killed parameter server resumes — NONE (from the initial "
-                                "parameters), CHECKPOINT, CHAIN (replicas), STATELESS (workers' parameters and backlogs)"));
   auto recoveryGroup = [&](const QString& mode) {
     auto* group = new QWidget(f->parentWidget());
     group->setObjectName(QStringLiteral("recoveryKnobs.") + mode);
@@ -409,28 +378,22 @@ void SpecDesigner::buildRecoverySection(QWidget* page, QVBoxLayout* layout) {
     return form;
   };
   QFormLayout* k = recoveryGroup(QStringLiteral("CHECKPOINT"));
-  addText(k, tr("Every (updates)"), "recovery.checkpoint_every_updates", QStringLiteral("100"), tr("0 = by time only"));
+  addText(k, tr("Every (updates)"), "recovery.checkpoint_every_updates", QStringLiteral("100"));
   addText(k, tr("Every (s)"), "recovery.checkpoint_every_s", tr("0 = by updates only"));
-  addText(k, tr("Keep"), "recovery.checkpoint_keep", QStringLiteral("2"),
-          tr("checkpoints kept; a corrupt latest one falls back to the one before"));
+  addText(k, tr("Keep"), "recovery.checkpoint_keep", QStringLiteral("2"));
   addText(k, tr("Directory"), "recovery.checkpoint_dir", tr("the run's temporary directory"));
   k = recoveryGroup(QStringLiteral("CHAIN"));
-  m_replicas = addText(k, tr("Replicas"), "recovery.replicas", QStringLiteral("3"),
-                       tr("server replicas, head first: server-0 … server-{R-1}"));
-  addText(k, tr("Forward every"), "recovery.forward_every", QStringLiteral("1"),
-          tr("1: every update, acknowledged once the tail has it; K > 1: the whole state every K updates"));
+  m_replicas = addText(k, tr("Replicas"), "recovery.replicas", QStringLiteral("3"));
+  addText(k, tr("Forward every"), "recovery.forward_every", QStringLiteral("1"));
   k = recoveryGroup(QStringLiteral("STATELESS"));
-  addText(k, tr("Backlog (gradients)"), "recovery.backlog_max_gradients", QStringLiteral("1000"),
-          tr("gradients a worker buffers while no server answers; the oldest beyond are dropped"));
+  addText(k, tr("Backlog (gradients)"), "recovery.backlog_max_gradients", QStringLiteral("1000"));
   addText(k, tr("Backlog (MB)"), "recovery.backlog_max_mb", QStringLiteral("1024"));
   m_backlogRule = addChoice(k, tr("Backlog rule"), "recovery.backlog_rule", QStringLiteral("SUM"),
                             enumValues("recovery.backlog_rule"));
-  m_scaledLrKnobs.push_back(addText(k, tr("Backlog lr scale"), "recovery.backlog_lr_scale", QStringLiteral("0.1"),
-                                    tr("SCALED_LR: the learning-rate factor for a large backlog")));
+  m_scaledLrKnobs.push_back(addText(k, tr("Backlog lr scale"), "recovery.backlog_lr_scale", QStringLiteral("0.1")));
   m_scaledLrKnobs.push_back(addText(k, tr("Backlog lr threshold"), "recovery.backlog_lr_threshold",
-                                    QStringLiteral("50"), tr("SCALED_LR: backlogs larger than this get the scale")));
-  addText(f, tr("Reconnect timeout (s)"), "recovery.reconnect_timeout_s", QStringLiteral("120"),
-          tr("how long workers and the evaluator keep trying to reach a server"));
+                                    QStringLiteral("50")));
+  addText(f, tr("Reconnect timeout (s)"), "recovery.reconnect_timeout_s", QStringLiteral("120"));
   connect(m_recoveryMode, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateRecoveryKnobs);
   connect(m_backlogRule, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateRecoveryKnobs);
   connect(m_replicas, &QLineEdit::textChanged, this, &SpecDesigner::updateFaultNodes);
@@ -453,9 +416,7 @@ void SpecDesigner::buildRunSections(QWidget* page, QVBoxLayout* layout) {
   addText(f, tr("Max seconds"), "stop.max_seconds", tr("0 = no limit"));
   addText(f, tr("Epochs"), "stop.epochs", tr("1 when nothing else is set"));
   addText(f, tr("Max updates"), "stop.max_updates", tr("0 = no limit"));
-  addText(f, tr("Diverged above (× initial loss)"), "stop.divergence.loss_factor", QStringLiteral("10"),
-          tr("The run ends as diverged when its loss stays above this many times the initial loss for the window "
-             "below (0 = off; a NaN or Inf loss always ends it)."));
+  addText(f, tr("Diverged above (× initial loss)"), "stop.divergence.loss_factor", QStringLiteral("10"));
   addText(f, tr("Divergence window (s)"), "stop.divergence.window_s", QStringLiteral("2"));
 
   f = section(tr("Evaluation"));

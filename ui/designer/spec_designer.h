@@ -101,8 +101,8 @@ class SpecDesigner : public QWidget {
     QWidget* widget;   // QLineEdit or QComboBox (item data = the value, "" = default)
     std::string path;  // spec path for applyOverride, e.g. "optimizer.lr"
   };
-  QLineEdit* addText(QFormLayout* form, const QString& label, const std::string& path,
-                     const QString& placeholder, const QString& tip = {});
+  // A field's tooltip is its path and the proto comment that documents it (field_docs.h).
+  QLineEdit* addText(QFormLayout* form, const QString& label, const std::string& path, const QString& placeholder);
   QComboBox* addChoice(QFormLayout* form, const QString& label, const std::string& path,
                        const QString& defaultText, const QStringList& values);
   QComboBox* addBool(QFormLayout* form, const QString& label, const std::string& path, bool defaultValue);

@@ -27,9 +27,13 @@ namespace dasp::ui {
 namespace {
 
 constexpr int kSlowRefreshMs = 500;  // bars and histogram while live (they scan every sample)
-// The scroll areas show every lane / bar row up to these heights, then scroll.
-constexpr int kMaxLanesHeight = 320;
-constexpr int kMaxBarsHeight = 220;
+// The scroll areas show every lane / bar row up to these heights, then scroll: with the
+// node table of 16 workers above them the charts still fit the right-hand column of the
+// default window (the splitters give them more when there is room).
+constexpr int kMaxLanesHeight = 130;
+constexpr int kMaxBarsHeight = 100;
+constexpr int kMinHistogramHeight = 60;
+constexpr int kMinConvergenceHeight = 120;
 
 // A scroll area that lets a custom-painted chart grow with its rows (32 workers need more
 // height than a dock has) and otherwise fills the space.
@@ -44,7 +48,8 @@ QScrollArea* scrolled(QWidget* chart, QWidget* parent) {
 
 }  // namespace
 
-LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent), m_cursor(std::numeric_limits<double>::quiet_NaN()) {
+LiveCharts::LiveCharts(QWidget* parent)
+    : QWidget(parent), m_cursor(std::numeric_limits<double>::quiet_NaN()), m_hover(m_cursor) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
 
@@ -100,7 +105,7 @@ LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent), m_cursor(std::numeric
   convergenceLayout->addLayout(options);
   m_convergence = new ConvergenceChart(convergenceBox);
   m_convergence->setObjectName(QStringLiteral("liveConvergence"));
-  m_convergence->setMinimumSize(260, 180);
+  m_convergence->setMinimumSize(260, kMinConvergenceHeight);
   convergenceLayout->addWidget(m_convergence, 1);
   horizontal->addWidget(convergenceBox);
 
@@ -112,6 +117,7 @@ LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent), m_cursor(std::numeric
   right->addWidget(m_barsArea);
   m_histogram = new StalenessHistogram(right);
   m_histogram->setObjectName(QStringLiteral("stalenessHistogram"));
+  m_histogram->setMinimumHeight(kMinHistogramHeight);
   right->addWidget(m_histogram);
   horizontal->addWidget(right);
   horizontal->setStretchFactor(0, 3);
@@ -129,6 +135,10 @@ LiveCharts::LiveCharts(QWidget* parent) : QWidget(parent), m_cursor(std::numeric
     m_convergence->setXAxis(static_cast<ConvergenceChart::XAxis>(m_xAxis->currentData().toInt()));
   });
   connect(m_slider, &QSlider::valueChanged, this, &LiveCharts::onSlider);
+  connect(m_lanes, &NodeLanes::timeHovered, this, &LiveCharts::onHover);
+  connect(m_lanes, &NodeLanes::timeClicked, this, &LiveCharts::onClick);
+  connect(m_convergence, &ConvergenceChart::cursorHovered, this, [this](double x) { onHover(timeAtAxisX(x)); });
+  connect(m_convergence, &ConvergenceChart::cursorClicked, this, [this](double x) { onClick(timeAtAxisX(x)); });
   connect(m_liveButton, &QPushButton::clicked, this, &LiveCharts::liveRequested);
   // The convergence chart has its own context menu (zoom, axes, export).
   installExportMenu(m_lanes, QStringLiteral("lanes"));
@@ -145,7 +155,9 @@ void LiveCharts::setRun(const RunData* run) {
   m_evaluationsSeen = run != nullptr ? run->evaluations.size() : 0;
   m_eventsSeen = run != nullptr ? run->events.size() : 0;
   m_lanes->setRun(run);
-  m_convergence->setRuns(run != nullptr ? std::vector<const RunData*>{run} : std::vector<const RunData*>{});
+  // A run the runner has not created yet (id 0) has no curve and no legend entry.
+  const bool exists = run != nullptr && run->runId > 0;
+  m_convergence->setRuns(exists ? std::vector<const RunData*>{run} : std::vector<const RunData*>{});
   m_bars->setRun(run);
   m_histogram->setRun(run);
   m_slowRefresh.start();
@@ -165,6 +177,7 @@ void LiveCharts::fitAreas() {
 void LiveCharts::showLive(const RunData* run) {
   m_replay = false;
   m_cursor = std::numeric_limits<double>::quiet_NaN();
+  m_hover = m_cursor;
   m_replayBar->hide();
   m_lanes->setFollow(kFollowSeconds);
   m_lanes->setCursor(m_cursor);
@@ -176,6 +189,7 @@ void LiveCharts::showLive(const RunData* run) {
 
 void LiveCharts::showReplay(const RunData* run) {
   m_replay = true;
+  m_hover = std::numeric_limits<double>::quiet_NaN();
   setRun(run);
   m_replayLabel->setText(run != nullptr ? tr("Replay of run %1").arg(run->runId) : tr("Replay"));
   m_replayBar->show();
@@ -210,17 +224,57 @@ void LiveCharts::onSlider(int value) {
   applyCursor();
 }
 
+double LiveCharts::shownCursorTime() const { return std::isfinite(m_hover) ? m_hover : m_cursor; }
+
+void LiveCharts::onHover(double t) {
+  if (std::isnan(t) && std::isnan(m_hover)) return;  // leaving twice, or never over a plot
+  m_hover = t;
+  applyCursor();
+}
+
+void LiveCharts::onClick(double t) {
+  if (!m_replay || !std::isfinite(t)) return;  // live: nothing to pin, the run goes on
+  m_hover = std::numeric_limits<double>::quiet_NaN();
+  setCursorTime(t);
+}
+
+double LiveCharts::timeAtAxisX(double x) const {
+  if (!std::isfinite(x) || m_run == nullptr) return std::numeric_limits<double>::quiet_NaN();
+  const ConvergenceChart::XAxis axis = m_convergence->xAxis();
+  if (axis == ConvergenceChart::XAxis::Time) return x;
+  // ConvergenceChart::xOf's inverse: between the evaluations, linear; before the first, a
+  // ramp from (0, 0); past the last, its time.
+  const auto& ev = m_run->evaluations;
+  if (ev.empty()) return std::numeric_limits<double>::quiet_NaN();
+  auto value = [axis](const Evaluation& e) {
+    return static_cast<double>(axis == ConvergenceChart::XAxis::Updates ? e.version : e.samples);
+  };
+  const auto it = std::find_if(ev.begin(), ev.end(), [&](const Evaluation& e) { return value(e) >= x; });
+  if (it == ev.end()) return ev.back().t;
+  if (it == ev.begin()) return value(*it) > 0 ? it->t * std::clamp(x / value(*it), 0.0, 1.0) : it->t;
+  const Evaluation& a = *(it - 1);
+  const double span = value(*it) - value(a);
+  return span > 0 ? a.t + (x - value(a)) / span * (it->t - a.t) : it->t;
+}
+
 void LiveCharts::applyCursor() {
-  m_lanes->setCursor(m_cursor);
-  m_convergence->setCursor(m_cursor);
-  m_bars->setWindow(0, m_cursor);
-  m_histogram->setUntil(m_cursor);
-  updateReplayLabel();
-  Q_EMIT cursorMoved(m_cursor);
+  const double t = shownCursorTime();
+  m_lanes->setCursor(t);
+  m_convergence->setCursor(t);
+  if (m_replay) {
+    m_bars->setWindow(0, t);
+  } else if (std::isfinite(t)) {
+    m_bars->setWindow(t - kBarsSeconds, t);  // how the nodes behaved then
+  } else {
+    m_bars->setLastSeconds(kBarsSeconds);
+  }
+  m_histogram->setUntil(t);
+  if (m_replay) updateReplayLabel();
+  Q_EMIT cursorMoved(t);
 }
 
 void LiveCharts::updateReplayLabel() {
-  m_timeLabel->setText(tr("t = %1 / %2 s").arg(m_cursor, 0, 'f', 1).arg(endTime(), 0, 'f', 1));
+  m_timeLabel->setText(tr("t = %1 / %2 s").arg(shownCursorTime(), 0, 'f', 1).arg(endTime(), 0, 'f', 1));
 }
 
 void LiveCharts::setLiveAvailable(bool available) { m_liveButton->setEnabled(available); }

@@ -19,6 +19,13 @@
 //   limits the bars to [0, t] and the histogram to the gradients applied by t, and emits
 //   cursorMoved(t) so the node table can show the state at t.
 //
+// One time cursor is shared by the lanes, the convergence chart and the bars: hovering
+// the lanes or the convergence chart shows the cursor at the time under the mouse in all
+// of them (the bars then cover the kBarsSeconds before it while live, [0, t] in a replay),
+// and leaving returns it to where it was (live: none); in a replay a click moves the
+// slider's cursor there. The convergence chart's updates/samples axes are mapped to run
+// time through the run's evaluations.
+//
 // Threading: GUI thread only. The RunData is not owned; it must outlive the widget or be
 // replaced first (showLive/showReplay/setRun with another run or nullptr).
 
@@ -61,8 +68,12 @@ class LiveCharts : public QWidget {
 
   // Replay: moves the cursor (clamped to [0, end]) and the slider with it.
   void setCursorTime(double t);
-  // NaN while live.
+  // The slider's cursor: NaN while live.
   double cursorTime() const { return m_cursor; }
+  // The cursor the charts show: the hovered time, else cursorTime().
+  double shownCursorTime() const;
+  // The run time of an x value of the convergence chart's axis (NaN when unknown).
+  double timeAtAxisX(double x) const;
   // Whether "Show Live Run" in the replay bar is enabled (a live run exists).
   void setLiveAvailable(bool available);
 
@@ -88,6 +99,8 @@ class LiveCharts : public QWidget {
   void setRun(const RunData* run);
   void applyCursor();
   void onSlider(int value);
+  void onHover(double t);
+  void onClick(double t);
   void updateReplayLabel();
   void fitAreas();
   double endTime() const;
@@ -95,6 +108,7 @@ class LiveCharts : public QWidget {
   const RunData* m_run = nullptr;
   bool m_replay = false;
   double m_cursor;
+  double m_hover;  // the time under the mouse on a chart (NaN: none)
   std::int64_t m_shownRunId = -1;
   std::size_t m_evaluationsSeen = 0, m_eventsSeen = 0;
   QElapsedTimer m_slowRefresh;  // when the bars and the histogram were last recomputed

@@ -2,6 +2,7 @@
 #include "ui/live/live_panel.h"
 
 #include "ui/charts/convergence_chart.h"
+#include "ui/charts/node_bars.h"
 #include "ui/live/live_charts.h"
 #include "ui/live/run_controller.h"
 #include "ui/charts/run_data.h"
@@ -70,7 +71,10 @@ LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(paren
   m_table = new QTableWidget(0, ColumnCount, tables);
   m_table->setObjectName(QStringLiteral("liveNodeTable"));
   m_table->setHorizontalHeaderLabels({tr("Node"), tr("State"), tr("Parallel"), tr("Iterations"), tr("Mean wait (ms)"),
-                                      tr("Mean staleness"), tr("Refused"), tr("Last loss")});
+                                      tr("Mean staleness"), tr("Refused"), tr("Score"), tr("Last loss")});
+  m_table->horizontalHeaderItem(Score)->setToolTip(
+      tr("Straggler score, 0..1: the lower of the node's throughput relative to the fastest node and to its own "
+         "best, over the per-node bars' window; the lowest score below 0.75 is the straggler (red)"));
   m_table->horizontalHeaderItem(Refused)->setToolTip(
       tr("Pushes the server refused and did not apply (NaN or Inf, or outside strategy.gradient_guard); the worker "
          "went on from fresh parameters"));
@@ -139,10 +143,16 @@ LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(paren
   splitter->setStretchFactor(0, 1);
   splitter->setStretchFactor(1, 3);
   layout->addWidget(splitter, 1);
-  // The table needs only a few rows visible; the charts get the rest of the dock.
-  m_table->setMinimumHeight(m_table->verticalHeader()->defaultSectionSize() * 3);
+  // Compact rows; the table is as tall as its rows (up to kVisibleRows, then it scrolls:
+  // fitTable()) and the charts get the rest of the dock.
+  const int rowH = fontMetrics().height() + 4;
+  for (QTableWidget* t : {m_table, m_events}) {
+    t->verticalHeader()->setMinimumSectionSize(rowH);
+    t->verticalHeader()->setDefaultSectionSize(rowH);
+  }
   top->setMinimumHeight(0);
-  splitter->setSizes({1, 3});
+  splitter->setStretchFactor(0, 0);
+  fitTable();
 
   connect(this, &LivePanel::refreshed, m_charts, &LiveCharts::refresh);
   connect(m_charts, &LiveCharts::cursorMoved, this, [this](double t) {
@@ -180,6 +190,22 @@ void LivePanel::showReplay(const RunData* run) {
   m_cursor = run != nullptr && std::isfinite(run->endT) ? run->endT : 0.0;
   m_charts->showReplay(run);  // emits cursorMoved(end): refreshes the table
   refresh();
+}
+
+void LivePanel::fitTable() {
+  // Room for every row up to kVisibleRows (16 workers, the server and the evaluator), at
+  // least kMinRows, plus the header, the frame and a horizontal scroll bar when shown.
+  const int rows = std::clamp(m_table->rowCount(), kMinRows, kVisibleRows);
+  const int headerH = m_table->horizontalHeader()->sizeHint().height();
+  const QScrollBar* hbar = m_table->horizontalScrollBar();
+  const int barH = hbar->isVisible() ? hbar->height() : 0;
+  const int h = headerH + rows * m_table->verticalHeader()->defaultSectionSize() + 2 * m_table->frameWidth() + barH;
+  if (m_table->minimumHeight() != h || m_table->maximumHeight() != h) m_table->setFixedHeight(h);
+}
+
+void LivePanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitTable();  // a narrower dock may bring the horizontal scroll bar
 }
 
 void LivePanel::setRunning(bool running) {
@@ -375,6 +401,15 @@ void LivePanel::setRow(int row, const QString& node, const RowFigures& f) {
   setCell(row, MeanWait, number(1000.0 * f.meanWait, 1));
   setCell(row, MeanStaleness, number(f.meanStaleness, 2));
   setCell(row, Refused, f.refused >= 0 ? QString::number(f.refused) : QString());
+  const QString scoreTip = std::isfinite(f.score) ? tr("relative to the fastest node %1, to its own best %2")
+                                                        .arg(f.relativeScore, 0, 'f', 2)
+                                                        .arg(f.individualScore, 0, 'f', 2)
+                                                  : QString();
+  setCell(row, Score, std::isfinite(f.score) ? number(f.score, 2) + (f.straggler ? tr(" straggler") : QString()) : QString(),
+          scoreTip);
+  QTableWidgetItem* score = m_table->item(row, Score);
+  const QBrush brush = f.straggler ? QBrush(QColor(0xD0, 0x10, 0x10)) : QBrush();
+  if (score->foreground() != brush) score->setForeground(brush);
   setCell(row, LastLoss, number(f.lastLoss, 4));
 }
 
@@ -434,10 +469,15 @@ LivePanel::RowFigures LivePanel::figuresAt(const NodeData& n, const RunData& /*r
 }
 
 void LivePanel::refresh() {
-  if (m_data == nullptr) {
+  // Before the runner has created the run (id 0) there is nothing to describe: no run
+  // number, strategy or status yet.
+  if (m_data == nullptr || m_data->runId <= 0) {
     m_table->setRowCount(0);
+    fitTable();
     m_divergenceBanner->hide();
-    m_summary->setText(m_replay ? tr("No run to replay.") : tr("No run yet: design an experiment and Launch it."));
+    m_summary->setText(m_replay    ? tr("No run to replay.")
+                       : m_running ? tr("Starting the run…")
+                                   : tr("No run yet: design an experiment and Launch it."));
     updateActions();
     Q_EMIT refreshed();
     return;
@@ -467,7 +507,11 @@ void LivePanel::refresh() {
   if (m_replay) m_replayStatus = statusAt(d, m_cursor);
   const NodeStatusTracker& status = m_replay ? m_replayStatus : m_status;
   const QString selected = selectedNode();
+  // The scores as the bars show them (their window, their last refresh).
+  std::map<QString, const dasp::ui::NodeStats*> scores;
+  for (const dasp::ui::NodeStats& s : m_charts->bars()->stats()) scores[s.name] = &s;
   m_table->setRowCount(static_cast<int>(d.nodes.size()) + static_cast<int>(m_services.size()));
+  fitTable();
   for (std::size_t i = 0; i < d.nodes.size(); ++i) {
     const NodeData& n = d.nodes[i];
     RowFigures f = m_replay ? figuresAt(n, d, m_cursor) : liveFigures(n);
@@ -477,6 +521,12 @@ void LivePanel::refresh() {
       f.refused = st->refused;
     } else {
       f.refused = 0;
+    }
+    if (const auto it = scores.find(n.name); it != scores.end()) {
+      f.score = it->second->score;
+      f.relativeScore = it->second->relativeScore;
+      f.individualScore = it->second->individualScore;
+      f.straggler = it->second->straggler;
     }
     setRow(static_cast<int>(i), n.name, f);
   }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // LivePanel: the live view of the run in progress — one row per node (state, parallel
-// state, iterations, mean wait, mean staleness, last training loss), the current model
+// state, iterations, mean wait, mean staleness, refused pushes, straggler score — the
+// per-node bars' figure over their window, the straggler in red — and last training
+// loss), the current model
 // version and accuracy, the run's events (node, control, fault, recovery, exit: a list
 // beside the table) and the live actions on the selected node (slow ×k, restore — workers
 // only —, pause, resume, kill, restart a killed node) and on the server (kill). The charts
@@ -39,11 +41,13 @@
 #include <QWidget>
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <vector>
 
 class QDoubleSpinBox;
 class QLabel;
+class QResizeEvent;
 class QPushButton;
 class QTableWidget;
 class QVBoxLayout;
@@ -60,7 +64,10 @@ class LivePanel : public QWidget {
   Q_OBJECT
 
  public:
-  enum Column { Node, State, Parallel, Iterations, MeanWait, MeanStaleness, Refused, LastLoss, ColumnCount };
+  enum Column { Node, State, Parallel, Iterations, MeanWait, MeanStaleness, Refused, Score, LastLoss, ColumnCount };
+  // Rows the node table shows without scrolling: 16 workers, the server, the evaluator.
+  static constexpr int kVisibleRows = 18;
+  static constexpr int kMinRows = 3;
 
   explicit LivePanel(RunController* controller, QWidget* parent = nullptr);
 
@@ -100,12 +107,16 @@ class LivePanel : public QWidget {
   // After each refresh: charts in the chart area redraw on it.
   void refreshed();
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   // Running sums per node, so refresh() only reads new points.
   struct NodeStats {
     std::size_t waitSeen = 0, stalenessSeen = 0;
     double waitSum = 0, stalenessSum = 0;
   };
+  static constexpr double kNoScore = std::numeric_limits<double>::quiet_NaN();
   // One row of the table.
   struct RowFigures {
     QString state, parallel;
@@ -113,9 +124,14 @@ class LivePanel : public QWidget {
     std::int64_t iterations = 0;
     double meanWait = 0, meanStaleness = 0, lastLoss = 0;  // NaN: none
     std::int64_t refused = -1;  // pushes the server refused (-1: not a worker)
+    // The straggler score and its two parts (NaN: none, e.g. a server row).
+    double score = kNoScore, relativeScore = kNoScore, individualScore = kNoScore;
+    bool straggler = false;
   };
   void resetStats();
   void updateActions();
+  // Sizes the node table to its rows (at most kVisibleRows).
+  void fitTable();
   // Whether the run shown (or the plan going) is simulated.
   bool showsSimRun() const;
   // "wall time" or "virtual time" on the convergence chart's x axis choice.

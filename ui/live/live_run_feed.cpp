@@ -115,7 +115,8 @@ void LiveRunFeed::push(std::int64_t runId, const pb::EventBatch& batch) {
       }
       case pb::ClusterEvent::DECISION:  // in the decisions table's words
         d.decisions.push_back({e.t_s(), e.rank() < 0 ? QStringLiteral("cluster") : nodeName(e.rank()),
-                               QString::fromStdString(net::decisionText(e)), QString::fromStdString(e.detail())});
+                               QString::fromStdString(net::decisionText(e)), QString::fromStdString(e.detail()),
+                               net::decisionKindOf(e)});
         break;
       case pb::ClusterEvent::EVALUATION: {
         Evaluation ev;

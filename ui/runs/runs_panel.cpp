@@ -14,6 +14,7 @@
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QScrollBar>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStringList>
@@ -85,6 +86,9 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
   m_table->setAlternatingRowColors(true);
   m_table->setWordWrap(false);
   m_table->verticalHeader()->hide();
+  // Compact rows: the dock's default height shows kVisibleRows of them (heightForRows()).
+  m_table->verticalHeader()->setMinimumSectionSize(fontMetrics().height() + 4);
+  m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
   m_table->horizontalHeader()->setStretchLastSection(true);
   m_table->setContextMenuPolicy(Qt::ActionsContextMenu);
   layout->addWidget(m_table, 1);
@@ -224,6 +228,24 @@ void RunsPanel::onTimer() {
   const QWidget* top = window();
   if (!top->isVisible() || top->isMinimized()) return;
   reload();
+}
+
+int RunsPanel::heightForRows(int rows) const {
+  // From the size hints, so that it holds before the first layout too: the margins, the
+  // banner when shown, the filter line, the table's header, frame and horizontal scroll
+  // bar (the columns are wider than the designer's column), then the rows.
+  const QMargins margins = layout()->contentsMargins();
+  const int spacing = layout()->spacing();
+  int h = margins.top() + margins.bottom() + m_filter->sizeHint().height() + spacing;
+  if (!m_banner->isHidden()) h += m_banner->sizeHint().height() + spacing;
+  h += m_table->horizontalHeader()->sizeHint().height() + 2 * m_table->frameWidth();
+  h += m_table->horizontalScrollBar()->sizeHint().height();
+  return h + rows * m_table->verticalHeader()->defaultSectionSize();
+}
+
+void RunsPanel::focusFilter() {
+  m_filter->setFocus(Qt::ShortcutFocusReason);
+  m_filter->selectAll();
 }
 
 std::vector<std::int64_t> RunsPanel::selectedRunIds() const {

@@ -63,6 +63,13 @@ class RunsPanel : public QWidget {
   QAction* compareAction() const { return m_compareAction; }
 
   std::vector<std::int64_t> selectedRunIds() const;
+  // Rows the runs table shows at the window's default size.
+  static constexpr int kVisibleRows = 8;
+  // The panel's height that shows `rows` rows of the table.
+  int heightForRows(int rows) const;
+  // Puts the keyboard focus into the filter line, its text selected (Runs → Filter Runs).
+  void focusFilter();
+  QLineEdit* filterEdit() const { return m_filter; }
   // A non-modal dialog with the run's nodes (exit status, CPU, memory) and log lines;
   // null (and the message in lastError()) when the store cannot give them.
   QDialog* showLogs(std::int64_t runId);
