@@ -360,6 +360,7 @@ void TestFaults::livePanelShowsServerStates() {
 
   // No run, a single-node run: no server rows, nothing to act on.
   RunData train;
+  train.runId = 9;  // a run the runner created (id 0 is the live data before one exists)
   train.kind = QStringLiteral("train");
   train.specJson = QStringLiteral("{}");
   train.node(QStringLiteral("trainer"));
