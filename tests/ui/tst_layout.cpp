@@ -156,7 +156,7 @@ void TestLayout::geometryAndDocksAreRemembered() {
     window.show();
     QVERIFY(QTest::qWaitForWindowExposed(&window));
     settle();
-    window.resize(1300, 860);
+    window.resize(1500, 860);  // not the default 1400×900, and above the minimum width
     window.findChild<QDockWidget*>(QStringLiteral("designerDock"))->hide();
     settle();
     window.close();  // saves the settings
@@ -165,7 +165,7 @@ void TestLayout::geometryAndDocksAreRemembered() {
   again.show();
   QVERIFY(QTest::qWaitForWindowExposed(&again));
   settle();
-  QCOMPARE(again.size(), QSize(1300, 860));
+  QCOMPARE(again.size(), QSize(1500, 860));
   QVERIFY(!again.findChild<QDockWidget*>(QStringLiteral("designerDock"))->isVisible());
   QVERIFY(again.findChild<QDockWidget*>(QStringLiteral("liveDock"))->isVisible());
 }
