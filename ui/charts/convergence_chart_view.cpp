@@ -2,6 +2,7 @@
 // ConvergenceChart's view: the axis ranges (fit to the curves in view, or the metric's
 // full range; linear or log), zoom and pan by mouse and by call, and the context menu.
 #include "ui/charts/convergence_chart.h"
+#include "ui/charts/axis_ticks.h"
 #include "ui/charts/chart_export.h"
 
 #include <QAbstractSeries>
@@ -24,15 +25,6 @@ namespace {
 
 constexpr int kMinDragPx = 6;     // a smaller rubber band is a click, not a zoom
 constexpr double kWheelStep = 1.25;
-
-// 1, 2 or 5 times a power of ten, so that about `ticks` intervals span `span`.
-double niceStep(double span, int ticks) {
-  const double raw = span / std::max(ticks, 1);
-  if (!(raw > 0) || !std::isfinite(raw)) return 1;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  const double f = raw / mag;
-  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
-}
 
 // Ticks at round numbers (0, 10, 20 s rather than 11.2563): the range extends to the
 // next tick and the tick count follows. (Dynamic ticks with an interval would briefly

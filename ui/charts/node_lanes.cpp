@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "ui/charts/node_lanes.h"
+#include "ui/charts/axis_ticks.h"
 #include "ui/charts/fault_spans.h"
 #include "ui/charts/plain_tooltip.h"
 
@@ -39,15 +40,6 @@ const QColor kClusterLane(0xE6, 0xE6, 0xE6);
 const QColor kDecisionColor(0x22, 0x22, 0x22);
 const QColor kEventColor(0xC0, 0x00, 0x30);
 const QColor kCursorColor(0xD0, 0x00, 0x00);
-
-// 1, 2 or 5 times a power of ten, so that about `ticks` ticks span `span`.
-double niceStep(double span, int ticks) {
-  const double raw = span / std::max(ticks, 1);
-  if (!(raw > 0) || !std::isfinite(raw)) return 1;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  const double f = raw / mag;
-  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
-}
 
 void drawTriangle(QPainter& p, double x, double top, const QColor& color) {
   QPainterPath path;
