@@ -171,7 +171,7 @@ void ParameterServer::Impl::admitPull(PendingPull* reactor) {
     return;
   }
   parked.push_back(reactor);
-  tickCv.notify_one();
+  wakeTickerIfDueLocked();
 }
 
 grpc::ServerUnaryReactor* ParameterServer::Impl::Pull(grpc::CallbackServerContext* ctx, const pb::PullRequest* req,
@@ -400,7 +400,7 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
   reply->set_version(store->version());
   reply->set_acked_version(vouchedVersionLocked());
   reply->set_outcome(toString(outcome));
-  tickCv.notify_one();
+  wakeTickerIfDueLocked();
   return grpc::Status::OK;
 }
 

@@ -27,6 +27,22 @@ int messageLimit(std::int64_t parameters) {
 }  // namespace
 
 // --- time-driven decisions ------------------------------------------------------------
+double ParameterServer::Impl::nextTickLocked(double t) const {
+  double next = policy->nextDeadline();
+  if (adopting) next = std::min(next, adoptDeadline);
+  // A worker that has neither pushed nor pulled for `barrier_timeout_s` while others wait
+  // is declared down, so bounded-staleness rules (whose minimum clock it holds) cannot
+  // deadlock on a vanished node: checked every quarter of that silence.
+  if (started && !parked.empty() && !stopping) {
+    next = std::min(next, t + std::max(0.05, options.spec.strategy().barrier_timeout_s() / 4));
+  }
+  return next;
+}
+
+void ParameterServer::Impl::wakeTickerIfDueLocked() {
+  if (nextTickLocked(now()) < tickerWakeAt) tickCv.notify_one();
+}
+
 void ParameterServer::Impl::tickLoop() {
   std::unique_lock<std::mutex> lock(mu);
   const double silence = options.spec.strategy().barrier_timeout_s();
@@ -40,7 +56,8 @@ void ParameterServer::Impl::tickLoop() {
     }
     lastTick = t;
     if (adopting && t >= adoptDeadline) finishAdoptionLocked();
-    double deadline = adopting ? std::min(policy->nextDeadline(), adoptDeadline) : policy->nextDeadline();
+    double deadline = policy->nextDeadline();
+    if (adopting) deadline = std::min(deadline, adoptDeadline);
     if (t >= deadline) {
       out.clear();
       policy->onTick(t, out);
@@ -48,9 +65,6 @@ void ParameterServer::Impl::tickLoop() {
       releaseParkedLocked(t);
       continue;
     }
-    // A worker that has neither pushed nor pulled for `barrier_timeout_s` while others
-    // wait is declared down, so bounded-staleness rules (whose minimum clock it holds)
-    // cannot deadlock on a vanished node.
     if (started && !parked.empty() && !stopping) {
       for (int r = 0; r < options.workers; ++r) {
         const auto i = static_cast<std::size_t>(r);
@@ -59,10 +73,12 @@ void ParameterServer::Impl::tickLoop() {
           markDownLocked(r, t, "silent for longer than strategy.barrier_timeout_s");
         }
       }
-      deadline = std::min(deadline, t + std::max(0.05, silence / 4));
     }
-    const double wait = std::min(deadline - t, 1.0);
-    tickCv.wait_for(lock, std::chrono::duration<double>(std::max(wait, 0.001)));
+    // At least once a second, so that the gap check above sees a SIGSTOP of the server.
+    const double wait = std::max(std::min(nextTickLocked(t) - t, 1.0), 0.001);
+    tickerWakeAt = t + wait;
+    tickCv.wait_for(lock, std::chrono::duration<double>(wait));
+    tickerWakeAt = -std::numeric_limits<double>::infinity();
   }
 }
 
