@@ -3,7 +3,9 @@
 // store file), opens the main window and loads a spec into the designer: --spec FILE, else
 // experiments/default.json (the presets directory: $DASP_EXPERIMENTS_DIR, else the source
 // tree's experiments/ next to build/bin, else ./experiments). --launch runs the loaded spec
-// as soon as the window is up (demos, screenshots). Links no LibTorch (see docs: layers).
+// as soon as the window is up (demos, screenshots); --compare IDS opens stored runs in the
+// compare view and --replay ID one run in the live view, as the Runs dock's buttons do.
+// Links no LibTorch (see docs: layers).
 
 #include "core/store/run_store.h"
 #include "ui/main_window.h"
@@ -18,6 +20,30 @@
 #include <QTimer>
 
 #include <iostream>
+#include <optional>
+
+namespace {
+
+// "3,5,7" or "all" (every run in the store: an empty list) as run ids; nullopt (after
+// saying which value is wrong) for anything else.
+std::optional<QList<qint64>> runIdsOf(const QString& option, const QString& text) {
+  QList<qint64> ids;
+  if (text == QLatin1String("all")) return ids;
+  for (const QString& part : text.split(QLatin1Char(','))) {
+    bool ok = false;
+    const qint64 id = part.trimmed().toLongLong(&ok);
+    if (!ok || id <= 0) {
+      std::cerr << "dasp-workbench: --" << option.toStdString() << ": '" << part.toStdString()
+                << "' is not a run id (a positive number; a list: 3,5,7" << (option == "compare" ? "; or all" : "")
+                << ")\n";
+      return std::nullopt;
+    }
+    ids.append(id);
+  }
+  return ids;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Without a display Qt's xcb platform aborts; say what is wrong instead (and let --help
@@ -60,7 +86,28 @@ int main(int argc, char** argv) {
   const QCommandLineOption launchOption(
       QStringLiteral("launch"), QStringLiteral("Launch the loaded spec at start-up, as the Launch button does."));
   parser.addOption(launchOption);
+  const QCommandLineOption compareOption(
+      QStringLiteral("compare"),
+      QStringLiteral("Open the stored runs IDS (3,5,7, or all) in the compare view at start-up."),
+      QStringLiteral("IDS"));
+  parser.addOption(compareOption);
+  const QCommandLineOption replayOption(
+      QStringLiteral("replay"), QStringLiteral("Replay the stored run ID in the live view at start-up."),
+      QStringLiteral("ID"));
+  parser.addOption(replayOption);
   parser.process(app);
+  std::optional<QList<qint64>> compareIds, replayId;
+  if (parser.isSet(compareOption)) {
+    compareIds = runIdsOf(QStringLiteral("compare"), parser.value(compareOption));
+    if (!compareIds) return 2;
+  }
+  if (parser.isSet(replayOption)) {
+    replayId = runIdsOf(QStringLiteral("replay"), parser.value(replayOption));
+    if (!replayId || replayId->size() != 1) {
+      if (replayId) std::cerr << "dasp-workbench: --replay: give one run id\n";
+      return 2;
+    }
+  }
 
   // defaultStorePath() already prefers $DASP_DB when it is set and not empty.
   const QString storePath = parser.isSet(dbOption)
@@ -90,6 +137,18 @@ int main(int argc, char** argv) {
       if (!specLoaded || !window.launch()) {
         std::cerr << "dasp-workbench: --launch: not launched: " << window.designer()->message().toStdString()
                   << "\n";
+      }
+    });
+  }
+  // From the event loop, once the window is up; a run that cannot be read is named in
+  // the window (status bar, compare view), as from the Runs dock.
+  if (replayId) {
+    QTimer::singleShot(0, &window, [&window, id = replayId->front()] { window.openInLiveView(id); });
+  }
+  if (compareIds) {
+    QTimer::singleShot(0, &window, [&window, ids = *compareIds] {
+      if (window.compareRuns(ids.isEmpty() ? window.storedRunIds() : ids) == 0) {
+        std::cerr << "dasp-workbench: --compare: no run could be loaded\n";
       }
     });
   }

@@ -595,6 +595,17 @@ int MainWindow::compareRuns(const QList<qint64>& runIds) {
   return count;
 }
 
+QList<qint64> MainWindow::storedRunIds() const {
+  QList<qint64> ids;
+  RunStore* store = m_runs->store();
+  if (store == nullptr) return ids;
+  auto rows = store->listRuns();
+  if (!rows) return ids;
+  for (const auto& row : rows.value()) ids.append(row.id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 void MainWindow::showEvent(QShowEvent* event) {
   QMainWindow::showEvent(event);
   if (!m_needsDefaultLayout) return;

@@ -28,6 +28,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 
 using namespace dasp;
 using dasp::ui::MainWindow;
@@ -65,6 +67,7 @@ class TestMainWindow : public QObject {
   void filterNarrowsRows();
   void storeLockedByAnotherProcess();
   void iconsAndEmbeddedPresets();
+  void startupOptionsNameBadValues();
 };
 
 void TestMainWindow::initTestCase() {
@@ -94,6 +97,7 @@ void TestMainWindow::listsRunsWithStatuses() {
   QCOMPARE(statusOf(*model, first), QStringLiteral("running"));
   QCOMPARE(statusOf(*model, second), QStringLiteral("completed"));
   QCOMPARE(statusOf(*model, third), QStringLiteral("running"));
+  QCOMPARE(window.storedRunIds(), (QList<qint64>{first, second, third}));  // what --compare all opens
   QCOMPARE(model->data(model->index(model->rowOfRun(second), RunTableModel::Name)).toString(),
            QStringLiteral("b"));
   QVERIFY(!model->data(model->index(model->rowOfRun(second), RunTableModel::Duration))
@@ -311,4 +315,33 @@ void TestMainWindow::iconsAndEmbeddedPresets() {
 }
 
 QTEST_MAIN(TestMainWindow)
+// dasp-workbench's --compare and --replay: a value that is not a run id is refused before
+// any window opens, with the option and the value named.
+void TestMainWindow::startupOptionsNameBadValues() {
+  auto run = [](const QStringList& args) {
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    p.setProcessEnvironment(env);
+    p.start(QStringLiteral(DASP_BINARY_DIR "/bin/dasp-workbench"), args);
+    if (!p.waitForFinished(30000)) {
+      p.kill();
+      p.waitForFinished();
+    }
+    return std::make_pair(p.exitCode(), QString::fromLocal8Bit(p.readAllStandardError()));
+  };
+  auto [code, err] = run({QStringLiteral("--compare"), QStringLiteral("3,x")});
+  QCOMPARE(code, 2);
+  QVERIFY2(err.contains(QStringLiteral("--compare: 'x' is not a run id")), qPrintable(err));
+  std::tie(code, err) = run({QStringLiteral("--compare"), QStringLiteral("-4")});
+  QCOMPARE(code, 2);
+  QVERIFY2(err.contains(QStringLiteral("'-4' is not a run id")), qPrintable(err));
+  std::tie(code, err) = run({QStringLiteral("--replay"), QStringLiteral("1,2")});
+  QCOMPARE(code, 2);
+  QVERIFY2(err.contains(QStringLiteral("--replay: give one run id")), qPrintable(err));
+  std::tie(code, err) = run({QStringLiteral("--replay"), QStringLiteral("all")});
+  QCOMPARE(code, 2);
+  QVERIFY2(err.contains(QStringLiteral("--replay")), qPrintable(err));
+}
+
 #include "tst_main_window.moc"

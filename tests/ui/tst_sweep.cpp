@@ -3,13 +3,18 @@
 // store built with RunStore/RunRecorder: a 3 × 2 grid (strategy.dasp.delta ×
 // cluster.count) × 2 strategies × 2 seeds, 24 runs whose evaluations cross the target at
 // known times. Checks the axes found, the cells (mean, sample std, reached counts, not
-// reached), explicit axes and their errors, the rendered colours, the HTML/PDF section and
-// dasp-report's --sweep-axes. Run headless: QT_QPA_PLATFORM=offscreen.
+// reached), explicit axes and their errors, the rendered colours, the HTML/PDF section,
+// dasp-report's --sweep-axes, and the compare view's Sweep tab (the grid points' table and
+// their parallel coordinates). Run headless: QT_QPA_PLATFORM=offscreen.
 
 #include "core/store/run_store.h"
 #include "ui/charts/report.h"
+#include "ui/charts/chart_export.h"
 #include "ui/charts/sweep_heatmap.h"
+#include "ui/charts/sweep_parallel.h"
 #include "ui/charts/run_data.h"
+#include "ui/runs/compare_panel.h"
+#include "ui/runs/sweep_view.h"
 
 #include <QFile>
 #include <QFileInfo>
@@ -19,6 +24,8 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QTabWidget>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -171,6 +178,9 @@ class TestSweep : public QObject {
   void rendersColoursAndHatching();
   void reportHasTheSweepSection();
   void toolTakesSweepAxes();
+  void parallelCoordinatesLayOutTheGrid();
+  void parallelChartDrawsTheLines();
+  void compareViewHasTheSweepTab();
 
  private:
   std::vector<RunData> subset(const std::function<bool(const Planned&)>& keep) const;
@@ -510,6 +520,113 @@ void TestSweep::toolTakesSweepAxes() {
   QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
   const QString html = readAll(out);
   QVERIFY(html.contains(QStringLiteral("Heatmap columns: cluster.count, rows: strategy.dasp.delta")));
+}
+
+namespace {
+
+int lineOf(const SweepTable& t, const QString& strategy, const QString& count, const QString& delta) {
+  const SweepRow* row = findRow(t, strategy, count, delta);
+  return row ? static_cast<int>(row - t.rows.data()) : -1;
+}
+
+}  // namespace
+
+void TestSweep::parallelCoordinatesLayOutTheGrid() {
+  const SweepTable t = SweepTable::fromRuns(m_runs);
+  const SweepParallel view = sweepParallelOf(t);
+  // strategy (two ran), the swept paths in the table's order, then the time to target.
+  QCOMPARE(view.axes.size(), std::size_t{4});
+  QCOMPARE(view.axes[0].title, QStringLiteral("strategy"));
+  QCOMPARE(view.axes[1].title, QStringLiteral("cluster.count"));
+  QCOMPARE(view.axes[2].title, QStringLiteral("strategy.dasp.delta"));
+  QCOMPARE(view.axes[3].title, QStringLiteral("time to target (s)"));
+  // Numeric paths by value: 4 and 16 at the ends, 0.3 halfway between 0.1 and 0.5.
+  QCOMPARE(view.axes[1].heights, (std::vector<double>{0.0, 1.0}));
+  QCOMPARE(view.axes[2].heights.size(), std::size_t{3});
+  QCOMPARE(view.axes[2].heights.front(), 0.0);
+  QVERIFY(std::abs(view.axes[2].heights[1] - 0.5) < 1e-12);
+  QCOMPARE(view.axes[2].heights.back(), 1.0);
+  QCOMPARE(view.axes[3].labels.back(), QStringLiteral("not reached"));
+  QCOMPARE(view.lines.size(), t.rows.size());
+  QCOMPARE(view.lines.size(), std::size_t{12});
+  // The time axis spans the fastest mean (dasp, 4 workers, δ 0.1: 2.75 s) to the slowest
+  // (bsp, 16 workers, δ 0.1: 33.5 s).
+  QCOMPARE(view.lo, 2.75);
+  QCOMPARE(view.hi, 33.5);
+  const auto& fastest = view.lines[static_cast<std::size_t>(lineOf(t, "dasp", "4", "0.1"))];
+  QCOMPARE(fastest.heights, (std::vector<double>{view.axes[0].heights[1], 0.0, 0.0, 0.0}));
+  const auto& slowest = view.lines[static_cast<std::size_t>(lineOf(t, "bsp", "16", "0.1"))];
+  QCOMPARE(slowest.heights.back(), 1.0);
+  const auto& bsp = view.lines[static_cast<std::size_t>(lineOf(t, "bsp", "4", "0.1"))];
+  QVERIFY(qFuzzyCompare(bsp.heights.back(), (9.5 - 2.75) / (33.5 - 2.75)));
+  // Never reached: in the band above the axis, and said so.
+  const auto& never = view.lines[static_cast<std::size_t>(lineOf(t, "bsp", "16", "0.5"))];
+  QVERIFY(!never.mean);
+  QCOMPARE(never.heights.back(), kSweepNotReachedHeight);
+  QVERIFY2(never.label.endsWith(QStringLiteral("not reached (0/2 reached)")), qPrintable(never.label));
+  const auto& partly = view.lines[static_cast<std::size_t>(lineOf(t, "bsp", "16", "0.3"))];
+  QVERIFY2(partly.label.contains(QStringLiteral("20.0 s (1/2 reached)")), qPrintable(partly.label));
+
+  // One strategy: no strategy axis. One grid point: not a sweep, nothing to draw.
+  const SweepParallel dasp = sweepParallelOf(SweepTable::fromRuns(subset([](const Planned& p) { return p.strategy == "dasp"; })));
+  QCOMPARE(dasp.axes.size(), std::size_t{3});
+  QCOMPARE(dasp.axes[0].title, QStringLiteral("cluster.count"));
+  QVERIFY(sweepParallelOf(SweepTable::fromRuns(subset([](const Planned& p) {
+            return p.delta == 0.1 && p.count == 4;
+          }))).empty());
+}
+
+void TestSweep::parallelChartDrawsTheLines() {
+  const SweepTable t = SweepTable::fromRuns(m_runs);
+  SweepParallelChart chart;
+  chart.setView(sweepParallelOf(t));
+  const int fastest = lineOf(t, "dasp", "4", "0.1");
+  chart.setHighlighted(fastest);
+  QCOMPARE(chart.highlighted(), fastest);
+  const QImage image = renderWidget(chart, QSize(900, 420));
+  QCOMPARE(image.size(), QSize(900, 420));
+  // Halfway between the δ axis and the time axis, the highlighted fastest line is drawn
+  // in the colour map's bottom colour.
+  const QPointF mid = (chart.pointOf(fastest, 2) + chart.pointOf(fastest, 3)) / 2;
+  QCOMPARE(QColor(image.pixel(mid.toPoint())), viridis(0));
+  // A line that never reached the target ends above the slowest one, in the band.
+  const int never = lineOf(t, "bsp", "16", "0.5");
+  const int slowest = lineOf(t, "bsp", "16", "0.1");
+  QVERIFY(chart.pointOf(never, 3).y() < chart.pointOf(slowest, 3).y());
+  // An out-of-range highlight is none; not a sweep draws the placeholder, not an axis.
+  chart.setHighlighted(99);
+  QCOMPARE(chart.highlighted(), -1);
+  chart.setView({});
+  const QImage empty = renderWidget(chart, QSize(400, 200));
+  QCOMPARE(QColor(empty.pixel(200, 190)), QColor(Qt::white));
+}
+
+void TestSweep::compareViewHasTheSweepTab() {
+  ComparePanel panel;
+  panel.setRuns(m_runs);
+  SweepView* sweep = panel.sweepView();
+  QVERIFY(sweep != nullptr);
+  QCOMPARE(sweep->gridPoints(), 12);
+  QCOMPARE(panel.tabs()->tabText(2), QStringLiteral("Sweep (12)"));
+  QCOMPARE(panel.tabs()->currentWidget(), static_cast<QWidget*>(sweep));  // a sweep opens on its grid
+  QTableWidget* table = sweep->table();
+  // The swept paths, then strategy, runs, reached, time to target.
+  QCOMPARE(table->columnCount(), 6);
+  QCOMPARE(table->horizontalHeaderItem(0)->text(), QStringLiteral("cluster.count"));
+  QCOMPARE(table->horizontalHeaderItem(5)->text(), QStringLiteral("Time to target (s)"));
+  const SweepTable t = SweepTable::fromRuns(m_runs);
+  const int never = lineOf(t, "bsp", "16", "0.5");
+  QCOMPARE(table->item(never, 5)->text(), QStringLiteral("not reached"));
+  QCOMPARE(table->item(lineOf(t, "dasp", "4", "0.1"), 5)->text(), QStringLiteral("2.75 ± 0.35"));
+  // Choosing a row highlights its line.
+  table->setCurrentCell(3, 0);
+  QCOMPARE(sweep->chart()->highlighted(), 3);
+  // Runs that are not a sweep: an empty table and the tab's plain name.
+  panel.setRuns(subset([](const Planned& p) { return p.delta == 0.1 && p.count == 4; }));
+  QCOMPARE(sweep->gridPoints(), 0);
+  QCOMPARE(panel.tabs()->tabText(2), QStringLiteral("Sweep"));
+  QCOMPARE(panel.tabs()->currentIndex(), 0);  // back to the summary
+  QVERIFY(sweep->chart()->view().empty());
 }
 
 QTEST_MAIN(TestSweep)

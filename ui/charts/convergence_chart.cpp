@@ -45,7 +45,8 @@ QColor withAlpha(QColor c, int alpha) {
   return c;
 }
 
-constexpr int kFaultLabelH = 16;  // the strip at the top of the plot holding the fault labels
+constexpr int kFaultLabelH = 16;
+constexpr std::size_t kLegendRowEntries = 6;  // legend entries that fit in a row under the plot  // the strip at the top of the plot holding the fault labels
 
 QColor faultColor(const QString& action) {
   return action == QLatin1String("pause") ? QColor(0x56, 0x77, 0x9E) : QColor(0xC0, 0x39, 0x2B);
@@ -231,6 +232,10 @@ void ConvergenceChart::rebuild() {
     }
   }
   c->legend()->setVisible(!m_runs.empty());
+  // A row under the plot holds a few entries; with more, Qt elides every label to nothing,
+  // so they go in a column beside it.
+  const std::size_t entries = m_grouped ? m_groups.size() : m_runSeries.size();
+  c->legend()->setAlignment(entries > kLegendRowEntries ? Qt::AlignRight : Qt::AlignBottom);
 }
 
 double ConvergenceChart::xOf(const RunData& run, double t) const {

@@ -6,6 +6,7 @@
 #include "ui/charts/run_groups.h"
 #include "ui/charts/time_to_target_bars.h"
 #include "ui/runs/faults_view.h"
+#include "ui/runs/sweep_view.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -124,6 +125,9 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
   charts->addWidget(m_bars);
   charts->setStretchFactor(0, 3);
   charts->setStretchFactor(1, 2);
+  // The first split 3 : 2 too (the stretch factors share only the space beyond the size
+  // hints, and the bars' hint is wide): QSplitter scales these to its width when shown.
+  charts->setSizes({3000, 2000});
   m_tabs = new QTabWidget(splitter);
   m_tabs->setObjectName(QStringLiteral("compareTabs"));
   m_table = new QTableWidget(0, ColumnCount, m_tabs);
@@ -142,6 +146,10 @@ ComparePanel::ComparePanel(QWidget* parent) : QWidget(parent) {
   m_tabs->addTab(m_table, tr("Summary"));
   m_tabs->addTab(m_faults, tr("Faults"));
   m_tabs->setTabToolTip(1, tr("The runs' fault drills and how each recovered"));
+  m_sweep = new SweepView(m_tabs);
+  m_sweep->setObjectName(QStringLiteral("compareSweep"));
+  m_tabs->addTab(m_sweep, tr("Sweep"));
+  m_tabs->setTabToolTip(2, tr("The swept spec fields: the grid points and their parallel coordinates"));
   splitter->addWidget(charts);
   splitter->addWidget(m_tabs);
   splitter->setStretchFactor(0, 3);
@@ -193,6 +201,14 @@ void ComparePanel::setRuns(std::vector<RunData> runs) {
   m_empty->setVisible(m_runs.empty());
   m_faults->setRuns(m_runs);
   m_tabs->setTabText(1, m_faults->faultCount() > 0 ? tr("Faults (%1)").arg(m_faults->faultCount()) : tr("Faults"));
+  m_sweep->setRuns(m_runs);
+  m_tabs->setTabText(2, m_sweep->gridPoints() > 0 ? tr("Sweep (%1)").arg(m_sweep->gridPoints()) : tr("Sweep"));
+  // A sweep is read from its grid first; other runs from their summary.
+  if (m_sweep->gridPoints() > 0) {
+    m_tabs->setCurrentWidget(m_sweep);
+  } else if (m_tabs->currentWidget() == m_sweep) {
+    m_tabs->setCurrentWidget(m_table);
+  }
   updateTable();
   updateTargetLine();
 }

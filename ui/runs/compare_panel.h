@@ -12,7 +12,8 @@
 // the reports). The target accuracy is the spec's, unless the spin box sets another; the
 // times to target, the speedups and the bars then come from the runs' evaluations. A second tab,
 // "Faults", holds the runs' fault drills and their recovery metrics (FaultsView); the
-// chart shades each drill from the fault to the restart.
+// chart shades each drill from the fault to the restart. A third, "Sweep", holds the grid
+// points of runs that form a parameter sweep and their parallel coordinates (SweepView).
 //
 // The panel owns copies of the runs' data (loaded by the caller with loadRunData), so it
 // stays valid while the store changes; the export menu writes the same runs.
@@ -39,6 +40,7 @@ namespace dasp::ui {
 
 class ConvergenceChart;
 class FaultsView;
+class SweepView;
 class TimeToTargetBars;
 
 class ComparePanel : public QWidget {
@@ -68,6 +70,7 @@ class ComparePanel : public QWidget {
   ConvergenceChart* chart() const { return m_chart; }
   QTableWidget* summaryTable() const { return m_table; }
   FaultsView* faultsView() const { return m_faults; }
+  SweepView* sweepView() const { return m_sweep; }
   QTabWidget* tabs() const { return m_tabs; }
   QComboBox* xAxisCombo() const { return m_xAxis; }
   QComboBox* metricCombo() const { return m_metric; }
@@ -92,6 +95,7 @@ class ComparePanel : public QWidget {
   QTableWidget* m_table = nullptr;
   QTabWidget* m_tabs = nullptr;
   FaultsView* m_faults = nullptr;
+  SweepView* m_sweep = nullptr;
   QComboBox* m_xAxis = nullptr;
   QComboBox* m_metric = nullptr;
   QSlider* m_smoothing = nullptr;
