@@ -45,8 +45,8 @@ QColor withAlpha(QColor c, int alpha) {
   return c;
 }
 
-constexpr int kFaultLabelH = 16;
-constexpr std::size_t kLegendRowEntries = 6;  // legend entries that fit in a row under the plot  // the strip at the top of the plot holding the fault labels
+constexpr int kFaultLabelH = 16;  // the strip at the top of the plot holding the fault labels
+constexpr std::size_t kLegendRowEntries = 6;  // legend entries that fit in a row under the plot
 
 QColor faultColor(const QString& action) {
   return action == QLatin1String("pause") ? QColor(0x56, 0x77, 0x9E) : QColor(0xC0, 0x39, 0x2B);
