@@ -3,7 +3,7 @@
 // drawn with the workbench's own charts, from the command line and without a display.
 //   dasp-report --db FILE --runs ID,ID|all --out report.{html,pdf,csv,trace.json}
 //               [--sweep-axes X,Y]
-//   dasp-report --db FILE --runs ID,ID|all --chart NAME --out chart.{png,svg}
+//   dasp-report --db FILE --runs ID,ID|all --chart NAME [--group-by KEY] --out chart.{png,svg}
 // Exit status: 0 written, 2 bad input (usage, unknown run ids, unreadable store, unknown
 // format or chart, a sweep axis that does not vary between the runs), 1 failure while
 // reading the runs or drawing or writing the file.
@@ -66,6 +66,12 @@ int main(int argc, char** argv) {
           .arg(dasp::ui::chartNames().join(QStringLiteral(", "))),
       QStringLiteral("NAME"));
   parser.addOption(chartOpt);
+  const QCommandLineOption groupOpt(
+      QStringLiteral("group-by"),
+      QStringLiteral("With --chart convergence, loss or time-to-target: group the runs by KEY, 'strategy' (the "
+                     "default) or a spec field that differs between them, e.g. cluster.count."),
+      QStringLiteral("KEY"));
+  parser.addOption(groupOpt);
   parser.addOption(dbOpt);
   parser.addOption(runsOpt);
   parser.addOption(outOpt);
@@ -92,6 +98,8 @@ int main(int argc, char** argv) {
       return fail(2, QStringLiteral("%1: unknown image format for --chart (use .png or .svg)").arg(out));
     }
     if (parser.isSet(sweepOpt)) return fail(2, QStringLiteral("--sweep-axes is for reports, not --chart"));
+  } else if (parser.isSet(groupOpt)) {
+    return fail(2, QStringLiteral("--group-by is for --chart, not reports"));
   } else if (!dasp::ui::reportFormatFor(out)) {
     return fail(2, QStringLiteral("%1: unknown report format (use .html, .pdf, .csv or .trace.json)").arg(out));
   }
@@ -133,7 +141,13 @@ int main(int argc, char** argv) {
     runs.push_back(std::move(data).value());
   }
   if (parser.isSet(chartOpt)) {
-    const dasp::Status drawn = dasp::ui::writeNamedChart(runs, chart, out);
+    const QString groupKey = parser.isSet(groupOpt) ? parser.value(groupOpt) : dasp::ui::strategyGroupKey();
+    const QStringList keys = dasp::ui::groupKeys(runs);
+    if (!keys.contains(groupKey)) {
+      return fail(2, QStringLiteral("--group-by %1: not a spec field that differs between these runs (use one of %2)")
+                         .arg(groupKey, keys.join(QStringLiteral(", "))));
+    }
+    const dasp::Status drawn = dasp::ui::writeNamedChart(runs, chart, out, groupKey);
     if (!drawn) return fail(1, QString::fromStdString(drawn.message()));
     std::printf("dasp-report: wrote %s (%s, %zu run%s)\n", qPrintable(out), qPrintable(chart), runs.size(),
                 runs.size() == 1 ? "" : "s");

@@ -531,6 +531,20 @@ void TestReport::toolRejectsBadCharts() {
   QCOMPARE(code, 1);
   QVERIFY2(err.contains(unwritable), qPrintable(err));
   QVERIFY(!QFile::exists(png));
+  // --group-by takes "strategy" or a field that differs; anything else is named with the choices.
+  std::tie(code, err) = run({QStringLiteral("--chart"), QStringLiteral("time-to-target"), QStringLiteral("--group-by"),
+                             QStringLiteral("cluster.nonsense")}, png);
+  QCOMPARE(code, 2);
+  QVERIFY2(err.contains(QStringLiteral("--group-by cluster.nonsense")) && err.contains(QStringLiteral("strategy")),
+           qPrintable(err));
+  QVERIFY(!QFile::exists(png));
+  std::tie(code, err) = run({QStringLiteral("--chart"), QStringLiteral("time-to-target"), QStringLiteral("--group-by"),
+                             QStringLiteral("strategy")}, png);
+  QCOMPARE(code, 0);
+  QVERIFY(!QImage(png).isNull());
+  std::tie(code, err) = run({QStringLiteral("--group-by"), QStringLiteral("strategy")}, m_dir.filePath(QStringLiteral("r.html")));
+  QCOMPARE(code, 2);
+  QVERIFY2(err.contains(QStringLiteral("--group-by is for --chart")), qPrintable(err));
 }
 
 QTEST_MAIN(TestReport)

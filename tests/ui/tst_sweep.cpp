@@ -10,6 +10,7 @@
 #include "core/store/run_store.h"
 #include "ui/charts/report.h"
 #include "ui/charts/chart_export.h"
+#include "ui/charts/chart_images.h"
 #include "ui/charts/sweep_heatmap.h"
 #include "ui/charts/sweep_parallel.h"
 #include "ui/charts/run_data.h"
@@ -181,6 +182,7 @@ class TestSweep : public QObject {
   void parallelCoordinatesLayOutTheGrid();
   void parallelChartDrawsTheLines();
   void compareViewHasTheSweepTab();
+  void chartsGroupBySweptField();
 
  private:
   std::vector<RunData> subset(const std::function<bool(const Planned&)>& keep) const;
@@ -627,6 +629,22 @@ void TestSweep::compareViewHasTheSweepTab() {
   QCOMPARE(panel.tabs()->tabText(2), QStringLiteral("Sweep"));
   QCOMPARE(panel.tabs()->currentIndex(), 0);  // back to the summary
   QVERIFY(sweep->chart()->view().empty());
+}
+
+// dasp-report --chart NAME --group-by PATH: the charts group by a swept field.
+void TestSweep::chartsGroupBySweptField() {
+  const QString png = m_dir.filePath(QStringLiteral("by-count.png"));
+  const Status written = writeNamedChart(m_runs, QStringLiteral("time-to-target"), png, QStringLiteral("cluster.count"));
+  QVERIFY2(written.isOk(), written.message().c_str());
+  QVERIFY(!QImage(png).isNull());
+  QProcess p;
+  p.start(QString::fromLatin1(kReportTool),
+          {QStringLiteral("--db"), m_db, QStringLiteral("--runs"), QStringLiteral("all"), QStringLiteral("--chart"),
+           QStringLiteral("convergence"), QStringLiteral("--group-by"), QStringLiteral("cluster.count"),
+           QStringLiteral("--out"), m_dir.filePath(QStringLiteral("conv.svg"))});
+  QVERIFY(p.waitForFinished(60000));
+  QCOMPARE(p.exitCode(), 0);
+  QVERIFY(QFile::exists(m_dir.filePath(QStringLiteral("conv.svg"))));
 }
 
 QTEST_MAIN(TestSweep)

@@ -51,10 +51,11 @@ const QStringList& chartNames() {
   return names;
 }
 
-void showConvergence(ConvergenceChart& chart, const std::vector<RunData>& runs, const std::vector<RunFigures>& figs) {
+void showConvergence(ConvergenceChart& chart, const std::vector<RunData>& runs, const std::vector<RunFigures>& figs,
+                     const QString& groupKey) {
   std::vector<const RunData*> ptrs;
   for (const RunData& r : runs) ptrs.push_back(&r);
-  const QStringList strategies = groupLabels(runs, strategyGroupKey());
+  const QStringList strategies = groupLabels(runs, groupKey);
   const bool grouped = groupByLabels(strategies).size() < runs.size();
   QStringList labels;
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -71,7 +72,8 @@ void showConvergence(ConvergenceChart& chart, const std::vector<RunData>& runs, 
   chart.setTarget(target);
 }
 
-Status writeNamedChart(const std::vector<RunData>& runs, const QString& name, const QString& path) {
+Status writeNamedChart(const std::vector<RunData>& runs, const QString& name, const QString& path,
+                       const QString& groupKey) {
   if (!chartNames().contains(name)) {
     return chartError(name, QStringLiteral("unknown chart (use one of %1)").arg(chartNames().join(QStringLiteral(", "))));
   }
@@ -82,7 +84,7 @@ Status writeNamedChart(const std::vector<RunData>& runs, const QString& name, co
   if (name == QLatin1String("convergence") || name == QLatin1String("loss")) {
     ConvergenceChart* chart = nullptr;
     chart = parts.add<ConvergenceChart>(QSize(kWidth, 480), [&chart] { chart->settleLayout(); });
-    showConvergence(*chart, runs, figs);
+    showConvergence(*chart, runs, figs, groupKey);
     if (name == QLatin1String("loss")) {
       chart->setMetric(ConvergenceChart::Metric::Loss);
       chart->setTarget(std::nan(""));
@@ -90,7 +92,7 @@ Status writeNamedChart(const std::vector<RunData>& runs, const QString& name, co
     }
   } else if (name == QLatin1String("time-to-target")) {
     auto* bars = parts.add<TimeToTargetBars>(QSize(kWidth, 420));
-    bars->setBars(timeToTargetBars(runs, figs, groupLabels(runs, strategyGroupKey())));
+    bars->setBars(timeToTargetBars(runs, figs, groupLabels(runs, groupKey)));
     if (bars->bars().target.isEmpty()) return chartError(name, QStringLiteral("no run has a target accuracy"));
   } else {
     const bool lanes = name == QLatin1String("lanes");

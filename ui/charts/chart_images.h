@@ -14,6 +14,7 @@
 
 #include "core/common/result.h"
 #include "ui/charts/report.h"
+#include "ui/charts/run_groups.h"
 #include "ui/charts/run_data.h"
 
 #include <QString>
@@ -30,11 +31,15 @@ const QStringList& chartNames();
 // Writes chart `name` of `runs` to `path` (.png or .svg). Errors name the problem: an
 // unknown chart (listing the names), no runs, runs with nothing to draw for that chart,
 // an unknown image format, an unwritable file.
-Status writeNamedChart(const std::vector<RunData>& runs, const QString& name, const QString& path);
+// `groupKey` groups the convergence, loss and time-to-target charts ("strategy" or a spec
+// path that varies between the runs, run_groups.h).
+Status writeNamedChart(const std::vector<RunData>& runs, const QString& name, const QString& path,
+                       const QString& groupKey = strategyGroupKey());
 
-// Shows `runs` in `chart` as the reports do: grouped by strategy (mean ± std) when a
-// strategy has several runs, else one curve each; the target line when every run has the
+// Shows `runs` in `chart` as the reports do: grouped by `groupKey` (mean ± std) when a
+// group has several runs, else one curve each; the target line when every run has the
 // same target. `figs` is runFigures(runs).
-void showConvergence(ConvergenceChart& chart, const std::vector<RunData>& runs, const std::vector<RunFigures>& figs);
+void showConvergence(ConvergenceChart& chart, const std::vector<RunData>& runs, const std::vector<RunFigures>& figs,
+                     const QString& groupKey = strategyGroupKey());
 
 }  // namespace dasp::ui
