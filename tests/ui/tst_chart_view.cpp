@@ -73,6 +73,7 @@ class TestChartView : public QObject {
   void logAxisForTheLoss();
   void zoomAndReset();
   void mouseZoomAndDoubleClickReset();
+  void crosshairFollowsTheMouse();
   void exportWritesPngAndSvg();
   void exportErrorsNameTheFile();
   void barsAreMeanAndStd();
@@ -182,6 +183,38 @@ void TestChartView::mouseZoomAndDoubleClickReset() {
   QTest::mouseDClick(chart.viewport(), Qt::LeftButton, {}, to);
   QVERIFY(!chart.isZoomed());
   QCOMPARE(chart.xRange(), QPointF(0, 20));
+}
+
+void TestChartView::crosshairFollowsTheMouse() {
+  const RunData a = plateauRun(1, QStringLiteral("bsp"), 0.85);
+  ConvergenceChart chart;
+  chart.setRuns({&a});
+  settle(chart);
+  QVERIFY(!std::isfinite(chart.crosshair().y()));
+  const QRectF plot = chart.chart()->plotArea();
+  const QPoint at = chart.mapFromScene(QPointF(plot.left() + plot.width() * 0.5, plot.top() + plot.height() * 0.25));
+  auto hover = [&](const QPoint& pos) {
+    QMouseEvent move(QEvent::MouseMove, QPointF(pos), chart.viewport()->mapToGlobal(QPointF(pos)), Qt::NoButton,
+                     Qt::NoButton, Qt::NoModifier);
+    QApplication::sendEvent(chart.viewport(), &move);
+  };
+  hover(at);
+  // Halfway along x (0–20 s) and a quarter down y: the values at the mouse, in axis units.
+  const QPointF v = chart.crosshair();
+  QVERIFY2(std::abs(v.x() - 10) < 0.2, qPrintable(QString::number(v.x())));
+  const QPointF y = chart.yRange();
+  const double expected = y.y() - 0.25 * (y.y() - y.x());
+  QVERIFY2(std::abs(v.y() - expected) < 0.02 * (y.y() - y.x()), qPrintable(QStringLiteral("%1 vs %2").arg(v.y()).arg(expected)));
+  // The crosshair and its read-outs are drawn without fault over the plot.
+  QVERIFY(!chart.grab().toImage().isNull());
+  // Outside the plot, and after the mouse leaves: none.
+  hover(chart.mapFromScene(QPointF(plot.left() - 20, plot.top() + 5)));
+  QVERIFY(!std::isfinite(chart.crosshair().y()));
+  hover(at);
+  QVERIFY(std::isfinite(chart.crosshair().y()));
+  QEvent leave(QEvent::Leave);
+  QApplication::sendEvent(chart.viewport(), &leave);
+  QVERIFY(!std::isfinite(chart.crosshair().y()));
 }
 
 void TestChartView::exportWritesPngAndSvg() {

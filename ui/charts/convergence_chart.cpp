@@ -74,7 +74,7 @@ double interpolate(const std::vector<QPointF>& c, std::size_t& cursor, double x)
 }  // namespace
 
 ConvergenceChart::ConvergenceChart(QWidget* parent)
-    : QChartView(parent), m_target(kNaN), m_cursor(kNaN) {
+    : QChartView(parent), m_target(kNaN), m_cursor(kNaN), m_crosshair(kNaN, kNaN) {
   auto* c = new QChart;
   c->setAnimationOptions(QChart::NoAnimation);
   c->legend()->setAlignment(Qt::AlignBottom);
@@ -466,7 +466,31 @@ void ConvergenceChart::drawForeground(QPainter* painter, const QRectF& rect) {
       painter->drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
     }
   }
+  if (std::isfinite(m_crosshair.y())) drawCrosshair(painter, plot);
   painter->restore();
+}
+
+void ConvergenceChart::drawCrosshair(QPainter* painter, const QRectF& plot) const {
+  const double y = sceneYOf(m_crosshair.y());
+  if (!(y >= plot.top() && y <= plot.bottom())) return;
+  painter->setPen(QPen(QColor(0x55, 0x55, 0x55), 1, Qt::DotLine));
+  painter->drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
+  // Both values, inside the plot where the lines meet the axes (the foreground is clipped
+  // to the plot), on white so that curves do not hide them.
+  const QFontMetricsF fm(painter->font());
+  auto label = [&](const QString& text, QPointF corner, bool above) {
+    QRectF box(0, 0, fm.horizontalAdvance(text) + 6, fm.height() + 2);
+    box.moveLeft(std::min(corner.x(), plot.right() - box.width()));
+    if (above) box.moveBottom(corner.y());
+    else box.moveTop(corner.y());
+    painter->fillRect(box, QColor(255, 255, 255, 230));
+    painter->setPen(QColor(0x33, 0x33, 0x33));
+    painter->drawText(box, Qt::AlignCenter, text);
+  };
+  const double v = m_crosshair.y();
+  const bool roomAbove = y - plot.top() > fm.height() + 4;
+  label(QString::number(v, 'g', std::abs(v) < 1 ? 3 : 4), QPointF(plot.left() + 2, roomAbove ? y - 1 : y + 1), roomAbove);
+  label(QString::number(m_crosshair.x(), 'g', 4), QPointF(sceneXOf(m_crosshair.x()) + 3, plot.bottom() - 1), true);
 }
 
 QString ConvergenceChart::markerToolTipAt(const QPoint& viewportPos) const {
@@ -511,8 +535,16 @@ bool ConvergenceChart::viewportEvent(QEvent* event) {
   // The time-cursor hook: hover and a click without a drag (at most 3 px of travel).
   if (event->type() == QEvent::MouseMove) {
     const auto* e = static_cast<QMouseEvent*>(event);
-    if (e->buttons() == Qt::NoButton) Q_EMIT cursorHovered(axisXAt(e->position().toPoint()));
+    if (e->buttons() == Qt::NoButton) {
+      const QPoint at = e->position().toPoint();
+      const double x = axisXAt(at);
+      m_crosshair = std::isfinite(x) ? valueAt(at) : QPointF(kNaN, kNaN);
+      viewport()->update();
+      Q_EMIT cursorHovered(x);
+    }
   } else if (event->type() == QEvent::Leave) {
+    m_crosshair = QPointF(kNaN, kNaN);
+    viewport()->update();
     Q_EMIT cursorHovered(kNaN);
   } else if (event->type() == QEvent::MouseButtonPress) {
     m_pressPos = static_cast<QMouseEvent*>(event)->position().toPoint();

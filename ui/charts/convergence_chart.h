@@ -6,7 +6,8 @@
 // stays faint behind the smoothed one), or grouped: runs sharing a label (a strategy, say)
 // are drawn as their mean with a ± std band across seeds, each run interpolated on a common
 // x grid. A vertical time cursor, a horizontal target line and event markers (faults,
-// controls: small ticks at the bottom of the plot with a tooltip) are drawn over the plot.
+// controls: small ticks at the bottom of the plot with a tooltip) are drawn over the plot,
+// and a crosshair under the mouse reads out both values at the axes.
 // Fault drills (faultSpans(): a node killed or paused until its restart or resume) are
 // shaded bands with a label at the top ("kill server"; hover it for what recovery did); a
 // fault not restarted yet reaches to the run's end.
@@ -109,6 +110,10 @@ class ConvergenceChart : public QChartView {
   bool grouped() const { return m_grouped; }
   double target() const { return m_target; }
   double cursorTime() const { return m_cursor; }
+  // The crosshair under the mouse (hover, no button): the point in axis units, drawn as a
+  // dotted line across the plot with both values read out at the axes; NaN when the mouse
+  // is outside the plot.
+  QPointF crosshair() const { return m_crosshair; }
   // The tooltip of the event marker at a viewport position ("" when none is there).
   QString markerToolTipAt(const QPoint& viewportPos) const;
   // The x value of run time `t` for `run` on the current axis (NaN if it cannot be mapped).
@@ -170,6 +175,7 @@ class ConvergenceChart : public QChartView {
   QRectF plotInScene() const;
   double sceneXOf(double x) const;
   double sceneYOf(double y) const;
+  void drawCrosshair(QPainter* painter, const QRectF& plot) const;
   QPointF valueAt(const QPoint& viewportPos) const;  // axis units at a viewport position
   // The axis ranges from the data's extents (curves: what is plotted) and the view state.
   void applyRanges(const std::vector<QList<QPointF>>& curves, double xMin, double xMax);
@@ -183,6 +189,7 @@ class ConvergenceChart : public QChartView {
   bool m_grouped = false;
   double m_target;
   double m_cursor;
+  QPointF m_crosshair;
   QValueAxis* m_axisX = nullptr;
   QValueAxis* m_axisY = nullptr;
   QLogValueAxis* m_logAxisY = nullptr;
