@@ -596,12 +596,10 @@ int MainWindow::compareRuns(const QList<qint64>& runIds) {
 }
 
 QList<qint64> MainWindow::storedRunIds() const {
+  // The rows the Runs dock has read (every run in the store), not a second query.
+  const RunTableModel* model = runModel();
   QList<qint64> ids;
-  RunStore* store = m_runs->store();
-  if (store == nullptr) return ids;
-  auto rows = store->listRuns();
-  if (!rows) return ids;
-  for (const auto& row : rows.value()) ids.append(row.id);
+  for (int row = 0; row < model->rowCount(); ++row) ids.append(model->runIdAt(row));
   std::sort(ids.begin(), ids.end());
   return ids;
 }

@@ -128,7 +128,8 @@ class MainWindow : public QMainWindow {
   // Loads the runs into the compare view (those that cannot be read are named there).
   // Returns the number loaded.
   int compareRuns(const QList<qint64>& runIds);
-  // Every run in the open store, oldest first (none without a store).
+  // Every run in the open store, oldest first, as the Runs dock lists them (none without a
+  // store).
   QList<qint64> storedRunIds() const;
   // Writes the runs to export (compared, else selected) to `path` in `format`.
   Status exportReport(ReportFormat format, const QString& path);

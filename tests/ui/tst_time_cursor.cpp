@@ -40,6 +40,13 @@ RunData run() {
   return r;
 }
 
+// The charts at 1000 × 700 in a window, once it is exposed (hover and clicks need one).
+bool shownOnScreen(LiveCharts& charts) {
+  charts.resize(1000, 700);
+  charts.show();
+  return QTest::qWaitForWindowExposed(&charts);
+}
+
 void leave(QWidget* w) {
   QEvent e(QEvent::Leave);
   QApplication::sendEvent(w, &e);
@@ -70,10 +77,8 @@ class TestTimeCursor : public QObject {
 void TestTimeCursor::hoverMovesTheCursorEverywhereInAReplay() {
   const RunData data = run();
   LiveCharts charts;
-  charts.resize(1000, 700);
   charts.showReplay(&data);
-  charts.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&charts));
+  QVERIFY(shownOnScreen(charts));
   QCOMPARE(charts.cursorTime(), 40.0);
   QSignalSpy moved(&charts, &LiveCharts::cursorMoved);
   // Over the lanes at t = 10: every chart's cursor goes there, the bars cover [0, 10].
@@ -108,10 +113,8 @@ void TestTimeCursor::hoverMovesTheCursorEverywhereInAReplay() {
 void TestTimeCursor::clickMovesTheSliderInAReplay() {
   const RunData data = run();
   LiveCharts charts;
-  charts.resize(1000, 700);
   charts.showReplay(&data);
-  charts.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&charts));
+  QVERIFY(shownOnScreen(charts));
   NodeLanes* lanes = charts.lanes();
   const QPoint at20(static_cast<int>(std::lround(lanes->xForTime(20))), lanes->laneRect(1).center().y());
   QTest::mouseClick(lanes, Qt::LeftButton, {}, at20);
@@ -133,10 +136,8 @@ void TestTimeCursor::clickMovesTheSliderInAReplay() {
 void TestTimeCursor::hoverWhileLive() {
   const RunData data = run();
   LiveCharts charts;
-  charts.resize(1000, 700);
   charts.showLive(&data);
-  charts.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&charts));
+  QVERIFY(shownOnScreen(charts));
   QVERIFY(std::isnan(charts.lanes()->cursorTime()));
   NodeLanes* lanes = charts.lanes();
   const double t0 = lanes->windowStart();

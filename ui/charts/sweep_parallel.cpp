@@ -142,10 +142,14 @@ QRect SweepParallelChart::plotArea() const {
   return rect().adjusted(60, 48, -110, -24);
 }
 
+double SweepParallelChart::axisX(const QRect& area, int axis) const {
+  const int axes = static_cast<int>(m_view.axes.size());
+  return axes < 2 ? area.center().x() : area.left() + area.width() * static_cast<double>(axis) / (axes - 1);
+}
+
 QPointF SweepParallelChart::pointOf(int line, int axis) const {
   const QRect area = plotArea();
-  const int axes = static_cast<int>(m_view.axes.size());
-  const double x = axes < 2 ? area.center().x() : area.left() + area.width() * static_cast<double>(axis) / (axes - 1);
+  const double x = axisX(area, axis);
   const double h = m_view.lines[static_cast<std::size_t>(line)].heights[static_cast<std::size_t>(axis)];
   // The "not reached" band sits above the top of the time axis, inside the margin.
   return {x, area.bottom() - h * area.height() / kSweepNotReachedHeight};
@@ -164,9 +168,9 @@ void SweepParallelChart::paintEvent(QPaintEvent*) {
   }
   const QRect area = plotArea();
   const int axes = static_cast<int>(m_view.axes.size());
+  // A reached line's height on the time axis is its place on the time scale: its colour.
   auto colourOf = [&](const ParallelLine& line) {
-    if (!line.mean) return QColor(150, 150, 150);
-    return viridis(m_view.hi > m_view.lo ? (*line.mean - m_view.lo) / (m_view.hi - m_view.lo) : 0.5);
+    return line.mean ? viridis(line.heights.back()) : QColor(150, 150, 150);
   };
   auto drawLine = [&](int i, double width) {
     const ParallelLine& line = m_view.lines[static_cast<std::size_t>(i)];
@@ -195,7 +199,7 @@ void SweepParallelChart::paintEvent(QPaintEvent*) {
   // Axes over the lines: a line, its title above, its ticks to the left.
   for (int a = 0; a < axes; ++a) {
     const ParallelAxis& axis = m_view.axes[static_cast<std::size_t>(a)];
-    const double x = axes < 2 ? area.center().x() : area.left() + area.width() * static_cast<double>(a) / (axes - 1);
+    const double x = axisX(area, a);
     p.setPen(QPen(QColor(60, 60, 60), 1.2));
     p.drawLine(QPointF(x, area.bottom()), QPointF(x, area.bottom() - area.height() / kSweepNotReachedHeight));
     const QString title = fm.elidedText(axis.title, Qt::ElideLeft, std::max(80, area.width() / std::max(1, axes)));

@@ -78,6 +78,7 @@ class SweepParallelChart : public QWidget {
 
  private:
   QRect plotArea() const;
+  double axisX(const QRect& area, int axis) const;  // where axis `axis` stands in `area`
 
   SweepParallel m_view;
   int m_highlighted = -1;
