@@ -2,7 +2,7 @@
 // dasp-report: exports runs of a store as an HTML or PDF report, CSV or a Chrome trace,
 // drawn with the workbench's own charts, from the command line and without a display.
 //   dasp-report --db FILE --runs ID,ID|all --out report.{html,pdf,csv,trace.json}
-//               [--sweep-axes X,Y]
+//               [--sweep-axes X,Y] [--group-by KEY]
 //   dasp-report --db FILE --runs ID,ID|all --chart NAME [--group-by KEY] --out chart.{png,svg}
 // Exit status: 0 written, 2 bad input (usage, unknown run ids, unreadable store, unknown
 // format or chart, a sweep axis that does not vary between the runs), 1 failure while
@@ -12,8 +12,9 @@
 #include "ui/charts/chart_export.h"
 #include "ui/charts/chart_images.h"
 #include "ui/charts/report.h"
-#include "ui/charts/sweep_heatmap.h"
 #include "ui/charts/run_data.h"
+#include "ui/charts/run_groups.h"
+#include "ui/charts/sweep_heatmap.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -68,8 +69,9 @@ int main(int argc, char** argv) {
   parser.addOption(chartOpt);
   const QCommandLineOption groupOpt(
       QStringLiteral("group-by"),
-      QStringLiteral("With --chart convergence, loss or time-to-target: group the runs by KEY, 'strategy' (the "
-                     "default) or a spec field that differs between them, e.g. cluster.count."),
+      QStringLiteral("Group the runs by KEY, 'strategy' (the default) or a spec field that differs between them, "
+                     "e.g. cluster.count: the time-to-target bars, the convergence curves and the per-group tables "
+                     "of an HTML or PDF report, or a convergence, loss or time-to-target chart."),
       QStringLiteral("KEY"));
   parser.addOption(groupOpt);
   parser.addOption(dbOpt);
@@ -98,10 +100,11 @@ int main(int argc, char** argv) {
       return fail(2, QStringLiteral("%1: unknown image format for --chart (use .png or .svg)").arg(out));
     }
     if (parser.isSet(sweepOpt)) return fail(2, QStringLiteral("--sweep-axes is for reports, not --chart"));
-  } else if (parser.isSet(groupOpt)) {
-    return fail(2, QStringLiteral("--group-by is for --chart, not reports"));
   } else if (!dasp::ui::reportFormatFor(out)) {
     return fail(2, QStringLiteral("%1: unknown report format (use .html, .pdf, .csv or .trace.json)").arg(out));
+  } else if (parser.isSet(groupOpt) && *dasp::ui::reportFormatFor(out) != dasp::ui::ReportFormat::Html &&
+             *dasp::ui::reportFormatFor(out) != dasp::ui::ReportFormat::Pdf) {
+    return fail(2, QStringLiteral("--group-by is for --chart and HTML or PDF reports, not %1").arg(out));
   }
   const QString db = parser.isSet(dbOpt) ? parser.value(dbOpt) : QString::fromStdString(dasp::defaultStorePath());
   // RunStore::open creates a missing file; a report of a store that is not there is a typo.
@@ -140,20 +143,18 @@ int main(int argc, char** argv) {
     if (!data) return fail(1, QStringLiteral("run %1: %2").arg(id).arg(QString::fromStdString(data.message())));
     runs.push_back(std::move(data).value());
   }
+  // Checked before anything is drawn: a key that does not vary is bad input, not a failed write.
+  const auto groupKey = dasp::ui::checkedGroupKey(runs, parser.value(groupOpt));
+  if (!groupKey) return fail(2, QStringLiteral("--group-by %1").arg(QString::fromStdString(groupKey.message())));
   if (parser.isSet(chartOpt)) {
-    const QString groupKey = parser.isSet(groupOpt) ? parser.value(groupOpt) : dasp::ui::strategyGroupKey();
-    const QStringList keys = dasp::ui::groupKeys(runs);
-    if (!keys.contains(groupKey)) {
-      return fail(2, QStringLiteral("--group-by %1: not a spec field that differs between these runs (use one of %2)")
-                         .arg(groupKey, keys.join(QStringLiteral(", "))));
-    }
-    const dasp::Status drawn = dasp::ui::writeNamedChart(runs, chart, out, groupKey);
+    const dasp::Status drawn = dasp::ui::writeNamedChart(runs, chart, out, groupKey.value());
     if (!drawn) return fail(1, QString::fromStdString(drawn.message()));
     std::printf("dasp-report: wrote %s (%s, %zu run%s)\n", qPrintable(out), qPrintable(chart), runs.size(),
                 runs.size() == 1 ? "" : "s");
     return 0;
   }
   dasp::ui::ReportOptions options;
+  options.groupBy = groupKey.value();
   if (parser.isSet(sweepOpt)) {
     // Checked here, before anything is drawn, so that a typo is bad input (exit 2) and
     // not a failed write.

@@ -83,6 +83,9 @@ Status MainWindow::exportReport(ReportFormat format, const QString& path) {
   // The compared runs are already in memory; a selection is read from the store.
   std::vector<RunData> selected;
   const std::vector<RunData>* runs = &m_compare->runs();
+  ReportOptions options;
+  // The compared runs: grouped as the compare view groups them.
+  if (!runs->empty()) options.groupBy = m_compare->groupKey();
   if (runs->empty()) {
     QString error;
     selected = loadSelectedRuns(&error);
@@ -95,8 +98,8 @@ Status MainWindow::exportReport(ReportFormat format, const QString& path) {
   QGuiApplication::setOverrideCursor(Qt::WaitCursor);  // a PDF renders every chart
   Status status = Status::error("unknown report format");
   switch (format) {
-    case ReportFormat::Html: status = writeHtmlReport(*runs, path); break;
-    case ReportFormat::Pdf: status = writePdfReport(*runs, path); break;
+    case ReportFormat::Html: status = writeHtmlReport(*runs, path, options); break;
+    case ReportFormat::Pdf: status = writePdfReport(*runs, path, options); break;
     case ReportFormat::Csv: status = writeCsv(*runs, path); break;
     case ReportFormat::ChromeTrace: status = writeChromeTrace(*runs, path); break;
   }

@@ -9,6 +9,7 @@
 #include "ui/charts/report.h"
 #include "ui/charts/report_html.h"
 #include "ui/charts/run_data.h"
+#include "ui/charts/run_groups.h"
 #include "ui/charts/sweep_heatmap.h"
 
 #include <QFile>
@@ -89,7 +90,8 @@ QString reportHtml(const std::vector<RunData>& runs) {
   const SweepTable sweep = SweepTable::fromRuns(runs);
   ReportPage page;
   page.compact = true;
-  const QString html = buildReportHtml(runs, page, sweep, SweepAxes{}, [](const QString& name, const QImage&) { return name; });
+  const QString html = buildReportHtml(runs, page, sweep, SweepAxes{}, strategyGroupKey(),
+                                       [](const QString& name, const QImage&) { return name; });
   return QString(html).remove(QChar(0x200B));  // the spec's break opportunities
 }
 

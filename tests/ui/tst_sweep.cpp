@@ -183,6 +183,7 @@ class TestSweep : public QObject {
   void parallelChartDrawsTheLines();
   void compareViewHasTheSweepTab();
   void chartsGroupBySweptField();
+  void reportsGroupBySweptField();
 
  private:
   std::vector<RunData> subset(const std::function<bool(const Planned&)>& keep) const;
@@ -645,6 +646,40 @@ void TestSweep::chartsGroupBySweptField() {
   QVERIFY(p.waitForFinished(60000));
   QCOMPARE(p.exitCode(), 0);
   QVERIFY(QFile::exists(m_dir.filePath(QStringLiteral("conv.svg"))));
+}
+
+void TestSweep::reportsGroupBySweptField() {
+  const QString html = m_dir.filePath(QStringLiteral("by-count.html"));
+  ReportOptions options;
+  options.groupBy = QStringLiteral("cluster.count");
+  const Status written = writeHtmlReport(m_runs, html, options);
+  QVERIFY2(written.isOk(), written.message().c_str());
+  QFile f(html);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  const QString page = QString::fromUtf8(f.readAll());
+  // The per-group table has one row per cluster size, each over its 12 runs.
+  QVERIFY(page.contains(QStringLiteral("<h2>Per cluster.count (mean ± std across runs)</h2>")));
+  for (int count : kCounts) {
+    const QString row = QStringLiteral("<tr><td class=\"l\">cluster.count=%1</td><td>12</td>").arg(count);
+    QVERIFY2(page.contains(row), qPrintable(row));
+  }
+  QVERIFY(!page.contains(QStringLiteral("<h2>Per strategy")));
+  // A key that does not vary is refused, naming it and the choices; nothing is written.
+  const QString refusedPath = m_dir.filePath(QStringLiteral("refused.pdf"));
+  options.groupBy = QStringLiteral("optimizer.lr");
+  const Status refused = writePdfReport(m_runs, refusedPath, options);
+  QVERIFY(!refused.isOk());
+  const QString why = QString::fromStdString(refused.message());
+  QVERIFY2(why.contains(QStringLiteral("optimizer.lr")) && why.contains(QStringLiteral("cluster.count")), qPrintable(why));
+  QVERIFY(!QFile::exists(refusedPath));
+  // The tool takes the same key for a PDF report.
+  QProcess p;
+  p.start(QString::fromLatin1(kReportTool),
+          {QStringLiteral("--db"), m_db, QStringLiteral("--runs"), QStringLiteral("all"), QStringLiteral("--group-by"),
+           QStringLiteral("strategy.dasp.delta"), QStringLiteral("--out"), m_dir.filePath(QStringLiteral("by-delta.pdf"))});
+  QVERIFY(p.waitForFinished(120000));
+  QCOMPARE(p.exitCode(), 0);
+  QVERIFY(QFileInfo(m_dir.filePath(QStringLiteral("by-delta.pdf"))).size() > 0);
 }
 
 QTEST_MAIN(TestSweep)

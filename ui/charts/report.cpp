@@ -5,6 +5,7 @@
 #include "core/common/json_text.h"
 #include "core/results/mean_std.h"
 
+#include "ui/charts/run_groups.h"
 #include "ui/charts/sweep_heatmap.h"
 
 #include <QApplication>
@@ -394,7 +395,9 @@ Status writeHtmlReport(const std::vector<RunData>& runs, const QString& path, co
   const SweepTable sweep = SweepTable::fromRuns(runs);
   const Result<SweepAxes> axes = chooseAxes(sweep, options.sweepAxes);
   if (!axes) return axes.status().withContext(path.toStdString());
-  const QString html = buildReportHtml(runs, ReportPage{}, sweep, axes.value(), [](const QString&, const QImage& im) {
+  const Result<QString> groupKey = checkedGroupKey(runs, options.groupBy);
+  if (!groupKey) return groupKey.status().withContext(path.toStdString());
+  const QString html = buildReportHtml(runs, ReportPage{}, sweep, axes.value(), groupKey.value(), [](const QString&, const QImage& im) {
     QByteArray png;
     QBuffer buffer(&png);
     buffer.open(QIODevice::WriteOnly);
@@ -420,6 +423,8 @@ Result<PdfLayout> layoutPdfReport(const std::vector<RunData>& runs, const Report
   const SweepTable sweep = SweepTable::fromRuns(runs);
   const Result<SweepAxes> axes = chooseAxes(sweep, options.sweepAxes);
   if (!axes) return axes.status();
+  const Result<QString> groupKey = checkedGroupKey(runs, options.groupBy);
+  if (!groupKey) return groupKey.status();
   PdfLayout layout;
   layout.landscape = summaryColumnCount(runFigures(runs)) > kPortraitColumns;
   // Paginate in 96-dpi pixels of the printable area: print() then only scales the
@@ -432,7 +437,7 @@ Result<PdfLayout> layoutPdfReport(const std::vector<RunData>& runs, const Report
   ReportPage form;
   form.compact = true;
   form.imageWidth = static_cast<int>(page.width()) - 24;
-  const QString html = buildReportHtml(runs, form, sweep, axes.value(), [&doc](const QString& name, const QImage& im) {
+  const QString html = buildReportHtml(runs, form, sweep, axes.value(), groupKey.value(), [&doc](const QString& name, const QImage& im) {
     doc.addResource(QTextDocument::ImageResource, QUrl(name), QVariant(im));
     return name;
   });

@@ -4,7 +4,8 @@
 // CSV at full resolution, a Chrome trace-event JSON of the node timelines (Perfetto,
 // chrome://tracing), and an HTML or PDF report: the time to target per strategy (bars with
 // ± std, ui/charts/time_to_target_bars.h) first, a summary table (the columns all runs
-// share said once above it), per-strategy mean ± std, the heterogeneity cost against the
+// share said once above it), per-strategy mean ± std (or per value of another spec
+// field, ReportOptions::groupBy), the heterogeneity cost against the
 // homogeneous-equivalent reference, policy decisions and faults per run, the fault drills'
 // recovery table (when any run has faults), a heatmap of time to target over the swept spec
 // fields (when the runs form a sweep, ui/charts/sweep_heatmap.h), the GUI's own charts
@@ -51,6 +52,11 @@ struct ReportOptions {
   // a single row; empty: chosen automatically. A path that does not vary between the
   // runs fails the export with a Status naming it and listing the varying paths.
   QString sweepAxes;
+  // What the time-to-target chart, the per-group table, the heterogeneity cost and the
+  // convergence curves group by (run_groups.h): empty or "strategy", else a spec path
+  // that differs between the runs; any other key fails the export with a Status naming
+  // it and listing the choices.
+  QString groupBy;
 };
 
 // A self-contained page: charts embedded as base64 PNG.

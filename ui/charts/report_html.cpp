@@ -151,14 +151,16 @@ QString summaryTable(const std::vector<RunFigures>& figs) {
   return h + QStringLiteral("</table>\n");
 }
 
-// Per strategy, across seeds (mean ± std), when some strategy has several runs.
-QString strategyTable(const std::vector<RunFigures>& figs, const std::vector<RunGroup>& groups) {
+// Per group (the strategy, or the value of ReportOptions::groupBy), across seeds (mean ±
+// std), when some group has several runs.
+QString groupTable(const std::vector<RunFigures>& figs, const QString& groupKey, const std::vector<RunGroup>& groups) {
   if (groups.size() == figs.size()) return {};  // one run each: the summary says it all
   const QString table = tableStart(QStringLiteral("%1"));
   QString h;
-  h += QStringLiteral("<h2>Per strategy (mean ± std across runs)</h2>\n") + table.arg(QStringLiteral("strategies"));
-  h += QStringLiteral(
-      "<tr><th class=\"l\">strategy</th><th>runs</th><th>reached target</th><th>time to target (s)</th>"
+  h += QStringLiteral("<h2>Per %1 (mean ± std across runs)</h2>\n").arg(esc(groupKey)) +
+       table.arg(QStringLiteral("strategies"));
+  h += QStringLiteral("<tr><th class=\"l\">%1</th>").arg(esc(groupKey)) + QStringLiteral(
+      "<th>runs</th><th>reached target</th><th>time to target (s)</th>"
       "<th>speedup vs BSP</th><th>heterogeneity cost</th><th>final accuracy</th><th>mean wait (s)</th>"
       "<th>mean staleness</th></tr>\n");
   for (const RunGroup& g : groups) {
@@ -241,13 +243,13 @@ QString faultsSection(const std::vector<RunData>& runs) {
 
 // Convergence, drawn by the GUI's own chart: accuracy against time and updates, the loss on
 // a log axis; `perRow` charts side by side.
-QString convergenceSection(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs, int perRow,
-                           ReportImages& img) {
+QString convergenceSection(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs,
+                           const QString& groupKey, int perRow, ReportImages& img) {
   if (runs.empty()) return {};
   // Side by side, a smaller chart keeps its text readable at half the page's width.
   const QSize chartSize = perRow > 1 ? QSize(640, 320) : QSize(960, 420);
   ConvergenceChart chart;
-  showConvergence(chart, runs, figs);
+  showConvergence(chart, runs, figs, groupKey);
   std::vector<const RunData*> ptrs;
   for (const RunData& r : runs) ptrs.push_back(&r);
   const QString timeTitle = ConvergenceChart::timeAxisTitle(ptrs);
@@ -354,15 +356,15 @@ int summaryColumnCount(const std::vector<RunFigures>& figs) {
 }
 
 QString buildReportHtml(const std::vector<RunData>& runs, const ReportPage& page, const SweepTable& sweep,
-                        const SweepAxes& sweepAxes, const ImageSink& image) {
+                        const SweepAxes& sweepAxes, const QString& groupKey, const ImageSink& image) {
   const std::vector<RunFigures> figs = runFigures(runs);
-  const std::vector<RunGroup> groups = groupRuns(runs, strategyGroupKey());
+  const std::vector<RunGroup> groups = groupRuns(runs, groupKey);
   ReportImages img(image, page.imageWidth);
   QString h = reportHead(runs);
-  h += targetSection(runs, figs, page.compact, img);
+  h += targetSection(runs, figs, groupKey, page.compact, img);
   h += summaryTable(figs);
-  h += strategyTable(figs, groups);
-  h += heterogeneitySection(runs, figs);
+  h += groupTable(figs, groupKey, groups);
+  h += heterogeneitySection(runs, figs, groupKey);
   h += activitySection(runs);
   h += faultsSection(runs);
   if (!sweepAxes.empty()) {
@@ -370,7 +372,7 @@ QString buildReportHtml(const std::vector<RunData>& runs, const ReportPage& page
                       [&img](const QImage& im, const QString& alt, int width) { return img(im, alt, width); },
                       img.width());
   }
-  h += convergenceSection(runs, figs, page.compact ? 2 : 1, img);
+  h += convergenceSection(runs, figs, groupKey, page.compact ? 2 : 1, img);
   h += specSection(runs);
   if (page.compact) {
     h += runGrid(runs, img);

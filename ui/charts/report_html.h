@@ -28,8 +28,9 @@ struct ReportPage {
   int imageWidth = 960;  // pixels of the page's text width that a full-width chart takes
 };
 
+// `groupKey`: a key of groupKeys(runs) (ReportOptions::groupBy, checked).
 QString buildReportHtml(const std::vector<RunData>& runs, const ReportPage& page, const SweepTable& sweep,
-                        const SweepAxes& sweepAxes, const ImageSink& image);
+                        const SweepAxes& sweepAxes, const QString& groupKey, const ImageSink& image);
 
 // The summary table's columns for these runs: the report's widest table.
 int summaryColumnCount(const std::vector<RunFigures>& figs);

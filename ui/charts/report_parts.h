@@ -49,9 +49,10 @@ class ReportImages {
 };
 
 // The sections of report_sections.cpp, in the order the report has them.
-// Time to target per strategy: the bar chart with ± std and the reference line.
-QString targetSection(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs, bool compact,
-                      ReportImages& img);
+// Time to target per group (the strategy, or `groupKey`'s values): the bar chart with ±
+// std and the reference line.
+QString targetSection(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs, const QString& groupKey,
+                      bool compact, ReportImages& img);
 // What all runs share (name, engine, target, lr convention) in one line: the summary
 // table then shows only the columns that differ between the runs.
 struct SharedColumns {
@@ -59,8 +60,9 @@ struct SharedColumns {
   QString line;  // "All runs: …" (empty when nothing is shared)
 };
 SharedColumns sharedColumns(const std::vector<RunFigures>& figs);
-// Time to target against the homogeneous-equivalent reference, per strategy.
-QString heterogeneitySection(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs);
+// Time to target against the homogeneous-equivalent reference, per group.
+QString heterogeneitySection(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs,
+                             const QString& groupKey);
 // Per run: policy decisions by kind, faults, other events.
 QString activitySection(const std::vector<RunData>& runs);
 // The first run's spec once (flattened to path = value), then what each run differs in.

@@ -40,16 +40,16 @@ QString pm(const std::vector<double>& v, int decimals) {
   return QStringLiteral("%1 ± %2").arg(s.mean, 0, 'f', decimals).arg(s.sd, 0, 'f', decimals);
 }
 
-QString targetSection(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs, bool compact,
-                      ReportImages& img) {
+QString targetSection(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs, const QString& groupKey,
+                      bool compact, ReportImages& img) {
   TimeToTargetBars bars;
-  bars.setBars(timeToTargetBars(runs, figs, groupLabels(runs, strategyGroupKey())));
+  bars.setBars(timeToTargetBars(runs, figs, groupLabels(runs, groupKey)));
   if (bars.bars().target.isEmpty()) return {};
   QString h = QStringLiteral("<h2>Time to target</h2>\n");
   // The PDF's (compact) chart leaves room for the summary table on the first page.
   const QSize size = compact ? QSize(800, 340) : QSize(960, 420);
   const int width = compact ? std::min(img.width(), 640) : img.width();
-  h += QStringLiteral("<p>%1</p>\n").arg(img(renderWidget(bars, size), QStringLiteral("time to target per strategy"), width));
+  h += QStringLiteral("<p>%1</p>\n").arg(img(renderWidget(bars, size), QStringLiteral("time to target per ") + groupKey, width));
   h += QStringLiteral("<p>Bars: the mean over the runs that reached the target, error bars ± one sample std, dots the "
                       "runs; under each bar how many runs reached the target, diverged (✕) or never reached it. The "
                       "dashed line is the homogeneous-equivalent reference where the runs include one.</p>\n");
@@ -75,7 +75,8 @@ SharedColumns sharedColumns(const std::vector<RunFigures>& figs) {
   return s;
 }
 
-QString heterogeneitySection(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs) {
+QString heterogeneitySection(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs,
+                             const QString& groupKey) {
   QString h = QStringLiteral("<h2>Heterogeneity cost</h2>\n");
   const bool anyReference = std::any_of(runs.begin(), runs.end(), [](const RunData& r) { return !r.referenceOf.isEmpty(); });
   if (!anyReference) {
@@ -83,13 +84,14 @@ QString heterogeneitySection(const std::vector<RunData>& runs, const std::vector
                               "--reference</code> runs one), so no heterogeneity cost.</p>\n");
   }
   h += tableStart(QStringLiteral("heterogeneity")) +
-       QStringLiteral("<tr><th class=\"l\">strategy</th><th>reached target</th><th>time to target (s)</th>"
-                      "<th>reference (s)</th><th>heterogeneity cost</th></tr>\n");
-  const QStringList labels = groupLabels(runs, strategyGroupKey());
-  for (const RunGroup& g : groupByLabels(labels)) {
-    if (!runs[g.members.front()].referenceOf.isEmpty()) continue;  // the reference is the column
+       QStringLiteral("<tr><th class=\"l\">%1</th><th>reached target</th><th>time to target (s)</th>"
+                      "<th>reference (s)</th><th>heterogeneity cost</th></tr>\n").arg(esc(groupKey));
+  for (const RunGroup& g : groupRuns(runs, groupKey)) {
     std::vector<double> ttt, reference, cost;
+    std::size_t costed = 0;
     for (std::size_t i : g.members) {
+      if (!runs[i].referenceOf.isEmpty()) continue;  // the reference is the column
+      ++costed;
       const RunFigures& f = figs[i];
       if (f.timeToTarget) ttt.push_back(*f.timeToTarget);
       if (f.timeToTarget && f.heterogeneityCost && *f.heterogeneityCost > 0) {
@@ -97,9 +99,10 @@ QString heterogeneitySection(const std::vector<RunData>& runs, const std::vector
         reference.push_back(*f.timeToTarget / *f.heterogeneityCost);
       }
     }
+    if (costed == 0) continue;
     h += QStringLiteral("<tr><td class=\"l\">%1</td><td>%6/%2</td><td>%3</td><td>%4</td><td>%5</td></tr>\n")
              .arg(esc(g.label))
-             .arg(g.members.size())
+             .arg(costed)
              .arg(pm(ttt, 2), reference.empty() ? QStringLiteral("–") : fig(meanStd(reference).mean, 2), pm(cost, 2))
              .arg(ttt.size());
   }

@@ -16,6 +16,16 @@ QStringList groupKeys(const std::vector<RunData>& runs) {
   return keys;
 }
 
+Result<QString> checkedGroupKey(const std::vector<RunData>& runs, const QString& key) {
+  if (key.isEmpty()) return strategyGroupKey();
+  const QStringList keys = groupKeys(runs);
+  if (keys.contains(key)) return key;
+  return Status::error(QStringLiteral("%1: not a spec field that differs between these runs, so they cannot be grouped "
+                                      "by it (use one of %2)")
+                           .arg(key, keys.join(QStringLiteral(", ")))
+                           .toStdString());
+}
+
 QStringList groupLabels(const std::vector<RunData>& runs, const QString& key) {
   QStringList labels;
   if (key == strategyGroupKey()) {

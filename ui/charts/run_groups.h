@@ -7,6 +7,7 @@
 // reports group through here.
 // Threading: plain computations, any thread.
 
+#include "core/common/result.h"
 #include "ui/charts/run_data.h"
 
 #include <QString>
@@ -31,6 +32,9 @@ struct RunGroup {
 // The keys a set of runs can be grouped by: "strategy", then every spec path that varies
 // between them (strategy.name left out: "strategy" is it).
 QStringList groupKeys(const std::vector<RunData>& runs);
+// `key` if the runs can be grouped by it (empty: the strategy), else an error that starts
+// with the key and lists groupKeys(runs).
+Result<QString> checkedGroupKey(const std::vector<RunData>& runs, const QString& key);
 // One label per run: the strategy label (else the strategy) for "strategy", else
 // "PATH=VALUE" ("PATH unset" where a run's spec lacks the field). A key that is not a
 // varying path gives every run the label KEY (one group).

@@ -301,4 +301,6 @@ void ComparePanel::updateSmoothingLabel() {
   m_smoothingLabel->setText(QString::number(m_smoothing->value() / 100.0, 'f', 2));
 }
 
+QString ComparePanel::groupKey() const { return m_groupKey->currentText(); }
+
 }  // namespace dasp::ui

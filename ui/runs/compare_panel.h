@@ -78,6 +78,7 @@ class ComparePanel : public QWidget {
   QCheckBox* groupCheck() const { return m_group; }
   // "strategy" or a spec path (run_groups.h): the curves' groups and the bars'.
   QComboBox* groupKeyCombo() const { return m_groupKey; }
+  QString groupKey() const;  // the combo's choice
   QCheckBox* fitYCheck() const { return m_fitY; }
   QCheckBox* logYCheck() const { return m_logY; }
   TimeToTargetBars* targetBars() const { return m_bars; }
