@@ -173,6 +173,7 @@ struct ModelRatio {
 struct TransportRate {
   net::LocalTransport transport;
   double gbps = 0;
+  net::CallLatency latency;  // one PushPull call of a 16-float model
 };
 
 // {"a":1.5,"b":2} from (name, value) pairs.
@@ -195,6 +196,10 @@ void printPs(const std::vector<ModelRatio>& models, const net::TransferBench& tc
   for (const auto& t : transports) {
     std::printf("    push+pull over %-4s %.2f GB/s: %.2f x the TCP echo\n", net::nameOf(t.transport), t.gbps,
                 tcp.gbps > 0 ? t.gbps / tcp.gbps : 0);
+  }
+  for (const auto& t : transports) {
+    std::printf("    one PushPull call over %-4s (16 floats): %.0f us back to back, %.0f us after %.0f ms of computing\n",
+                net::nameOf(t.transport), t.latency.backToBackUs, t.latency.afterBusyUs, t.latency.busyS * 1e3);
   }
   std::printf("(c) apply (fused SGD-momentum, 10M floats): %.2f ms = %.1f GB/s\n", apply.seconds * 1e3, apply.gbps);
   std::printf("(d) decisions/s with 1,024 workers: ssp %.3g, dasp %.3g\n", ssp.decisionsPerS, dasp.decisionsPerS);
@@ -224,7 +229,15 @@ int benchPs(const BenchPsFlags& flags) {
   for (auto t : {net::LocalTransport::Tcp, net::LocalTransport::Unix, net::LocalTransport::Shm}) {
     auto r = net::benchPushPull(floats, t == net::LocalTransport::Shm ? 21 : 11, t);
     if (!r) return fail(r.message(), 1);
-    transports.push_back({t, r->gbps});
+    transports.push_back({t, r->gbps, {}});
+  }
+  // The part of (a)'s overhead that no copy explains: a call's latency, and what waking the
+  // server's sleeping threads adds to it after an iteration's worth of computing (lenet's).
+  note("(b) one PushPull call per transport: its latency back to back and after computing");
+  for (auto& t : transports) {
+    auto latency = net::benchCallLatency(t.transport, models[1].singleS, 200);
+    if (!latency) return fail(latency.message(), 1);
+    t.latency = latency.value();
   }
   note("(c) the server's apply step over 10M floats");
   const auto apply = benchApply(floats, 21);
@@ -263,6 +276,13 @@ int benchPs(const BenchPsFlags& flags) {
             << ",\"iteration_time_ratio_by_model\":"
             << jsonObject(models, [](const ModelRatio& m) { return m.model; }, [](const ModelRatio& m) { return m.ratio(); })
             << ",\"apply_gbps\":" << jsonNumber(apply.gbps) << ",\"apply_ms\":" << jsonNumber(apply.seconds * 1e3)
+            << ",\"call_latency_us\":"
+            << jsonObject(transports, [](const TransportRate& t) { return std::string(net::nameOf(t.transport)); },
+                          [](const TransportRate& t) { return t.latency.backToBackUs; })
+            << ",\"call_latency_after_compute_us\":"
+            << jsonObject(transports, [](const TransportRate& t) { return std::string(net::nameOf(t.transport)); },
+                          [](const TransportRate& t) { return t.latency.afterBusyUs; })
+            << ",\"call_latency_compute_ms\":" << jsonNumber(models[1].singleS * 1e3)
             << "}" << std::endl;
   return 0;
 }
@@ -293,7 +313,7 @@ void addBenchCommand(CLI::App& dasp, int& exitCode) {
   auto psFlags = std::make_shared<BenchPsFlags>();
   auto* ps = bench->add_subcommand(
       "ps", "the parameter server: iteration vs single process per model, push+pull per transport vs memcpy and TCP echo, "
-      "the apply step, policy decisions/s");
+      "the latency of one call per transport, the apply step, policy decisions/s");
   ps->add_option("--dataset-path", psFlags->datasetPath, "the Fashion-MNIST IDX folder")->capture_default_str();
   ps->add_flag("--json", psFlags->json, "one JSON object");
   ps->callback([psFlags, &exitCode] { exitCode = benchPs(*psFlags); });

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -96,7 +97,16 @@ Result<TransferBench> benchTcpEcho(std::int64_t floats, int roundTrips) {
   return r;
 }
 
-Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTransport transport) {
+namespace {
+
+// An in-process server (ASP, a flat model of `floats`) and one worker joined to it over
+// `transport`.
+struct BenchCluster {
+  std::unique_ptr<ParameterServer> server;
+  std::unique_ptr<PsClient> client;
+};
+
+Result<BenchCluster> startBenchCluster(std::int64_t floats, LocalTransport transport) {
   ServerOptions options;
   auto& spec = options.spec;
   spec.mutable_strategy()->set_name("asp");
@@ -107,8 +117,11 @@ Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTr
   options.initialParameters.assign(static_cast<std::size_t>(floats), 0.0f);
   auto server = ParameterServer::start(std::move(options));
   if (!server) return server.status();
-  const std::string address = "127.0.0.1:" + std::to_string(server.value()->port());
-  PsClient client(address, floats, NodeSecurity(), transport);
+  BenchCluster cluster;
+  cluster.server = std::move(server).value();
+  const std::string address = "127.0.0.1:" + std::to_string(cluster.server->port());
+  cluster.client = std::make_unique<PsClient>(address, floats, NodeSecurity(), transport);
+  PsClient& client = *cluster.client;
   pb::JoinRequest join;
   join.set_role("worker");
   join.set_name("bench");
@@ -122,7 +135,21 @@ Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTr
     return Status::error(std::string("push/pull bench: asked for ") + nameOf(transport) + ", got " +
                          nameOf(client.transport()));
   }
+  return cluster;
+}
 
+void computeFor(double seconds) {
+  const auto start = Clock::now();
+  while (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
+  }
+}
+
+}  // namespace
+
+Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTransport transport) {
+  auto cluster = startBenchCluster(floats, transport);
+  if (!cluster) return cluster.status();
+  PsClient& client = *cluster->client;
   std::vector<float> gradient(static_cast<std::size_t>(floats), 1e-6f);
   pb::PushRequest push;  // reused, as the worker does
   push.set_rank(0);
@@ -138,16 +165,52 @@ Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTr
     if (s.ok() && params == nullptr) return grpc::Status(grpc::StatusCode::DATA_LOSS, "short pull");
     return s;
   };
-  status = roundTrip();  // warm-up
+  grpc::Status status = roundTrip();  // warm-up
   const auto t0 = Clock::now();
   for (int i = 1; status.ok() && i < roundTrips; ++i) status = roundTrip();
   TransferBench r;
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  server.value()->shutdown(1.0);
+  cluster->server->shutdown(1.0);
   if (!status.ok()) return Status::error("push/pull bench: " + describe(status));
   r.floats = floats;
   r.roundTrips = roundTrips - 1;
   r.gbps = r.seconds > 0 ? 2.0 * static_cast<double>(floats) * sizeof(float) * r.roundTrips / r.seconds / 1e9 : 0;
+  return r;
+}
+
+Result<CallLatency> benchCallLatency(LocalTransport transport, double busyS, int calls) {
+  constexpr std::int64_t kFloats = 16;
+  auto cluster = startBenchCluster(kFloats, transport);
+  if (!cluster) return cluster.status();
+  PsClient& client = *cluster->client;
+  std::vector<float> gradient(kFloats, 1e-6f);
+  pb::PushRequest push;
+  push.set_rank(0);
+  pb::PullReply reply;
+  const float* params = nullptr;
+  // Microseconds per call, each after `busy` seconds of computing (not timed).
+  auto timeCalls = [&](double busy) -> Result<double> {
+    double total = 0;
+    for (int i = 0; i < calls; ++i) {
+      if (busy > 0) computeFor(busy);
+      const auto t0 = Clock::now();
+      reply.Clear();
+      auto s = client.pushPull(push, gradient.data(), reply, params, 60);
+      total += std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      if (!s.ok()) return Status::error("call latency bench: " + describe(s));
+      push.set_base_version(reply.version());
+    }
+    return total / calls;
+  };
+  CallLatency r;
+  r.busyS = busyS;
+  auto warm = timeCalls(0);  // warm-up: connections, allocations
+  auto backToBack = warm ? timeCalls(0) : warm;
+  auto afterBusy = backToBack ? timeCalls(busyS) : backToBack;
+  cluster->server->shutdown(1.0);
+  if (!afterBusy) return afterBusy.status();
+  r.backToBackUs = backToBack.value();
+  r.afterBusyUs = afterBusy.value();
   return r;
 }
 

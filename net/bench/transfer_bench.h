@@ -28,4 +28,15 @@ Result<TransferBench> benchTcpEcho(std::int64_t floats, int roundTrips);
 // for is not what the worker got.
 Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTransport transport);
 
+// The latency floor of a worker's iteration: one PushPull call (the call a worker makes
+// per iteration) of a 16-float model over `transport`, in microseconds, back to back and
+// with `busyS` of computing on the client before each call, as a worker computes its
+// gradient while the server's threads sleep. The difference is the cost of waking them.
+struct CallLatency {
+  double backToBackUs = 0;
+  double afterBusyUs = 0;
+  double busyS = 0;
+};
+Result<CallLatency> benchCallLatency(LocalTransport transport, double busyS, int calls);
+
 }  // namespace dasp::net

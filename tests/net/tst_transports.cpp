@@ -4,6 +4,7 @@
 // a worker gets when the spec says TCP (Auto falls back and says why; an explicit SHM is a
 // clear error), a refused gradient in shared memory, and the files a server leaves: none.
 #include "core/spec/spec.h"
+#include "net/bench/transfer_bench.h"
 #include "net/client/ps_client.h"
 #include "net/server/ps_server.h"
 #include "net/transport/shared_region.h"
@@ -69,6 +70,7 @@ class TestTransports : public QObject {
   void unixSocketStillNeedsTheToken();
   void nanGradientInSharedMemoryIsRefused();
   void shmCallWithoutRegionIsRefused();
+  void callLatencyBenchRunsOverEachTransport();
 };
 
 void TestTransports::regionIsPrivateAndRemovedOnceMapped() {
@@ -214,4 +216,15 @@ void TestTransports::shmCallWithoutRegionIsRefused() {
 }
 
 QTEST_GUILESS_MAIN(TestTransports)
+// The benchmark's calls go through (no figure is checked: speed belongs to `dasp bench`).
+void TestTransports::callLatencyBenchRunsOverEachTransport() {
+  for (auto transport : {LocalTransport::Tcp, LocalTransport::Unix, LocalTransport::Shm}) {
+    auto latency = dasp::net::benchCallLatency(transport, 0.001, 5);
+    QVERIFY2(latency.isOk(), latency.message().c_str());
+    QVERIFY(std::isfinite(latency->backToBackUs) && latency->backToBackUs > 0);
+    QVERIFY(std::isfinite(latency->afterBusyUs) && latency->afterBusyUs > 0);
+    QCOMPARE(latency->busyS, 0.001);
+  }
+}
+
 #include "tst_transports.moc"
