@@ -76,6 +76,7 @@ class TestLayout : public QObject {
   void initTestCase();
   void init();
   void tablesShowTheirRowsAtTheDefaultSize();
+  void nodeTableShowsTheStragglerScore();
   void geometryAndDocksAreRemembered();
   void placeholdersBeforeARun();
   void shortcutsInMenusAndTooltips();
@@ -148,6 +149,28 @@ void TestLayout::tablesShowTheirRowsAtTheDefaultSize() {
   QVERIFY2(window.livePanel()->charts()->height() > window.livePanel()->height() / 2,
            qPrintable(QStringLiteral("charts %1 of %2").arg(window.livePanel()->charts()->height()).arg(window.livePanel()->height())));
   window.livePanel()->showLive(nullptr);  // the runs above go before the window
+}
+
+void TestLayout::nodeTableShowsTheStragglerScore() {
+  // worker-3 makes 3 iterations a second where the others make 10 (the whole run is in the
+  // bars' window): its score is 0.30, the lowest and under the threshold.
+  RunData run = runOf(0);
+  for (int w = 0; w < 4; ++w) {
+    NodeData& n = run.node(QStringLiteral("worker-%1").arg(w));
+    const int count = w == 3 ? 30 : 100;
+    for (int i = 1; i <= count; ++i) n.wait.push_back({10.0 * i / count, i, 0.01});
+    n.iterations = count;
+  }
+  run.endT = 10;
+  MainWindow window(m_store);
+  window.livePanel()->showReplay(&run);
+  QTableWidget* nodes = window.livePanel()->nodeTable();
+  auto score = [&](int row) { return nodes->item(row, LivePanel::Score)->text(); };
+  QCOMPARE(nodes->item(3, LivePanel::Node)->text(), QStringLiteral("worker-3"));
+  QCOMPARE(score(3), QStringLiteral("0.30 straggler"));
+  for (int row = 0; row < 3; ++row) QCOMPARE(score(row), QStringLiteral("1.00"));
+  QCOMPARE(nodes->item(3, LivePanel::Score)->foreground().color(), QColor(0xD0, 0x10, 0x10));
+  QVERIFY(!nodes->horizontalHeaderItem(LivePanel::Score)->toolTip().isEmpty());
 }
 
 void TestLayout::geometryAndDocksAreRemembered() {
