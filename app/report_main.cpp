@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   if (!parser.isSet(outOpt)) return fail(2, QStringLiteral("--out is required (report.html, .pdf, .csv or .trace.json)"));
   const QString out = parser.value(outOpt);
   const QString chart = parser.value(chartOpt);
+  const auto format = dasp::ui::reportFormatFor(out);
   if (parser.isSet(chartOpt)) {
     // Checked before the store is read: a typo is bad input, not a failed write.
     if (!dasp::ui::chartNames().contains(chart)) {
@@ -100,10 +101,9 @@ int main(int argc, char** argv) {
       return fail(2, QStringLiteral("%1: unknown image format for --chart (use .png or .svg)").arg(out));
     }
     if (parser.isSet(sweepOpt)) return fail(2, QStringLiteral("--sweep-axes is for reports, not --chart"));
-  } else if (!dasp::ui::reportFormatFor(out)) {
+  } else if (!format) {
     return fail(2, QStringLiteral("%1: unknown report format (use .html, .pdf, .csv or .trace.json)").arg(out));
-  } else if (parser.isSet(groupOpt) && *dasp::ui::reportFormatFor(out) != dasp::ui::ReportFormat::Html &&
-             *dasp::ui::reportFormatFor(out) != dasp::ui::ReportFormat::Pdf) {
+  } else if (parser.isSet(groupOpt) && *format != dasp::ui::ReportFormat::Html && *format != dasp::ui::ReportFormat::Pdf) {
     return fail(2, QStringLiteral("--group-by is for --chart and HTML or PDF reports, not %1").arg(out));
   }
   const QString db = parser.isSet(dbOpt) ? parser.value(dbOpt) : QString::fromStdString(dasp::defaultStorePath());

@@ -56,9 +56,9 @@ void ParameterServer::Impl::tickLoop() {
     }
     lastTick = t;
     if (adopting && t >= adoptDeadline) finishAdoptionLocked();
-    double deadline = policy->nextDeadline();
-    if (adopting) deadline = std::min(deadline, adoptDeadline);
-    if (t >= deadline) {
+    // Due now only by the policy's or the adoption's deadline: the silence check's time in
+    // nextTickLocked is always later than t.
+    if (t >= nextTickLocked(t)) {
       out.clear();
       policy->onTick(t, out);
       applyOutputLocked(t);

@@ -192,7 +192,7 @@ void ComparePanel::setRuns(std::vector<RunData> runs) {
   {
     // The keys of these runs; the chosen one stays when they have it too.
     const QSignalBlocker blocker(m_groupKey);
-    const QString key = m_groupKey->currentText();
+    const QString key = groupKey();
     m_groupKey->clear();
     m_groupKey->addItems(groupKeys(m_runs));
     m_groupKey->setCurrentIndex(std::max(0, m_groupKey->findText(key)));
@@ -242,11 +242,11 @@ void ComparePanel::updateGroups() {
   for (const RunData& r : m_runs) pointers.push_back(&r);
   m_chart->setGrouped(m_group->isChecked());
   m_chart->setRuns(std::move(pointers),
-                   m_group->isChecked() ? groupLabels(m_runs, m_groupKey->currentText()) : QStringList());
+                   m_group->isChecked() ? groupLabels(m_runs, groupKey()) : QStringList());
 }
 
 void ComparePanel::updateBars(const std::vector<RunFigures>& figs) {
-  m_bars->setBars(timeToTargetBars(m_runs, figs, groupLabels(m_runs, m_groupKey->currentText())));
+  m_bars->setBars(timeToTargetBars(m_runs, figs, groupLabels(m_runs, groupKey())));
 }
 
 void ComparePanel::updateTable() {
