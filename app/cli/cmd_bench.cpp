@@ -103,11 +103,74 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// (a) One worker + server (the default local transport: shared memory) against the
-// single-process trainer, same model, batch and data: seconds per iteration of each, in
-// alternating rounds.
-Result<std::pair<double, double>> iterationTimes(const TrainTest& data, const std::string& model, int batch,
-                                                 int iterations, int rounds) {
+// (a) of one model: an iteration through the server against one of the single-process
+// trainer. `ratio` is the median of the rounds' own ratios: this machine's speed drifts
+// between rounds far more than the overhead measured, and a round's two halves are
+// measured back to back (in alternating order), so their ratio cancels most of the drift.
+struct ModelRatio {
+  std::string model;
+  double distributedS = 0, singleS = 0;  // medians over the rounds, seconds per iteration
+  double pushPullS = 0;                  // median of the worker's time in PushPull per iteration
+  double ratio = 0;
+};
+
+// Seconds per iteration of the single-process trainer, after 10 warm-up steps.
+Result<double> singleIteration(const ExperimentSpec& spec, const TrainTest& data, int iterations) {
+  auto trainer = ml::SingleNodeTrainer::create(spec, data);
+  if (!trainer) return trainer.status();
+  for (int i = 0; i < 10; ++i) (void)trainer.value()->step();  // warm-up
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) {
+    if (auto st = trainer.value()->step(); !st) return st.status();
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iterations;
+}
+
+// One worker + server (the default local transport: shared memory) until `iterations`
+// updates: its seconds per iteration and its seconds in PushPull per iteration. The worker
+// has the same 10 warm-up computations as the trainer's steps. `doorbell` false: its
+// PushPull goes through gRPC, not the region's doorbell (what the doorbell saves).
+Result<std::pair<double, double>> distributedIteration(const ExperimentSpec& spec, const TrainTest& data,
+                                                       bool doorbell) {
+  net::ServerOptions options;
+  options.spec = spec;
+  options.workers = 1;
+  options.modelName = spec.model().name();
+  auto initial = ml::initialParameters(spec, data.train);
+  if (!initial) return initial.status();
+  options.initialParameters = std::move(initial).value();
+  std::vector<float> params = options.initialParameters, scratch(params.size());
+  auto server = net::ParameterServer::start(std::move(options));
+  if (!server) return server.status();
+  net::WorkerOptions worker;
+  worker.server = "127.0.0.1:" + std::to_string(server.value()->port());
+  worker.name = "bench-worker";
+  worker.requestedRank = 0;
+  worker.model = spec.model().name();
+  worker.parameters = static_cast<std::int64_t>(params.size());
+  worker.transport = net::LocalTransport::Auto;  // what `dasp run` gives a local worker
+  auto join = net::joinServer(worker, "worker");
+  if (!join) return join.status();
+  if (join->client->transport() != net::LocalTransport::Shm) {
+    return Status::error("bench ps: the local worker did not get shared memory: " + join->client->transportFallback());
+  }
+  join->client->useDoorbell(doorbell);
+  auto source = ml::ShardGradientSource::create(spec, data.train, 0, 1);
+  if (!source) return source.status();
+  for (int i = 0; i < 10; ++i) {
+    if (auto loss = source.value()->computeGradient(params.data(), scratch.data()); !loss) return loss.status();
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto stats = net::runWorker(worker, join.value(), *source.value());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  server.value()->shutdown(1.0);
+  if (!stats) return stats.status();
+  const double iterations = static_cast<double>(std::max<std::int64_t>(1, stats->iterations));
+  return std::make_pair(seconds / iterations, stats->pushPullS / iterations);
+}
+
+Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& model, int batch, int iterations,
+                                  int rounds, bool doorbell = true) {
   ExperimentSpec spec;
   spec.mutable_model()->set_name(model);
   spec.mutable_dataset()->set_name("fashion-mnist");
@@ -116,64 +179,33 @@ Result<std::pair<double, double>> iterationTimes(const TrainTest& data, const st
   spec.set_device("cpu");
   spec.mutable_stop()->set_max_updates(iterations);
   spec = withDefaults(spec);
-  using Clock = std::chrono::steady_clock;
-  std::vector<double> single, distributed;
+  std::vector<double> single, distributed, pushPull, ratios;
   for (int round = 0; round < rounds; ++round) {
-    {
-      auto trainer = ml::SingleNodeTrainer::create(spec, data);
-      if (!trainer) return trainer.status();
-      for (int i = 0; i < 10; ++i) (void)trainer.value()->step();  // warm-up
-      const auto t0 = Clock::now();
-      for (int i = 0; i < iterations; ++i) {
-        if (auto st = trainer.value()->step(); !st) return st.status();
-      }
-      single.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / iterations);
-    }
-    net::ServerOptions options;
-    options.spec = spec;
-    options.workers = 1;
-    options.modelName = model;
-    auto initial = ml::initialParameters(spec, data.train);
-    if (!initial) return initial.status();
-    options.initialParameters = std::move(initial).value();
-    const auto parameters = static_cast<std::int64_t>(options.initialParameters.size());
-    auto server = net::ParameterServer::start(std::move(options));
-    if (!server) return server.status();
-    net::WorkerOptions worker;
-    worker.server = "127.0.0.1:" + std::to_string(server.value()->port());
-    worker.name = "bench-worker";
-    worker.requestedRank = 0;
-    worker.model = model;
-    worker.parameters = parameters;
-    worker.transport = net::LocalTransport::Auto;  // what `dasp run` gives a local worker
-    auto join = net::joinServer(worker, "worker");
-    if (!join) return join.status();
-    if (join->client->transport() != net::LocalTransport::Shm) {
-      return Status::error("bench ps: the local worker did not get shared memory: " +
-                           join->client->transportFallback());
-    }
-    auto source = ml::ShardGradientSource::create(spec, data.train, 0, 1);
-    if (!source) return source.status();
-    const auto t0 = Clock::now();
-    auto stats = net::runWorker(worker, join.value(), *source.value());
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    server.value()->shutdown(1.0);
-    if (!stats) return stats.status();
-    distributed.push_back(seconds / static_cast<double>(std::max<std::int64_t>(1, stats->iterations)));
+    Result<double> alone = Status::error("not measured");
+    Result<std::pair<double, double>> through = Status::error("not measured");
+    if (round % 2 == 0) alone = singleIteration(spec, data, iterations);
+    through = distributedIteration(spec, data, doorbell);
+    if (round % 2 == 1) alone = singleIteration(spec, data, iterations);
+    if (!alone) return alone.status();
+    if (!through) return through.status();
+    single.push_back(alone.value());
+    distributed.push_back(through->first);
+    pushPull.push_back(through->second);
+    ratios.push_back(alone.value() > 0 ? through->first / alone.value() : 0);
   }
-  return std::make_pair(median(distributed), median(single));
+  return ModelRatio{model, median(distributed), median(single), median(pushPull), median(ratios)};
 }
-
-struct ModelRatio {
-  std::string model;
-  double distributedS = 0, singleS = 0;
-  double ratio() const { return singleS > 0 ? distributedS / singleS : 0; }
-};
 
 struct TransportRate {
   net::LocalTransport transport;
   double gbps = 0;
-  net::CallLatency latency;  // one PushPull call of a 16-float model
+};
+
+// One PushPull call of a 16-float model: over a transport, or over shared memory through
+// gRPC instead of the doorbell ("shm_grpc").
+struct LatencyCase {
+  std::string name;
+  net::CallLatency latency;
 };
 
 // {"a":1.5,"b":2} from (name, value) pairs.
@@ -184,22 +216,26 @@ std::string jsonObject(const Items& items, Name&& name, Value&& value) {
   return out + "}";
 }
 
-void printPs(const std::vector<ModelRatio>& models, const net::TransferBench& tcp,
-             const std::vector<TransportRate>& transports, const MemoryBench& copy, const MemoryBench& apply,
-             const PolicyBenchResult& ssp, const PolicyBenchResult& dasp) {
+void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoorbell, const net::TransferBench& tcp,
+             const std::vector<TransportRate>& transports, const std::vector<LatencyCase>& latencies,
+             const MemoryBench& copy, const MemoryBench& apply, const PolicyBenchResult& ssp,
+             const PolicyBenchResult& dasp) {
   for (const auto& m : models) {
-    std::printf("(a) %-8s batch 64: %.3f ms per iteration through the server (shm) vs %.3f ms single-process: "
-                "ratio %.3f\n",
-                m.model.c_str(), m.distributedS * 1e3, m.singleS * 1e3, m.ratio());
+    std::printf("(a) %-8s batch 64: %.3f ms per iteration through the server (shm; %.3f ms of it in PushPull) vs "
+                "%.3f ms single-process: ratio %.3f\n",
+                m.model.c_str(), m.distributedS * 1e3, m.pushPullS * 1e3, m.singleS * 1e3, m.ratio);
   }
+  std::printf("    %-8s without the doorbell (PushPull through gRPC): %.3f ms vs %.3f ms: ratio %.3f\n",
+              withoutDoorbell.model.c_str(), withoutDoorbell.distributedS * 1e3, withoutDoorbell.singleS * 1e3,
+              withoutDoorbell.ratio);
   std::printf("(b) 10M floats: memcpy %.2f GB/s, TCP echo %.2f GB/s\n", copy.gbps, tcp.gbps);
   for (const auto& t : transports) {
     std::printf("    push+pull over %-4s %.2f GB/s: %.2f x the TCP echo\n", net::nameOf(t.transport), t.gbps,
                 tcp.gbps > 0 ? t.gbps / tcp.gbps : 0);
   }
-  for (const auto& t : transports) {
-    std::printf("    one PushPull call over %-4s (16 floats): %.0f us back to back, %.0f us after %.0f ms of computing\n",
-                net::nameOf(t.transport), t.latency.backToBackUs, t.latency.afterBusyUs, t.latency.busyS * 1e3);
+  for (const auto& l : latencies) {
+    std::printf("    one PushPull call over %-8s (16 floats): %.0f us back to back, %.0f us after %.0f ms of computing\n",
+                l.name.c_str(), l.latency.backToBackUs, l.latency.afterBusyUs, l.latency.busyS * 1e3);
   }
   std::printf("(c) apply (fused SGD-momentum, 10M floats): %.2f ms = %.1f GB/s\n", apply.seconds * 1e3, apply.gbps);
   std::printf("(d) decisions/s with 1,024 workers: ssp %.3g, dasp %.3g\n", ssp.decisionsPerS, dasp.decisionsPerS);
@@ -216,10 +252,14 @@ int benchPs(const BenchPsFlags& flags) {
   std::vector<ModelRatio> models;
   for (const char* model : {"mlp", "lenet", "ttf-cnn"}) {
     note(std::string("(a) ") + model + " iteration: 1 worker + server (shared memory) vs the single-process trainer");
-    auto times = iterationTimes(data.value(), model, 64, 300, 3);
+    auto times = iterationTimes(data.value(), model, 64, 200, 5);
     if (!times) return fail(times.message(), 1);
-    models.push_back({model, times->first, times->second});
+    models.push_back(times.value());
   }
+  note("(a) lenet iteration again, its PushPull through gRPC instead of the doorbell");
+  auto plain = iterationTimes(data.value(), "lenet", 64, 200, 5, false);
+  if (!plain) return fail(plain.message(), 1);
+  const ModelRatio withoutDoorbell = plain.value();
   note("(b) push+pull of 10M floats over tcp, unix and shm vs memcpy and a raw TCP echo of the same bytes");
   const std::int64_t floats = 10'000'000;
   const auto copy = benchMemcpy(floats, 21);
@@ -229,15 +269,19 @@ int benchPs(const BenchPsFlags& flags) {
   for (auto t : {net::LocalTransport::Tcp, net::LocalTransport::Unix, net::LocalTransport::Shm}) {
     auto r = net::benchPushPull(floats, t == net::LocalTransport::Shm ? 21 : 11, t);
     if (!r) return fail(r.message(), 1);
-    transports.push_back({t, r->gbps, {}});
+    transports.push_back({t, r->gbps});
   }
   // The part of (a)'s overhead that no copy explains: a call's latency, and what waking the
   // server's sleeping threads adds to it after an iteration's worth of computing (lenet's).
   note("(b) one PushPull call per transport: its latency back to back and after computing");
-  for (auto& t : transports) {
-    auto latency = net::benchCallLatency(t.transport, models[1].singleS, 200);
-    if (!latency) return fail(latency.message(), 1);
-    t.latency = latency.value();
+  std::vector<LatencyCase> latencies;
+  for (const auto& t : transports) {
+    for (bool doorbell : {true, false}) {
+      if (!doorbell && t.transport != net::LocalTransport::Shm) continue;
+      auto latency = net::benchCallLatency(t.transport, models[1].singleS, 200, doorbell);
+      if (!latency) return fail(latency.message(), 1);
+      latencies.push_back({std::string(net::nameOf(t.transport)) + (doorbell ? "" : "_grpc"), latency.value()});
+    }
   }
   note("(c) the server's apply step over 10M floats");
   const auto apply = benchApply(floats, 21);
@@ -256,12 +300,12 @@ int benchPs(const BenchPsFlags& flags) {
   }
   auto ratioTo = [&](double gbps) { return tcp->gbps > 0 ? gbps / tcp->gbps : 0; };
   if (!json) {
-    printPs(models, tcp.value(), transports, copy, apply, ssp, dasp);
+    printPs(models, withoutDoorbell, tcp.value(), transports, latencies, copy, apply, ssp, dasp);
     return 0;
   }
   // The fields of earlier versions keep their meaning (lenet; push+pull over TCP); the
   // new ones add each transport and model.
-  std::cout << "{\"bench\":\"ps\",\"iteration_time_ratio\":" << jsonNumber(lenet.ratio())
+  std::cout << "{\"bench\":\"ps\",\"iteration_time_ratio\":" << jsonNumber(lenet.ratio)
             << ",\"distributed_iteration_ms\":" << jsonNumber(lenet.distributedS * 1e3)
             << ",\"single_iteration_ms\":" << jsonNumber(lenet.singleS * 1e3)
             << ",\"push_pull_gbps\":" << jsonNumber(tcpGbps) << ",\"tcp_echo_gbps\":" << jsonNumber(tcp->gbps)
@@ -274,14 +318,18 @@ int benchPs(const BenchPsFlags& flags) {
             << ",\"same_host_vs_tcp\":" << jsonNumber(ratioTo(sameHost))
             << ",\"same_host_vs_memcpy\":" << jsonNumber(copy.gbps > 0 ? sameHost / copy.gbps : 0)
             << ",\"iteration_time_ratio_by_model\":"
-            << jsonObject(models, [](const ModelRatio& m) { return m.model; }, [](const ModelRatio& m) { return m.ratio(); })
+            << jsonObject(models, [](const ModelRatio& m) { return m.model; }, [](const ModelRatio& m) { return m.ratio; })
             << ",\"apply_gbps\":" << jsonNumber(apply.gbps) << ",\"apply_ms\":" << jsonNumber(apply.seconds * 1e3)
+            << ",\"push_pull_ms_by_model\":"
+            << jsonObject(models, [](const ModelRatio& m) { return m.model; },
+                          [](const ModelRatio& m) { return m.pushPullS * 1e3; })
+            << ",\"iteration_time_ratio_without_doorbell\":" << jsonNumber(withoutDoorbell.ratio)
             << ",\"call_latency_us\":"
-            << jsonObject(transports, [](const TransportRate& t) { return std::string(net::nameOf(t.transport)); },
-                          [](const TransportRate& t) { return t.latency.backToBackUs; })
+            << jsonObject(latencies, [](const LatencyCase& l) { return l.name; },
+                          [](const LatencyCase& l) { return l.latency.backToBackUs; })
             << ",\"call_latency_after_compute_us\":"
-            << jsonObject(transports, [](const TransportRate& t) { return std::string(net::nameOf(t.transport)); },
-                          [](const TransportRate& t) { return t.latency.afterBusyUs; })
+            << jsonObject(latencies, [](const LatencyCase& l) { return l.name; },
+                          [](const LatencyCase& l) { return l.latency.afterBusyUs; })
             << ",\"call_latency_compute_ms\":" << jsonNumber(models[1].singleS * 1e3)
             << "}" << std::endl;
   return 0;

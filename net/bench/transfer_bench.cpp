@@ -178,11 +178,12 @@ Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTr
   return r;
 }
 
-Result<CallLatency> benchCallLatency(LocalTransport transport, double busyS, int calls) {
+Result<CallLatency> benchCallLatency(LocalTransport transport, double busyS, int calls, bool doorbell) {
   constexpr std::int64_t kFloats = 16;
   auto cluster = startBenchCluster(kFloats, transport);
   if (!cluster) return cluster.status();
   PsClient& client = *cluster->client;
+  client.useDoorbell(doorbell);
   std::vector<float> gradient(kFloats, 1e-6f);
   pb::PushRequest push;
   push.set_rank(0);

@@ -32,11 +32,13 @@ Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTr
 // per iteration) of a 16-float model over `transport`, in microseconds, back to back and
 // with `busyS` of computing on the client before each call, as a worker computes its
 // gradient while the server's threads sleep. The difference is the cost of waking them.
+// Over shared memory the call rings the region's doorbell, or (`doorbell` false) goes
+// through gRPC as over the Unix socket.
 struct CallLatency {
   double backToBackUs = 0;
   double afterBusyUs = 0;
   double busyS = 0;
 };
-Result<CallLatency> benchCallLatency(LocalTransport transport, double busyS, int calls);
+Result<CallLatency> benchCallLatency(LocalTransport transport, double busyS, int calls, bool doorbell = true);
 
 }  // namespace dasp::net

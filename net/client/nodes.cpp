@@ -487,6 +487,7 @@ bool WorkerLoop::iterate(grpc::Status& status) {
     // reported as the next iteration's pull.
     m_pullReply.Clear();
     status = m_client->pushPull(m_pushRequest, m_gradient.data(), m_pullReply, m_params, m_pullTimeout);
+    m_stats.pushPullS += secondsSince(pushStart);
     if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
       // The push was handled, or the server is hung (paused) or the link cut; only the
       // answer did not come in time: pull again, never re-push.

@@ -47,6 +47,7 @@ struct NodeStats {
   std::int64_t retries = 0;
   std::int64_t outages = 0;
   std::int64_t refused = 0;  // pushes the server refused (not applied); the worker went on
+  double pushPullS = 0;      // seconds in its PushPull calls (waits included)
 };
 
 struct WorkerOptions {

@@ -306,14 +306,51 @@ grpc::Status PsClient::pushPull(pb::PushRequest& request, const float* gradient,
   params = nullptr;
   const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
   loadGradient(request, gradient);
-  grpc::ClientContext context;
-  prepare(context, timeoutS);
-  auto status = throughLink(timeoutS, [&] { return m_stub->PushPull(&context, request, &reply); });
+  grpc::Status status;
+  if (m_region && m_doorbell) {
+    status = throughLink(timeoutS, [&] { return ringDoorbell(request, reply, timeoutS); });
+  } else {
+    grpc::ClientContext context;
+    prepare(context, timeoutS);
+    status = throughLink(timeoutS, [&] { return m_stub->PushPull(&context, request, &reply); });
+  }
   if (!status.ok()) return status;
   m_bytesSent += static_cast<std::int64_t>(bytes);
   m_bytesReceived += static_cast<std::int64_t>(reply.parameters().size());
   params = parametersOf(reply);
   return status;
+}
+
+grpc::Status PsClient::ringDoorbell(const pb::PushRequest& request, pb::PullReply& reply, double timeoutS) {
+  Doorbell doorbell(m_region->doorbell());
+  (void)request.SerializeToString(&m_doorbellRequest);
+  std::uint32_t call = 0;
+  if (!doorbell.post(m_security.token, m_doorbellRequest, call)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the run token or the push does not fit the doorbell block");
+  }
+  const auto deadline = Doorbell::Clock::now() + std::chrono::duration_cast<Doorbell::Clock::duration>(
+                                                     std::chrono::duration<double>(timeoutS));
+  switch (doorbell.awaitReply(call, deadline, [this] { return m_region->peerAlive(); })) {
+    case Doorbell::Wait::Answered: break;
+    case Doorbell::Wait::TimedOut:
+      doorbell.cancel(call);
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "no answer on the shared-memory doorbell in time");
+    case Doorbell::Wait::Closed:
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "the server closed the shared-memory region (it shut down, or this rank joined again)");
+    case Doorbell::Wait::ServerGone:
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "the server's process is gone (it no longer holds the shared-memory region)");
+  }
+  const Doorbell::Reply answer = doorbell.reply();
+  if (answer.code != 0) {
+    const int code = answer.code > 0 && answer.code <= 16 ? answer.code : static_cast<int>(grpc::StatusCode::UNKNOWN);
+    return grpc::Status(static_cast<grpc::StatusCode>(code), std::string(answer.message), std::string(answer.details));
+  }
+  if (!reply.ParseFromArray(answer.body.data(), static_cast<int>(answer.body.size()))) {
+    return grpc::Status(grpc::StatusCode::DATA_LOSS, "the server's doorbell reply is not a PullReply");
+  }
+  return grpc::Status::OK;
 }
 
 // The gradient into the shared-memory slot (the request says so) or into the request.

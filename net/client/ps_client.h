@@ -60,10 +60,16 @@ class PsClient {
   grpc::Status pullParameters(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
                               double timeoutS);
   grpc::Status pushGradient(pb::PushRequest& request, const float* gradient, pb::PushReply& reply, double timeoutS);
-  // Push and pull in one call (models below the chunking threshold only).
+  // Push and pull in one call (models below the chunking threshold only). With shared
+  // memory it rings the region's doorbell (net/transport/doorbell.h) instead of calling
+  // gRPC, with the same statuses: DEADLINE_EXCEEDED after `timeoutS` (the call given up),
+  // UNAVAILABLE when the server closed the region or its process is gone.
   grpc::Status pushPull(pb::PushRequest& request, const float* gradient, pb::PullReply& reply, const float*& params,
                         double timeoutS);
   bool chunked() const { return m_chunked && !m_region; }
+  // Shared memory: PushPull through the doorbell (default) or through gRPC (`false`: what
+  // `dasp bench ps` compares it with).
+  void useDoorbell(bool on) { m_doorbell = on; }
 
   // A Watch stream; the caller reads batches until it ends. `context` must outlive it
   // (the run token is added to it here).
@@ -83,6 +89,7 @@ class PsClient {
   const float* parametersOf(const pb::PullReply& reply);
   grpc::Status pullChunks(const pb::PullRequest& request, pb::PullReply& reply, const float*& params, double timeoutS);
   void loadGradient(pb::PushRequest& request, const float* gradient);
+  grpc::Status ringDoorbell(const pb::PushRequest& request, pb::PullReply& reply, double timeoutS);
 
   std::string m_address;
   NodeSecurity m_security;
@@ -97,6 +104,8 @@ class PsClient {
   LocalTransport m_transport = LocalTransport::Tcp;
   std::string m_fallback;
   std::unique_ptr<SharedRegion> m_region;  // SHM: the gradient and parameter slots
+  bool m_doorbell = true;
+  std::string m_doorbellRequest;  // the serialized request (reused)
 };
 
 // Sets a deadline `seconds` from now on `context`.

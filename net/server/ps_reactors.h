@@ -8,8 +8,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace dasp::net {
@@ -156,6 +159,66 @@ class ParameterServer::Impl::WatchReactor final : public grpc::ServerWriteReacto
 
  private:
   Impl* m_impl;
+};
+
+// The pull of a PushPull rung on a region's doorbell (ps_doorbell.cpp): answered through
+// the doorbell block, its parameters into the region's parameter slot — unless the worker
+// has given up on the call (it then reads that slot for a gRPC pull instead). Owned by the
+// region's DoorbellServer; answered (once, under Impl::mu) by whichever thread releases it.
+class ParameterServer::Impl::DoorbellPull final : public PendingPull {
+ public:
+  DoorbellPull(int rank, double arrivedAt, SharedRegion* region, std::uint32_t call)
+      : PendingPull(rank, arrivedAt, -1), m_region(region), m_doorbell(region->doorbell()), m_call(call) {}
+  std::uint32_t call() const { return m_call; }
+  bool answered() const { return m_answered.load(std::memory_order_acquire); }
+  pb::PullReply& header() override { return m_reply; }
+  void setParameters(const float* params, std::size_t bytes) override;
+  void complete() override;
+  void abandon() override { answer(grpc::Status(grpc::StatusCode::CANCELLED, "the pull was cancelled")); }
+  void refuse(const grpc::Status& status) override { answer(status); }
+  // Answers with `status` (not OK), through the block.
+  void answer(const grpc::Status& status);
+
+ private:
+  SharedRegion* m_region;
+  Doorbell m_doorbell;
+  std::uint32_t m_call;
+  pb::PullReply m_reply;
+  std::string m_bytes;  // the serialized reply
+  std::atomic<bool> m_answered{false};
+};
+
+// The thread that answers one region's doorbell: it sleeps on the block, takes each call
+// (the run token, the rank, the push through handlePushOf as PushPull does), parks its
+// pull like any other, and drops a parked pull whose worker gave up on it or is gone (the
+// region's liveness lock). Made and closed under Impl::mu (openDoorbellLocked); close()
+// only flags and wakes, so it may be called with the lock held; the destructor joins the
+// thread and must be called without it.
+class ParameterServer::Impl::DoorbellServer {
+ public:
+  DoorbellServer(Impl* impl, int rank, std::shared_ptr<SharedRegion> region);
+  ~DoorbellServer();
+  DoorbellServer(const DoorbellServer&) = delete;
+  DoorbellServer& operator=(const DoorbellServer&) = delete;
+  void close() { m_doorbell.close(); }
+  bool ended() const { return m_ended.load(std::memory_order_acquire); }
+
+ private:
+  void loop();
+  void handle(std::uint32_t call);
+  // The parked pull is given up (cancelled if still parked) and freed.
+  void dropPull();
+  Impl* m_impl;
+  int m_rank;
+  std::shared_ptr<SharedRegion> m_region;
+  Doorbell m_doorbell;
+  // The thread's own.
+  std::unique_ptr<DoorbellPull> m_pull;
+  std::string m_token, m_request;
+  pb::PushRequest m_push;
+  pb::PushReply m_pushed;
+  std::atomic<bool> m_ended{false};
+  std::thread m_thread;  // last: starts once the rest is built
 };
 
 // Streaming calls refused before they start (a missing or wrong run token): the reactor

@@ -19,8 +19,11 @@ grpc::Status ParameterServer::Impl::authorize(const grpc::CallbackServerContext*
       tokensEqual(std::string_view(it->second.data(), it->second.size()), options.security.token)) {
     return grpc::Status::OK;
   }
-  const std::string why = it == metadata.end() ? "missing run token" : "wrong run token";
-  const std::string detail = std::string(rpc) + " from " + ctx->peer() + " refused: " + why;
+  return refuseToken(rpc, it == metadata.end() ? "missing run token" : "wrong run token", ctx->peer());
+}
+
+grpc::Status ParameterServer::Impl::refuseToken(const char* rpc, const std::string& why, const std::string& peer) {
+  const std::string detail = std::string(rpc) + " from " + peer + " refused: " + why;
   {
     std::lock_guard<std::mutex> lock(mu);
     ++counters.unauthorized;

@@ -105,6 +105,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   impl->sendBuffers.resize(workers + 1);
   impl->receiveBuffers.resize(workers);
   impl->regions.resize(workers);
+  impl->doorbells.resize(workers);
   impl->gradientOf.assign(workers, nullptr);
   for (std::size_t r = 0; r < workers; ++r) impl->gradientOf[r] = impl->held[r].data();
   impl->baseVersionOf.assign(workers, 0);
@@ -180,6 +181,7 @@ void ParameterServer::waitForStop() {
 void ParameterServer::shutdown(double graceSeconds) {
   if (!m_impl || !m_impl->server) return;
   std::unique_ptr<Replicator> replicator;
+  std::vector<std::unique_ptr<Impl::DoorbellServer>> doorbells;
   {
     std::lock_guard<std::mutex> lock(m_impl->mu);
     if (m_impl->shuttingDown) return;
@@ -188,14 +190,16 @@ void ParameterServer::shutdown(double graceSeconds) {
     for (auto* w : m_impl->watchers) w->finishLocked(grpc::Status::OK);
     for (auto& j : m_impl->parkedJoins) j.reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
     m_impl->parkedJoins.clear();
+    doorbells = m_impl->closeDoorbellsLocked();  // after the release: their pulls answered
     m_impl->shuttingDown = true;
     m_impl->tickCv.notify_all();
     m_impl->stopCv.notify_all();
     m_impl->checkpointCv.notify_all();
     replicator = std::move(m_impl->replicator);
   }
-  // The replicator's callbacks take the lock: stop it outside.
+  // The replicator's callbacks and the doorbells' threads take the lock: stop them outside.
   replicator.reset();
+  doorbells.clear();
   if (m_impl->checkpointWriter.joinable()) m_impl->checkpointWriter.join();
   m_impl->server->Shutdown(std::chrono::system_clock::now() +
                            std::chrono::milliseconds(static_cast<int>(graceSeconds * 1000)));

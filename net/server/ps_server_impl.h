@@ -19,6 +19,7 @@
 //   ps_server.cpp       ParameterServer itself: start, stop, shutdown, stats, the ticker
 //   ps_record.cpp       the update record (options.recordPath) and the acknowledged version
 //   ps_transport.cpp    the same-host transports: the Unix socket, the shared-memory regions
+//   ps_doorbell.cpp     the PushPull calls rung on a region's doorbell (its thread per region)
 //
 // Locking contract (one mutex, `mu`; the groups of fields below say what each is under):
 // - Every field in "guarded by mu" is read and written only with `mu` held, by the RPC
@@ -85,6 +86,8 @@ struct ParameterServer::Impl final : ChunkedRawService {
   class PullStreamReactor;  // chunked pull (PullChunks)
   class PushStreamReactor;  // chunked push (PushChunks)
   class WatchReactor;       // one Watch subscriber
+  class DoorbellPull;       // the pull of a PushPull rung on a region's doorbell
+  class DoorbellServer;     // the thread that answers one region's doorbell
   template <typename Message>
   class RefusedWriter;      // a server-streaming call refused for its token
   template <typename Message>
@@ -184,6 +187,11 @@ struct ParameterServer::Impl final : ChunkedRawService {
   // call holds its own reference, so a re-join's new region never pulls one from under it.
   std::vector<std::shared_ptr<SharedRegion>> regions;
   std::int64_t regionsMade = 0;
+  // Per rank, the thread answering its region's doorbell (null: none); those of regions a
+  // re-join replaced, closed, until their threads have ended. shutdown() moves both out
+  // under the lock and joins them outside it (their threads take the lock).
+  std::vector<std::unique_ptr<DoorbellServer>> doorbells;
+  std::vector<std::unique_ptr<DoorbellServer>> retiredDoorbells;
   // Chain.
   std::int64_t replicatedVersion = -1;       // chain: the version the tail holds
   std::vector<float> combined;               // chain: Σ w·g of one update (reused)
@@ -269,6 +277,9 @@ struct ParameterServer::Impl final : ChunkedRawService {
 
   // --- authentication (ps_rpcs.cpp) ----------------------------------------------------------
   grpc::Status authorize(const grpc::CallbackServerContext* ctx, const char* rpc);
+  // A call refused for its token (`why`): counted, a REJECT event naming `peer`, and the
+  // PERMISSION_DENIED status (authorize(), and the doorbell's calls).
+  grpc::Status refuseToken(const char* rpc, const std::string& why, const std::string& peer);
   grpc::ServerUnaryReactor* refusedUnary(grpc::CallbackServerContext* ctx, const char* rpc);
 
   // --- RPCs (ps_rpcs.cpp; Watch: ps_events.cpp; Replicate: ps_chain.cpp) ------------------------
@@ -364,6 +375,11 @@ struct ParameterServer::Impl final : ChunkedRawService {
   grpc::Status offerTransportLocked(const pb::JoinRequest& req, int rank, pb::JoinReply* reply);
   std::shared_ptr<SharedRegion> regionOf(int rank);
   grpc::Status noRegion(int rank) const;
+  // Join (ps_doorbell.cpp): starts the thread answering `rank`'s new region's doorbell and
+  // closes the one of the region it replaces.
+  void openDoorbellLocked(int rank, std::shared_ptr<SharedRegion> region);
+  // shutdown(): closes every doorbell and hands their threads over, to be joined unlocked.
+  std::vector<std::unique_ptr<DoorbellServer>> closeDoorbellsLocked();
 
   // --- time-driven decisions (ps_server.cpp) ---------------------------------------------------
   void tickLoop();

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "net/transport/shared_region.h"
 
+#include "net/transport/doorbell.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -9,27 +11,55 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace dasp::net {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x3130'6d68'7370'7364ull;  // "dspshm01"
-// The header fills the first page; each slot starts on a page (and so a cache line).
+// The header fills the first page, the doorbell block the pages after it; each slot
+// starts on a page (and so a cache line).
 constexpr std::size_t kPage = 4096;
+constexpr std::size_t kDoorbellBytes = (sizeof(DoorbellBlock) + kPage - 1) / kPage * kPage;
+// Liveness: each side holds an open-file-description lock on one byte of the file for as
+// long as it has the region; the kernel drops it when that process ends, however it ends.
+constexpr off_t kServerByte = 0;
+constexpr off_t kWorkerByte = 1;
 
 struct Header {
   std::uint64_t magic;
   unsigned char nonce[16];
   std::int64_t count;
 };
-static_assert(sizeof(Header) <= kPage);
+static_assert(sizeof(Header) <= kPage && SharedRegion::kDoorbellOffset == kPage);
 
 std::size_t slotBytes(std::int64_t count) {
   const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
   return (bytes + kPage - 1) / kPage * kPage;
 }
 
-std::size_t regionBytes(std::int64_t count) { return kPage + 2 * slotBytes(count); }
+std::size_t regionBytes(std::int64_t count) { return kPage + kDoorbellBytes + 2 * slotBytes(count); }
+
+// An exclusive OFD lock on `byte` of `fd` (never waits): false when another holds it.
+bool lockByte(int fd, off_t byte) {
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = byte;
+  lock.l_len = 1;
+  return ::fcntl(fd, F_OFD_SETLK, &lock) == 0;
+}
+
+// Somebody (another open file description) holds a lock on `byte`.
+bool byteLocked(int fd, off_t byte) {
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = byte;
+  lock.l_len = 1;
+  if (::fcntl(fd, F_OFD_GETLK, &lock) != 0) return true;  // cannot tell: assume alive
+  return lock.l_type != F_UNLCK;
+}
 
 std::string errnoText(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
@@ -44,17 +74,21 @@ void* mapShared(int fd, std::size_t bytes) {
 
 }  // namespace
 
-SharedRegion::SharedRegion(std::string path, void* base, std::size_t bytes, std::int64_t count, bool linked)
-    : m_path(std::move(path)), m_base(base), m_bytes(bytes), m_count(count), m_linked(linked) {
+SharedRegion::SharedRegion(std::string path, int fd, void* base, std::size_t bytes, std::int64_t count, bool linked)
+    : m_path(std::move(path)), m_fd(fd), m_base(base), m_bytes(bytes), m_count(count), m_linked(linked), m_server(linked) {
   auto* bytesBase = static_cast<unsigned char*>(base);
-  m_gradient = reinterpret_cast<float*>(bytesBase + kPage);
-  m_parameters = reinterpret_cast<float*>(bytesBase + kPage + slotBytes(count));
+  m_doorbell = reinterpret_cast<DoorbellBlock*>(bytesBase + kPage);
+  m_gradient = reinterpret_cast<float*>(bytesBase + kPage + kDoorbellBytes);
+  m_parameters = reinterpret_cast<float*>(bytesBase + kPage + kDoorbellBytes + slotBytes(count));
 }
 
 SharedRegion::~SharedRegion() {
   unlinkFile();
   if (m_base != nullptr) ::munmap(m_base, m_bytes);
+  if (m_fd >= 0) ::close(m_fd);  // drops this side's liveness lock
 }
+
+bool SharedRegion::peerAlive() const { return byteLocked(m_fd, m_server ? kWorkerByte : kServerByte); }
 
 void SharedRegion::unlinkFile() {
   if (!m_linked) return;
@@ -86,16 +120,19 @@ Result<std::unique_ptr<SharedRegion>> SharedRegion::create(const std::string& di
     failure = errnoText("shared memory: cannot set mode 0600 on", path);
   } else if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     failure = errnoText("shared memory: cannot size", path);
+  } else if (!lockByte(fd, kServerByte)) {
+    failure = errnoText("shared memory: cannot lock", path);
   } else if ((base = mapShared(fd, bytes)) == nullptr) {
     failure = errnoText("shared memory: cannot map", path);
   }
-  ::close(fd);
   if (!failure.empty()) {
+    ::close(fd);
     ::unlink(path.c_str());
     return Status::error(failure);
   }
   std::memcpy(base, &header, sizeof header);
-  return std::unique_ptr<SharedRegion>(new SharedRegion(path, base, bytes, parameterCount, true));
+  new (static_cast<unsigned char*>(base) + kPage) DoorbellBlock();  // the file's zeros, as the type
+  return std::unique_ptr<SharedRegion>(new SharedRegion(path, fd, base, bytes, parameterCount, true));
 }
 
 Result<std::unique_ptr<SharedRegion>> SharedRegion::attach(const std::string& path, const std::string& nonce,
@@ -114,10 +151,11 @@ Result<std::unique_ptr<SharedRegion>> SharedRegion::attach(const std::string& pa
   } else if (static_cast<std::size_t>(st.st_size) != bytes) {
     failure = "shared memory: " + path + " has " + std::to_string(st.st_size) + " bytes, " +
               std::to_string(parameterCount) + " parameters need " + std::to_string(bytes);
+  } else if (!lockByte(fd, kWorkerByte)) {
+    failure = "shared memory: " + path + " is already attached by another worker";
   } else if ((base = mapShared(fd, bytes)) == nullptr) {
     failure = errnoText("shared memory: cannot map", path);
   }
-  ::close(fd);
   if (failure.empty()) {
     const auto* header = static_cast<const Header*>(base);
     if (header->magic != kMagic || header->count != parameterCount ||
@@ -126,9 +164,12 @@ Result<std::unique_ptr<SharedRegion>> SharedRegion::attach(const std::string& pa
       ::munmap(base, bytes);
     }
   }
-  if (!failure.empty()) return Status::error(failure);
+  if (!failure.empty()) {
+    ::close(fd);
+    return Status::error(failure);
+  }
   ::unlink(path.c_str());  // both sides have it mapped: nothing is left behind on any exit
-  return std::unique_ptr<SharedRegion>(new SharedRegion(path, base, bytes, parameterCount, false));
+  return std::unique_ptr<SharedRegion>(new SharedRegion(path, fd, base, bytes, parameterCount, false));
 }
 
 }  // namespace dasp::net

@@ -13,16 +13,21 @@
 // removes the file: from then on the memory lives only as long as the two mappings, so no
 // exit path of either process leaves it behind. The server removes a file no worker
 // attached when it shuts down; the runner removes the run's directory in any case.
+// Each side keeps the file open with a lock on a byte of its own, which the kernel drops
+// when that process ends however it ends: peerAlive() tells whether the other side still
+// holds the region (a killed server, a killed worker), without any message.
 //
 // Protocol: a worker has one call in flight. It writes its gradient into the gradient slot
 // before a push (PushRequest.gradient_in_shm); the server reads it there while it handles
 // the push, and writes the parameters into the parameter slot when it answers the pull
 // (PullReply.parameters_in_shm), which the worker reads before its next call. So each side
-// only touches a slot while the other waits for it.
+// only touches a slot while the other waits for it. The PushPull call itself may go
+// through the doorbell block instead of gRPC (doorbell.h), with the same slots.
 //
 // Threading: the object is immutable after construction; callers keep to the protocol.
 
 #include "core/common/result.h"
+#include "net/transport/doorbell.h"
 
 #include <array>
 #include <cstddef>
@@ -35,6 +40,8 @@ namespace dasp::net {
 class SharedRegion {
  public:
   using Nonce = std::array<unsigned char, 16>;
+  // Where the doorbell block starts in the file (after the header's page).
+  static constexpr std::size_t kDoorbellOffset = 4096;
 
   // A new region for `parameterCount` floats in `directory` (which must exist), in the
   // file "shm-<name>" (a name no other region of the server has: e.g. "rank-3-join-2");
@@ -54,18 +61,25 @@ class SharedRegion {
   std::int64_t parameterCount() const { return m_count; }
   float* gradient() const { return m_gradient; }
   float* parameters() const { return m_parameters; }
+  DoorbellBlock* doorbell() const { return m_doorbell; }
+  // The other side (the worker, for the server's region; the server, for the worker's)
+  // still has the region: its process lives and has not let go of it.
+  bool peerAlive() const;
   // The server: removes the file if it is still there (no worker attached). Idempotent.
   void unlinkFile();
 
  private:
-  SharedRegion(std::string path, void* base, std::size_t bytes, std::int64_t count, bool linked);
+  SharedRegion(std::string path, int fd, void* base, std::size_t bytes, std::int64_t count, bool linked);
   std::string m_path;
+  int m_fd = -1;  // kept open: it holds this side's liveness lock
   void* m_base = nullptr;
   std::size_t m_bytes = 0;
   std::int64_t m_count = 0;
   float* m_gradient = nullptr;
   float* m_parameters = nullptr;
+  DoorbellBlock* m_doorbell = nullptr;
   bool m_linked = false;  // the file still has its name (server side, before an attach)
+  bool m_server = false;  // made by create()
 };
 
 }  // namespace dasp::net

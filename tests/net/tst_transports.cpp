@@ -3,6 +3,8 @@
 // once mapped), the server's Unix socket (the run token still checked on every call), what
 // a worker gets when the spec says TCP (Auto falls back and says why; an explicit SHM is a
 // clear error), a refused gradient in shared memory, and the files a server leaves: none.
+// The doorbell (PushPull through the region): the token, rank and request checked; the
+// pull of a worker that is gone dropped; a replaced region closed.
 #include "core/spec/spec.h"
 #include "net/bench/transfer_bench.h"
 #include "net/client/ps_client.h"
@@ -12,6 +14,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,6 +61,37 @@ pb::JoinRequest workerJoin() {
 
 std::string addressOf(const dasp::net::ParameterServer& server) { return "127.0.0.1:" + std::to_string(server.port()); }
 
+// A worker's join over TCP that asks for a region the test attaches itself (JoinReply).
+pb::JoinReply joinForRegion(const dasp::net::ParameterServer& server, int rank) {
+  dasp::net::PsClient client(addressOf(server), kFloats);
+  pb::JoinRequest join = workerJoin();
+  join.set_requested_rank(rank);
+  join.set_transport("shm");
+  pb::JoinReply reply;
+  const auto status = client.join(join, reply, 10);
+  if (!status.ok()) qFatal("join: %s", status.error_message().c_str());
+  return reply;
+}
+
+// One call on the doorbell: posts `request` with `token` and waits (10 s) for the reply.
+dasp::net::Doorbell::Reply ring(dasp::net::DoorbellBlock* block, const std::string& token, const std::string& request) {
+  dasp::net::Doorbell doorbell(block);
+  std::uint32_t call = 0;
+  if (!doorbell.post(token, request, call)) qFatal("the request does not fit the block");
+  const auto wait = doorbell.awaitReply(call, dasp::net::Doorbell::Clock::now() + std::chrono::seconds(10),
+                                        [] { return true; });
+  if (wait != dasp::net::Doorbell::Wait::Answered) qFatal("no doorbell reply");
+  return doorbell.reply();
+}
+
+std::string pushOf(int rank, bool inShm) {
+  pb::PushRequest push;
+  push.set_rank(rank);
+  push.set_gradient_in_shm(inShm);
+  push.set_batch_size(1);
+  return push.SerializeAsString();
+}
+
 }  // namespace
 
 class TestTransports : public QObject {
@@ -71,6 +106,9 @@ class TestTransports : public QObject {
   void nanGradientInSharedMemoryIsRefused();
   void shmCallWithoutRegionIsRefused();
   void callLatencyBenchRunsOverEachTransport();
+  void doorbellChecksTokenRankAndRequest();
+  void doorbellDropsThePullOfAWorkerThatIsGone();
+  void doorbellOfAReplacedRegionIsClosed();
 };
 
 void TestTransports::regionIsPrivateAndRemovedOnceMapped() {
@@ -213,6 +251,115 @@ void TestTransports::shmCallWithoutRegionIsRefused() {
   QCOMPARE(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   QVERIFY2(status.error_message().find("shared-memory region") != std::string::npos, status.error_message().c_str());
   QCOMPARE(server->stats().version, 0LL);
+}
+
+void TestTransports::doorbellChecksTokenRankAndRequest() {
+  QTemporaryDir dir;
+  auto server = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::SHM);
+  const pb::JoinReply joined = joinForRegion(*server, 0);
+  auto region = dasp::net::SharedRegion::attach(joined.shm_path(), joined.shm_nonce(), kFloats);
+  QVERIFY2(region.isOk(), region.message().c_str());
+  auto* block = region.value()->doorbell();
+  const std::string token = dasp::net::NodeSecurity().token;
+
+  auto refused = ring(block, token + "x", pushOf(0, true));
+  QCOMPARE(refused.code, static_cast<int>(grpc::StatusCode::PERMISSION_DENIED));
+  QCOMPARE(server->stats().unauthorized, 1LL);
+  auto garbage = ring(block, token, "\xff\xff\xff not a message");
+  QCOMPARE(garbage.code, static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  QVERIFY2(std::string(garbage.message).find("not a PushRequest") != std::string::npos, std::string(garbage.message).c_str());
+  auto otherRank = ring(block, token, pushOf(1, true));
+  QCOMPARE(otherRank.code, static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  QVERIFY2(std::string(otherRank.message).find("belongs to rank 0") != std::string::npos,
+           std::string(otherRank.message).c_str());
+  auto notInShm = ring(block, token, pushOf(0, false));
+  QCOMPARE(notInShm.code, static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  QCOMPARE(server->stats().version, 0LL);
+
+  // A good call: the gradient read from the slot, the parameters written back to it.
+  std::fill(region.value()->gradient(), region.value()->gradient() + kFloats, 0.5f);
+  auto answered = ring(block, token, pushOf(0, true));
+  QCOMPARE(answered.code, 0);
+  pb::PullReply reply;
+  QVERIFY(reply.ParseFromArray(answered.body.data(), static_cast<int>(answered.body.size())));
+  QVERIFY(reply.parameters_in_shm());
+  QCOMPARE(reply.version(), 1LL);
+  QCOMPARE(server->stats().version, 1LL);
+  std::vector<float> params;
+  server->snapshot(params);
+  QVERIFY(params[3] < 1.0f);
+  QVERIFY(std::equal(params.begin(), params.end(), region.value()->parameters()));
+}
+
+// BSP with two workers: rank 0's pull parks until rank 1 pushes. When rank 0 lets go of
+// its region (its process ended), the server drops the parked pull, as gRPC cancels the
+// call of a dropped connection: the block gets CANCELLED (read here through a mapping of
+// the test's own, which holds no lock).
+void TestTransports::doorbellDropsThePullOfAWorkerThatIsGone() {
+  QTemporaryDir dir;
+  dasp::net::ServerOptions options;
+  options.spec.mutable_strategy()->set_name("bsp");
+  options.spec.mutable_model()->set_name("flat");
+  options.spec.mutable_cluster()->set_transport(dasp::v1::ClusterSpec::SHM);
+  options.spec = dasp::withDefaults(options.spec);
+  options.workers = 2;
+  options.modelName = "flat";
+  options.initialParameters.assign(kFloats, 1.0f);
+  options.localDir = dir.path().toStdString();
+  auto started = dasp::net::ParameterServer::start(std::move(options));
+  QVERIFY2(started.isOk(), started.message().c_str());
+  auto& server = *started.value();
+  const pb::JoinReply joined = joinForRegion(server, 0);
+  (void)joinForRegion(server, 1);  // rank 1 joins and never pushes
+
+  const int fd = ::open(joined.shm_path().c_str(), O_RDWR | O_CLOEXEC);
+  QVERIFY(fd >= 0);
+  void* page = ::mmap(nullptr, sizeof(dasp::net::DoorbellBlock), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                      dasp::net::SharedRegion::kDoorbellOffset);
+  ::close(fd);  // no lock on this description: only the attached region's counts
+  QVERIFY(page != MAP_FAILED);
+  auto* watched = static_cast<dasp::net::DoorbellBlock*>(page);
+  auto region = dasp::net::SharedRegion::attach(joined.shm_path(), joined.shm_nonce(), kFloats);
+  QVERIFY2(region.isOk(), region.message().c_str());
+  dasp::net::Doorbell doorbell(region.value()->doorbell());
+  std::uint32_t call = 0;
+  QVERIFY(doorbell.post(dasp::net::NodeSecurity().token, pushOf(0, true), call));
+  // Its pull parks (BSP waits for rank 1) whether or not it is handled before rank 0 goes.
+  region.value().reset();  // rank 0 is gone: its lock is released
+  dasp::net::Doorbell seen(watched);
+  const auto wait = seen.awaitReply(call, dasp::net::Doorbell::Clock::now() + std::chrono::seconds(20), [] { return true; });
+  QVERIFY(wait == dasp::net::Doorbell::Wait::Answered);
+  QCOMPARE(seen.reply().code, static_cast<int>(grpc::StatusCode::CANCELLED));
+  QCOMPARE(server.stats().pushes, 1LL);
+  QCOMPARE(server.stats().version, 0LL);
+  ::munmap(page, sizeof(dasp::net::DoorbellBlock));
+}
+
+// A worker whose rank joined again (a new region) finds its old region closed: its next
+// PushPull fails as over a dropped connection (UNAVAILABLE), and it recovers by joining.
+void TestTransports::doorbellOfAReplacedRegionIsClosed() {
+  QTemporaryDir dir;
+  auto server = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::SHM);
+  dasp::net::PsClient client(addressOf(*server), kFloats, dasp::net::NodeSecurity(), LocalTransport::Shm);
+  pb::JoinReply reply;
+  QVERIFY(client.join(workerJoin(), reply, 10).ok());
+  std::vector<float> gradient(kFloats, 0.25f);
+  pb::PushRequest push;
+  push.set_rank(0);
+  push.set_batch_size(1);
+  pb::PullReply pulled;
+  const float* params = nullptr;
+  auto status = client.pushPull(push, gradient.data(), pulled, params, 10);
+  QVERIFY2(status.ok(), status.error_message().c_str());
+  QVERIFY(params != nullptr);
+  QCOMPARE(pulled.version(), 1LL);
+
+  (void)joinForRegion(*server, 0);  // the rank joins again elsewhere
+  status = client.pushPull(push, gradient.data(), pulled, params, 10);
+  QCOMPARE(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  QVERIFY2(status.error_message().find("closed the shared-memory region") != std::string::npos,
+           status.error_message().c_str());
+  QCOMPARE(server->stats().version, 1LL);
 }
 
 QTEST_GUILESS_MAIN(TestTransports)
