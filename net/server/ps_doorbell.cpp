@@ -119,6 +119,12 @@ void ParameterServer::Impl::DoorbellServer::handle(std::uint32_t call) {
 // --- opening and closing ----------------------------------------------------------------------
 
 void ParameterServer::Impl::openDoorbellLocked(int rank, std::shared_ptr<SharedRegion> region) {
+  if (shuttingDown) {
+    // A join during shutdown: no thread is started that shutdown() would not join; the
+    // worker finds the doorbell closed (UNAVAILABLE) as if the server had gone.
+    Doorbell(region->doorbell()).close();
+    return;
+  }
   // Threads of replaced regions that have ended are joined here (at once: they are done).
   retiredDoorbells.erase(std::remove_if(retiredDoorbells.begin(), retiredDoorbells.end(),
                                         [](const std::unique_ptr<DoorbellServer>& d) { return d->ended(); }),
