@@ -40,23 +40,25 @@ std::size_t slotBytes(std::int64_t count) {
 
 std::size_t regionBytes(std::int64_t count) { return kPage + kDoorbellBytes + 2 * slotBytes(count); }
 
-// An exclusive OFD lock on `byte` of `fd` (never waits): false when another holds it.
-bool lockByte(int fd, off_t byte) {
+// A write lock on the one byte `byte`.
+struct flock byteLock(off_t byte) {
   struct flock lock {};
   lock.l_type = F_WRLCK;
   lock.l_whence = SEEK_SET;
   lock.l_start = byte;
   lock.l_len = 1;
+  return lock;
+}
+
+// An exclusive OFD lock on `byte` of `fd` (never waits): false when another holds it.
+bool lockByte(int fd, off_t byte) {
+  struct flock lock = byteLock(byte);
   return ::fcntl(fd, F_OFD_SETLK, &lock) == 0;
 }
 
 // Somebody (another open file description) holds a lock on `byte`.
 bool byteLocked(int fd, off_t byte) {
-  struct flock lock {};
-  lock.l_type = F_WRLCK;
-  lock.l_whence = SEEK_SET;
-  lock.l_start = byte;
-  lock.l_len = 1;
+  struct flock lock = byteLock(byte);
   if (::fcntl(fd, F_OFD_GETLK, &lock) != 0) return true;  // cannot tell: assume alive
   return lock.l_type != F_UNLCK;
 }
