@@ -114,11 +114,14 @@ struct ModelRatio {
   double ratio = 0;
 };
 
-// Seconds per iteration of the single-process trainer, after 10 warm-up steps.
+// Warm-up iterations, the same for both sides: LibTorch's first passes allocate.
+constexpr int kWarmUp = 10;
+
+// Seconds per iteration of the single-process trainer, after kWarmUp warm-up steps.
 Result<double> singleIteration(const ExperimentSpec& spec, const TrainTest& data, int iterations) {
   auto trainer = ml::SingleNodeTrainer::create(spec, data);
   if (!trainer) return trainer.status();
-  for (int i = 0; i < 10; ++i) (void)trainer.value()->step();  // warm-up
+  for (int i = 0; i < kWarmUp; ++i) (void)trainer.value()->step();
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < iterations; ++i) {
     if (auto st = trainer.value()->step(); !st) return st.status();
@@ -128,7 +131,7 @@ Result<double> singleIteration(const ExperimentSpec& spec, const TrainTest& data
 
 // One worker + server (the default local transport: shared memory) until `iterations`
 // updates: its seconds per iteration and its seconds in PushPull per iteration. The worker
-// has the same 10 warm-up computations as the trainer's steps. `doorbell` false: its
+// has as many warm-up computations as the trainer has warm-up steps. `doorbell` false: its
 // PushPull goes through gRPC, not the region's doorbell (what the doorbell saves).
 Result<std::pair<double, double>> distributedIteration(const ExperimentSpec& spec, const TrainTest& data,
                                                        bool doorbell) {
@@ -157,7 +160,7 @@ Result<std::pair<double, double>> distributedIteration(const ExperimentSpec& spe
   join->client->useDoorbell(doorbell);
   auto source = ml::ShardGradientSource::create(spec, data.train, 0, 1);
   if (!source) return source.status();
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < kWarmUp; ++i) {
     if (auto loss = source.value()->computeGradient(params.data(), scratch.data()); !loss) return loss.status();
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -182,9 +185,8 @@ Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& mode
   std::vector<double> single, distributed, pushPull, ratios;
   for (int round = 0; round < rounds; ++round) {
     Result<double> alone = Status::error("not measured");
-    Result<std::pair<double, double>> through = Status::error("not measured");
     if (round % 2 == 0) alone = singleIteration(spec, data, iterations);
-    through = distributedIteration(spec, data, doorbell);
+    auto through = distributedIteration(spec, data, doorbell);
     if (round % 2 == 1) alone = singleIteration(spec, data, iterations);
     if (!alone) return alone.status();
     if (!through) return through.status();

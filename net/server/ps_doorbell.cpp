@@ -18,6 +18,11 @@ namespace {
 constexpr std::chrono::milliseconds kParkedLook(50);
 constexpr std::chrono::seconds kIdleLook(1);
 
+// Answers `call` with a status that is not OK (its message and details), through the block.
+void answerWith(Doorbell& doorbell, std::uint32_t call, const grpc::Status& status) {
+  doorbell.answer(call, static_cast<int>(status.error_code()), {}, status.error_message(), status.error_details());
+}
+
 }  // namespace
 
 // --- DoorbellPull ---------------------------------------------------------------------------
@@ -35,8 +40,7 @@ void ParameterServer::Impl::DoorbellPull::complete() {
 }
 
 void ParameterServer::Impl::DoorbellPull::answer(const grpc::Status& status) {
-  m_doorbell.answer(m_call, static_cast<int>(status.error_code()), {}, status.error_message(),
-                    status.error_details());
+  answerWith(m_doorbell, m_call, status);
   m_answered.store(true, std::memory_order_release);
 }
 
@@ -79,12 +83,11 @@ void ParameterServer::Impl::DoorbellServer::dropPull() {
 
 void ParameterServer::Impl::DoorbellServer::handle(std::uint32_t call) {
   dropPull();  // a worker has one call: a new one supersedes one it gave up on
-  auto refuse = [&](const grpc::Status& status) {
-    m_doorbell.answer(call, static_cast<int>(status.error_code()), {}, status.error_message(), status.error_details());
-  };
-  const std::string where = "PushPull (doorbell of rank " + std::to_string(m_rank) + ")";
+  auto refuse = [&](const grpc::Status& status) { answerWith(m_doorbell, call, status); };
+  // Built only for a refusal: a good call allocates nothing here.
+  auto where = [&] { return "PushPull (doorbell of rank " + std::to_string(m_rank) + ")"; };
   if (!m_doorbell.takeRequest(call, m_token, m_request)) {
-    refuse(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, where + ": a request beyond the block's bounds"));
+    refuse(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, where() + ": a request beyond the block's bounds"));
     return;
   }
   if (!tokensEqual(m_token, m_impl->options.security.token)) {
@@ -93,12 +96,12 @@ void ParameterServer::Impl::DoorbellServer::handle(std::uint32_t call) {
     return;
   }
   if (!m_push.ParseFromString(m_request)) {
-    refuse(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, where + ": a request that is not a PushRequest"));
+    refuse(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, where() + ": a request that is not a PushRequest"));
     return;
   }
   if (m_push.rank() != m_rank || !m_push.gradient_in_shm()) {
     refuse(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        where + ": a push of rank " + std::to_string(m_push.rank()) +
+                        where() + ": a push of rank " + std::to_string(m_push.rank()) +
                             (m_push.gradient_in_shm() ? "" : " whose gradient is not in shared memory") +
                             " (the region belongs to rank " + std::to_string(m_rank) + ")"));
     return;

@@ -6,9 +6,9 @@
 
 #include "net/server/ps_server_impl.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
