@@ -111,6 +111,7 @@ struct ModelRatio {
   std::string model;
   double distributedS = 0, singleS = 0;  // medians over the rounds, seconds per iteration
   double pushPullS = 0;                  // median of the worker's time in PushPull per iteration
+  double computeS = 0;                   // median of the worker's time computing per iteration
   double ratio = 0;
 };
 
@@ -129,12 +130,16 @@ Result<double> singleIteration(const ExperimentSpec& spec, const TrainTest& data
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iterations;
 }
 
+// Seconds per iteration of one worker through the server: in all, in PushPull, computing.
+struct WorkerIteration {
+  double totalS = 0, pushPullS = 0, computeS = 0;
+};
+
 // One worker + server (the default local transport: shared memory) until `iterations`
-// updates: its seconds per iteration and its seconds in PushPull per iteration. The worker
-// has as many warm-up computations as the trainer has warm-up steps. `doorbell` false: its
+// updates: its seconds per iteration, in all and in its parts. The worker has as many
+// warm-up computations as the trainer has warm-up steps. `doorbell` false: its
 // PushPull goes through gRPC, not the region's doorbell (what the doorbell saves).
-Result<std::pair<double, double>> distributedIteration(const ExperimentSpec& spec, const TrainTest& data,
-                                                       bool doorbell) {
+Result<WorkerIteration> distributedIteration(const ExperimentSpec& spec, const TrainTest& data, bool doorbell) {
   net::ServerOptions options;
   options.spec = spec;
   options.workers = 1;
@@ -169,7 +174,7 @@ Result<std::pair<double, double>> distributedIteration(const ExperimentSpec& spe
   server.value()->shutdown(1.0);
   if (!stats) return stats.status();
   const double iterations = static_cast<double>(std::max<std::int64_t>(1, stats->iterations));
-  return std::make_pair(seconds / iterations, stats->pushPullS / iterations);
+  return WorkerIteration{seconds / iterations, stats->pushPullS / iterations, stats->computeS / iterations};
 }
 
 Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& model, int batch, int iterations,
@@ -182,7 +187,7 @@ Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& mode
   spec.set_device("cpu");
   spec.mutable_stop()->set_max_updates(iterations);
   spec = withDefaults(spec);
-  std::vector<double> single, distributed, pushPull, ratios;
+  std::vector<double> single, distributed, pushPull, compute, ratios;
   for (int round = 0; round < rounds; ++round) {
     Result<double> alone = Status::error("not measured");
     if (round % 2 == 0) alone = singleIteration(spec, data, iterations);
@@ -191,11 +196,12 @@ Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& mode
     if (!alone) return alone.status();
     if (!through) return through.status();
     single.push_back(alone.value());
-    distributed.push_back(through->first);
-    pushPull.push_back(through->second);
-    ratios.push_back(alone.value() > 0 ? through->first / alone.value() : 0);
+    distributed.push_back(through->totalS);
+    pushPull.push_back(through->pushPullS);
+    compute.push_back(through->computeS);
+    ratios.push_back(alone.value() > 0 ? through->totalS / alone.value() : 0);
   }
-  return ModelRatio{model, median(distributed), median(single), median(pushPull), median(ratios)};
+  return ModelRatio{model, median(distributed), median(single), median(pushPull), median(compute), median(ratios)};
 }
 
 struct TransportRate {
@@ -223,9 +229,9 @@ void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoo
              const MemoryBench& copy, const MemoryBench& apply, const PolicyBenchResult& ssp,
              const PolicyBenchResult& dasp) {
   for (const auto& m : models) {
-    std::printf("(a) %-8s batch 64: %.3f ms per iteration through the server (shm; %.3f ms of it in PushPull) vs "
-                "%.3f ms single-process: ratio %.3f\n",
-                m.model.c_str(), m.distributedS * 1e3, m.pushPullS * 1e3, m.singleS * 1e3, m.ratio);
+    std::printf("(a) %-8s batch 64: %.3f ms per iteration through the server (shm; %.3f ms of it computing, %.3f ms "
+                "in PushPull) vs %.3f ms single-process: ratio %.3f\n",
+                m.model.c_str(), m.distributedS * 1e3, m.computeS * 1e3, m.pushPullS * 1e3, m.singleS * 1e3, m.ratio);
   }
   std::printf("    %-8s without the doorbell (PushPull through gRPC): %.3f ms vs %.3f ms: ratio %.3f\n",
               withoutDoorbell.model.c_str(), withoutDoorbell.distributedS * 1e3, withoutDoorbell.singleS * 1e3,
@@ -325,6 +331,9 @@ int benchPs(const BenchPsFlags& flags) {
             << ",\"push_pull_ms_by_model\":"
             << jsonObject(models, [](const ModelRatio& m) { return m.model; },
                           [](const ModelRatio& m) { return m.pushPullS * 1e3; })
+            << ",\"compute_ms_by_model\":"
+            << jsonObject(models, [](const ModelRatio& m) { return m.model; },
+                          [](const ModelRatio& m) { return m.computeS * 1e3; })
             << ",\"iteration_time_ratio_without_doorbell\":" << jsonNumber(withoutDoorbell.ratio)
             << ",\"call_latency_us\":"
             << jsonObject(latencies, [](const LatencyCase& l) { return l.name; },

@@ -193,6 +193,9 @@ class WorkerLoop {
   std::size_t m_parameterCount;
 
   std::vector<float> m_gradient;
+  // Where this iteration's gradient is: the region's gradient slot when the client offers
+  // it (shared memory: no copy when it is pushed), else m_gradient.
+  float* m_gradientAt = nullptr;
   pb::PullRequest m_pullRequest;
   pb::PullReply m_pullReply;
   pb::PushRequest m_pushRequest;  // reused: its gradient buffer keeps its capacity
@@ -209,7 +212,7 @@ class WorkerLoop {
   std::optional<Status> m_result;  // set when iterate() ends the loop with an error
   // Acknowledgements: the highest version the current server vouched for (PullReply /
   // PushReply acked_version; -1 before its first), reported when it fails; and whether the
-  // gradient in m_gradient was pushed and awaits its acknowledgement (the push reply, or
+  // gradient at m_gradientAt was pushed and awaits its acknowledgement (the push reply, or
   // for a chunked push the pull after it).
   std::int64_t m_ackedVersion = -1;
   bool m_awaitingAck = false;
@@ -242,6 +245,7 @@ WorkerLoop::WorkerLoop(const WorkerOptions& options, const JoinInfo& join, Gradi
       m_stateless(m_recovery.mode() == v1::RecoverySpec::STATELESS),
       m_parameterCount(static_cast<std::size_t>(source.parameterCount())),
       m_gradient(m_parameterCount),
+      m_gradientAt(m_gradient.data()),
       m_backlog(static_cast<std::size_t>(m_recovery.backlog_max_gradients()), m_recovery.backlog_max_mb() * 1e6,
                 m_parameterCount) {
   m_pullRequest.set_rank(join.rank);
@@ -258,7 +262,7 @@ WorkerLoop::WorkerLoop(const WorkerOptions& options, const JoinInfo& join, Gradi
 }
 
 // A reply vouched for `vouched`; `pushAcknowledged`: it also acknowledged the push of
-// m_gradient (else its fate is unknown: recorded as in flight).
+// m_gradientAt (else its fate is unknown: recorded as in flight).
 void WorkerLoop::noteAck(std::int64_t vouched, bool pushAcknowledged) {
   m_ackedVersion = std::max(m_ackedVersion, vouched);
   if (!m_awaitingAck) return;
@@ -266,7 +270,7 @@ void WorkerLoop::noteAck(std::int64_t vouched, bool pushAcknowledged) {
   if (!m_record) return;
   const auto kind = pushAcknowledged ? UpdateRecordKind::Acked : UpdateRecordKind::InFlight;
   const std::int64_t version = pushAcknowledged ? vouched : m_pushRequest.base_version();
-  if (auto st = m_record->write(kind, version, 0, m_gradient.data(), m_gradient.size()); !st) {
+  if (auto st = m_record->write(kind, version, 0, m_gradientAt, m_parameterCount); !st) {
     say(m_options, m_options.name + ": " + st.message() + "; recording stops");
     m_record.reset();
   }
@@ -348,7 +352,7 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
   done.node = m_options.name;
   if (inFlight) {
     if (m_stateless && m_lastVersion >= 0) {
-      std::copy(m_gradient.begin(), m_gradient.end(), m_backlog.next());
+      std::copy(m_gradientAt, m_gradientAt + m_parameterCount, m_backlog.next());
       m_backlog.commit(m_lastVersion, secondsSince(m_joinedAt));
       done.inFlightKept = 1;
     } else {
@@ -386,6 +390,7 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
       if (!status.ok()) continue;
       m_current = i;
       m_client = std::move(candidate);
+      m_gradientAt = m_gradient.data();  // not the old client's slot
       const double outageS = secondsSince(outageStart);
       const std::size_t total = m_backlog.size();
       if (auto st = flushBacklog(outageS); !st) return st;
@@ -469,8 +474,11 @@ bool WorkerLoop::iterate(grpc::Status& status) {
     return fail(Status::error(m_options.name + ": cannot compute the batch of " + std::to_string(batch) +
                               " samples the server asked for (pull reply batch_size)"));
   }
-  auto step = compute(m_params, m_gradient.data(), m_pullReply.slowdown());
+  m_gradientAt = m_client->gradientSlot();
+  if (m_gradientAt == nullptr) m_gradientAt = m_gradient.data();
+  auto step = compute(m_params, m_gradientAt, m_pullReply.slowdown());
   if (!step) return fail(step.status());
+  m_stats.computeS += step->computeS;
   m_pushRequest.set_base_version(m_pullReply.version());
   m_pushRequest.set_compute_s(step->computeS);
   m_pushRequest.set_emulated_s(step->emulatedS);
@@ -486,7 +494,7 @@ bool WorkerLoop::iterate(grpc::Status& status) {
     // One call pushes and brings the next parameters; its transfer time (both ways) is
     // reported as the next iteration's pull.
     m_pullReply.Clear();
-    status = m_client->pushPull(m_pushRequest, m_gradient.data(), m_pullReply, m_params, m_pullTimeout);
+    status = m_client->pushPull(m_pushRequest, m_gradientAt, m_pullReply, m_params, m_pullTimeout);
     m_stats.pushPullS += secondsSince(pushStart);
     if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
       // The push was handled, or the server is hung (paused) or the link cut; only the
@@ -512,7 +520,7 @@ bool WorkerLoop::iterate(grpc::Status& status) {
     return true;
   }
   m_pushReply.Clear();
-  status = m_client->pushGradient(m_pushRequest, m_gradient.data(), m_pushReply, m_pushTimeout);
+  status = m_client->pushGradient(m_pushRequest, m_gradientAt, m_pushReply, m_pushTimeout);
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(m_options)) {
     noteStall(status, true);  // as for pushPull above: never re-pushed
     ++m_stats.iterations;

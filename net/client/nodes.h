@@ -48,6 +48,7 @@ struct NodeStats {
   std::int64_t outages = 0;
   std::int64_t refused = 0;  // pushes the server refused (not applied); the worker went on
   double pushPullS = 0;      // seconds in its PushPull calls (waits included)
+  double computeS = 0;       // seconds computing gradients (emulated slowness not included)
 };
 
 struct WorkerOptions {

@@ -270,6 +270,7 @@ grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradi
   if (m_region || !m_chunked) {
     loadGradient(request, gradient);
     auto status = push(request, reply, timeoutS);
+    if (m_region) noteSlotAnswer(status);
     if (status.ok() && m_region) m_bytesSent += static_cast<std::int64_t>(bytes);
     return status;
   }
@@ -314,6 +315,7 @@ grpc::Status PsClient::pushPull(pb::PushRequest& request, const float* gradient,
     prepare(context, timeoutS);
     status = throughLink(timeoutS, [&] { return m_stub->PushPull(&context, request, &reply); });
   }
+  if (m_region) noteSlotAnswer(status);
   if (!status.ok()) return status;
   m_bytesSent += static_cast<std::int64_t>(bytes);
   m_bytesReceived += static_cast<std::int64_t>(reply.parameters().size());
@@ -358,11 +360,25 @@ void PsClient::loadGradient(pb::PushRequest& request, const float* gradient) {
   const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
   request.set_gradient_in_shm(m_region != nullptr);
   if (m_region) {
+    m_slotHeld = true;
     if (gradient != m_region->gradient()) std::memcpy(m_region->gradient(), gradient, bytes);
     request.clear_gradient();
     return;
   }
   request.mutable_gradient()->assign(reinterpret_cast<const char*>(gradient), bytes);
+}
+
+// The server answers a push only after it has read the gradient (a gradient it holds, it
+// copies). These statuses may come from this side instead (a deadline, a cut link, a server
+// gone or closing) while the server still has the call.
+void PsClient::noteSlotAnswer(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::UNKNOWN: return;
+    default: m_slotHeld = false;
+  }
 }
 
 void PsClient::prepare(grpc::ClientContext& context, double timeoutS) const {

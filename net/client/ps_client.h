@@ -67,6 +67,12 @@ class PsClient {
   grpc::Status pushPull(pb::PushRequest& request, const float* gradient, pb::PullReply& reply, const float*& params,
                         double timeoutS);
   bool chunked() const { return m_chunked && !m_region; }
+  // Shared memory: the region's gradient slot, when the server has answered every call that
+  // read it, so the worker may compute its next gradient straight into it (pushing it then
+  // copies nothing); null otherwise. After a call the server may not have answered (a
+  // deadline, a lost server), the slot stays the server's: the next gradient is computed in
+  // the worker's own memory and copied in when it is pushed.
+  float* gradientSlot() const { return m_region && !m_slotHeld ? m_region->gradient() : nullptr; }
   // Shared memory: PushPull through the doorbell (default) or through gRPC (`false`: what
   // `dasp bench ps` compares it with).
   void useDoorbell(bool on) { m_doorbell = on; }
@@ -89,6 +95,8 @@ class PsClient {
   const float* parametersOf(const pb::PullReply& reply);
   grpc::Status pullChunks(const pb::PullRequest& request, pb::PullReply& reply, const float*& params, double timeoutS);
   void loadGradient(pb::PushRequest& request, const float* gradient);
+  // After a call that carried the gradient slot: whether the server is done with it.
+  void noteSlotAnswer(const grpc::Status& status);
   grpc::Status ringDoorbell(const pb::PushRequest& request, pb::PullReply& reply, double timeoutS);
 
   std::string m_address;
@@ -105,6 +113,7 @@ class PsClient {
   std::string m_fallback;
   std::unique_ptr<SharedRegion> m_region;  // SHM: the gradient and parameter slots
   bool m_doorbell = true;
+  bool m_slotHeld = false;  // a call that read the gradient slot may still be in the server's hands
   std::string m_doorbellRequest;  // the serialized request (reused)
 };
 

@@ -109,6 +109,7 @@ class TestTransports : public QObject {
   void doorbellChecksTokenRankAndRequest();
   void doorbellDropsThePullOfAWorkerThatIsGone();
   void doorbellOfAReplacedRegionIsClosed();
+  void gradientSlotIsTheServersUntilItAnswers();
 };
 
 void TestTransports::regionIsPrivateAndRemovedOnceMapped() {
@@ -372,6 +373,75 @@ void TestTransports::callLatencyBenchRunsOverEachTransport() {
     QVERIFY(std::isfinite(latency->afterBusyUs) && latency->afterBusyUs > 0);
     QCOMPARE(latency->busyS, 0.001);
   }
+}
+
+// A worker computes its gradient straight into the region's slot only while the server has
+// answered every call that read it. A call given up on (here: a BSP pull parked for a rank
+// that never pushes, past its deadline) leaves the slot the server's: the next gradient is
+// computed in the worker's memory and copied in when pushed.
+void TestTransports::gradientSlotIsTheServersUntilItAnswers() {
+  QTemporaryDir dir;
+  {
+    auto server = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::SHM);
+    dasp::net::PsClient client(addressOf(*server), kFloats, dasp::net::NodeSecurity(), LocalTransport::Shm);
+    pb::JoinReply reply;
+    QVERIFY(client.join(workerJoin(), reply, 10).ok());
+    float* slot = client.gradientSlot();
+    QVERIFY(slot != nullptr);
+    // Computed in place, pushed from there: the server applies exactly that gradient.
+    std::fill(slot, slot + kFloats, 0.5f);
+    pb::PushRequest push;
+    push.set_rank(0);
+    push.set_batch_size(1);
+    pb::PullReply pulled;
+    const float* params = nullptr;
+    auto status = client.pushPull(push, slot, pulled, params, 10);
+    QVERIFY2(status.ok(), status.error_message().c_str());
+    QCOMPARE(pulled.version(), 1LL);
+    QCOMPARE(client.gradientSlot(), slot);
+    std::vector<float> inPlace;
+    server->snapshot(inPlace);
+
+    // The same gradient from private memory, on a fresh server: the same parameters.
+    QTemporaryDir other;
+    auto twin = startServer(other.path().toStdString(), dasp::v1::ClusterSpec::SHM);
+    dasp::net::PsClient copying(addressOf(*twin), kFloats, dasp::net::NodeSecurity(), LocalTransport::Shm);
+    QVERIFY(copying.join(workerJoin(), reply, 10).ok());
+    std::vector<float> gradient(kFloats, 0.5f);
+    status = copying.pushPull(push, gradient.data(), pulled, params, 10);
+    QVERIFY2(status.ok(), status.error_message().c_str());
+    std::vector<float> copied;
+    twin->snapshot(copied);
+    QVERIFY(inPlace == copied);
+    QVERIFY(inPlace[0] < 1.0f);
+  }
+
+  dasp::net::ServerOptions options;
+  options.spec.mutable_strategy()->set_name("bsp");
+  options.spec.mutable_model()->set_name("flat");
+  options.spec.mutable_cluster()->set_transport(dasp::v1::ClusterSpec::SHM);
+  options.spec = dasp::withDefaults(options.spec);
+  options.workers = 2;
+  options.modelName = "flat";
+  options.initialParameters.assign(kFloats, 1.0f);
+  options.localDir = dir.path().toStdString();
+  auto started = dasp::net::ParameterServer::start(std::move(options));
+  QVERIFY2(started.isOk(), started.message().c_str());
+  auto& server = *started.value();
+  (void)joinForRegion(server, 1);  // rank 1 joins and never pushes
+  dasp::net::PsClient client(addressOf(server), kFloats, dasp::net::NodeSecurity(), LocalTransport::Shm);
+  pb::JoinReply reply;
+  QVERIFY(client.join(workerJoin(), reply, 10).ok());
+  float* slot = client.gradientSlot();
+  QVERIFY(slot != nullptr);
+  pb::PushRequest push;
+  push.set_rank(0);
+  push.set_batch_size(1);
+  pb::PullReply pulled;
+  const float* params = nullptr;
+  const auto status = client.pushPull(push, slot, pulled, params, 0.3);
+  QCOMPARE(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  QVERIFY(client.gradientSlot() == nullptr);
 }
 
 #include "tst_transports.moc"
