@@ -34,14 +34,16 @@ bool exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
+// ASP and one worker by default; BSP with two workers parks a pull of rank 0 until rank 1 pushes.
 std::unique_ptr<dasp::net::ParameterServer> startServer(const std::string& localDir,
-                                                        dasp::v1::ClusterSpec::Transport transport) {
+                                                        dasp::v1::ClusterSpec::Transport transport,
+                                                        const std::string& strategy = "asp", int workers = 1) {
   dasp::net::ServerOptions options;
-  options.spec.mutable_strategy()->set_name("asp");
+  options.spec.mutable_strategy()->set_name(strategy);
   options.spec.mutable_model()->set_name("flat");
   options.spec.mutable_cluster()->set_transport(transport);
   options.spec = dasp::withDefaults(options.spec);
-  options.workers = 1;
+  options.workers = workers;
   options.modelName = "flat";
   options.initialParameters.assign(kFloats, 1.0f);
   options.localDir = localDir;
@@ -298,18 +300,8 @@ void TestTransports::doorbellChecksTokenRankAndRequest() {
 // the test's own, which holds no lock).
 void TestTransports::doorbellDropsThePullOfAWorkerThatIsGone() {
   QTemporaryDir dir;
-  dasp::net::ServerOptions options;
-  options.spec.mutable_strategy()->set_name("bsp");
-  options.spec.mutable_model()->set_name("flat");
-  options.spec.mutable_cluster()->set_transport(dasp::v1::ClusterSpec::SHM);
-  options.spec = dasp::withDefaults(options.spec);
-  options.workers = 2;
-  options.modelName = "flat";
-  options.initialParameters.assign(kFloats, 1.0f);
-  options.localDir = dir.path().toStdString();
-  auto started = dasp::net::ParameterServer::start(std::move(options));
-  QVERIFY2(started.isOk(), started.message().c_str());
-  auto& server = *started.value();
+  auto started = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::SHM, "bsp", 2);
+  auto& server = *started;
   const pb::JoinReply joined = joinForRegion(server, 0);
   (void)joinForRegion(server, 1);  // rank 1 joins and never pushes
 
@@ -416,18 +408,8 @@ void TestTransports::gradientSlotIsTheServersUntilItAnswers() {
     QVERIFY(inPlace[0] < 1.0f);
   }
 
-  dasp::net::ServerOptions options;
-  options.spec.mutable_strategy()->set_name("bsp");
-  options.spec.mutable_model()->set_name("flat");
-  options.spec.mutable_cluster()->set_transport(dasp::v1::ClusterSpec::SHM);
-  options.spec = dasp::withDefaults(options.spec);
-  options.workers = 2;
-  options.modelName = "flat";
-  options.initialParameters.assign(kFloats, 1.0f);
-  options.localDir = dir.path().toStdString();
-  auto started = dasp::net::ParameterServer::start(std::move(options));
-  QVERIFY2(started.isOk(), started.message().c_str());
-  auto& server = *started.value();
+  auto started = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::SHM, "bsp", 2);
+  auto& server = *started;
   (void)joinForRegion(server, 1);  // rank 1 joins and never pushes
   dasp::net::PsClient client(addressOf(server), kFloats, dasp::net::NodeSecurity(), LocalTransport::Shm);
   pb::JoinReply reply;
