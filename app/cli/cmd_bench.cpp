@@ -113,6 +113,9 @@ struct ModelRatio {
   double pushPullS = 0;                  // median of the worker's time in PushPull per iteration
   double computeS = 0;                   // median of the worker's time computing per iteration
   double ratio = 0;
+  // Pushes the server's gradient guard refused, over all rounds: each is an iteration's
+  // compute that applied nothing, so a ratio with refusals is not of the same work.
+  std::int64_t refusedPushes = 0;
 };
 
 // Warm-up iterations, the same for both sides: LibTorch's first passes allocate.
@@ -133,6 +136,7 @@ Result<double> singleIteration(const ExperimentSpec& spec, const TrainTest& data
 // Seconds per iteration of one worker through the server: in all, in PushPull, computing.
 struct WorkerIteration {
   double totalS = 0, pushPullS = 0, computeS = 0;
+  std::int64_t refused = 0;
 };
 
 // One worker + server (the default local transport: shared memory) until `iterations`
@@ -174,7 +178,8 @@ Result<WorkerIteration> distributedIteration(const ExperimentSpec& spec, const T
   server.value()->shutdown(1.0);
   if (!stats) return stats.status();
   const double iterations = static_cast<double>(std::max<std::int64_t>(1, stats->iterations));
-  return WorkerIteration{seconds / iterations, stats->pushPullS / iterations, stats->computeS / iterations};
+  return WorkerIteration{seconds / iterations, stats->pushPullS / iterations, stats->computeS / iterations,
+                         stats->refused};
 }
 
 Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& model, int batch, int iterations,
@@ -188,6 +193,7 @@ Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& mode
   spec.mutable_stop()->set_max_updates(iterations);
   spec = withDefaults(spec);
   std::vector<double> single, distributed, pushPull, compute, ratios;
+  std::int64_t refused = 0;
   for (int round = 0; round < rounds; ++round) {
     Result<double> alone = Status::error("not measured");
     if (round % 2 == 0) alone = singleIteration(spec, data, iterations);
@@ -199,9 +205,11 @@ Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& mode
     distributed.push_back(through->totalS);
     pushPull.push_back(through->pushPullS);
     compute.push_back(through->computeS);
+    refused += through->refused;
     ratios.push_back(alone.value() > 0 ? through->totalS / alone.value() : 0);
   }
-  return ModelRatio{model, median(distributed), median(single), median(pushPull), median(compute), median(ratios)};
+  return ModelRatio{model, median(distributed), median(single), median(pushPull), median(compute), median(ratios),
+                    refused};
 }
 
 struct TransportRate {
@@ -232,6 +240,10 @@ void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoo
     std::printf("(a) %-8s batch 64: %.3f ms per iteration through the server (shm; %.3f ms of it computing, %.3f ms "
                 "in PushPull) vs %.3f ms single-process: ratio %.3f\n",
                 m.model.c_str(), m.distributedS * 1e3, m.computeS * 1e3, m.pushPullS * 1e3, m.singleS * 1e3, m.ratio);
+    if (m.refusedPushes > 0) {
+      std::printf("    %-8s %lld pushes refused by the gradient guard: their computing counts, their updates do not\n",
+                  m.model.c_str(), static_cast<long long>(m.refusedPushes));
+    }
   }
   std::printf("    %-8s without the doorbell (PushPull through gRPC): %.3f ms vs %.3f ms: ratio %.3f\n",
               withoutDoorbell.model.c_str(), withoutDoorbell.distributedS * 1e3, withoutDoorbell.singleS * 1e3,
@@ -334,6 +346,9 @@ int benchPs(const BenchPsFlags& flags) {
             << ",\"compute_ms_by_model\":"
             << jsonObject(models, [](const ModelRatio& m) { return m.model; },
                           [](const ModelRatio& m) { return m.computeS * 1e3; })
+            << ",\"refused_pushes_by_model\":"
+            << jsonObject(models, [](const ModelRatio& m) { return m.model; },
+                          [](const ModelRatio& m) { return static_cast<double>(m.refusedPushes); })
             << ",\"iteration_time_ratio_without_doorbell\":" << jsonNumber(withoutDoorbell.ratio)
             << ",\"call_latency_us\":"
             << jsonObject(latencies, [](const LatencyCase& l) { return l.name; },

@@ -6,6 +6,8 @@
 #include "ui/designer/cluster_table.h"
 #include "ui/designer/fault_table.h"
 
+#include "core/params/gradient_guard.h"
+
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
@@ -351,11 +353,12 @@ void SpecDesigner::buildStrategySection(QWidget* page, QVBoxLayout* layout) {
   // The server's gradient guard (every strategy): core/params/gradient_guard.h.
   addChoice(f, tr("Gradient guard"), "strategy.gradient_guard.mode", QStringLiteral("REFUSE_OUTLIERS"),
             enumValues("strategy.gradient_guard.mode"));
-  addText(f, tr("Outlier factor k"), "strategy.gradient_guard.outlier_factor", QStringLiteral("20"));
-  addText(f, tr("Median window"), "strategy.gradient_guard.window", QStringLiteral("64"));
-  addText(f, tr("Warm-up"), "strategy.gradient_guard.warmup", QStringLiteral("8"));
-  addText(f, tr("Clip norm"), "strategy.gradient_guard.clip_norm", QStringLiteral("10"));
-  addText(f, tr("Hard cap"), "strategy.gradient_guard.max_norm", QStringLiteral("1e6"));
+  const auto guard = resolvedGuardSpec({});  // the placeholders are the defaults a run uses
+  addText(f, tr("Outlier factor k"), "strategy.gradient_guard.outlier_factor", QString::number(guard.outlier_factor()));
+  addText(f, tr("Median window"), "strategy.gradient_guard.window", QString::number(guard.window()));
+  addText(f, tr("Warm-up"), "strategy.gradient_guard.warmup", QString::number(guard.warmup()));
+  addText(f, tr("Clip norm"), "strategy.gradient_guard.clip_norm", QString::number(guard.clip_norm()));
+  addText(f, tr("Hard cap"), "strategy.gradient_guard.max_norm", QString::number(guard.max_norm()));
   connect(m_strategy, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateStrategyKnobs);
   connect(m_model, &QComboBox::currentIndexChanged, this, [this] {
     const QString model = m_model->currentData().toString();
