@@ -66,7 +66,8 @@ class TestFaultTolerance : public QObject {
 void TestFaultTolerance::checkpointRestoresBitwise() {
   const auto transport = fetchedTransport();
   const auto spec = writeSpec(m_dir, "ckpt", R"({"mode": "CHECKPOINT", "checkpoint_every_updates": 5})");
-  const auto dir = m_dir.filePath("ckpt-files").toStdString();
+  // A directory per transport row: the restore below must not find the other row's files.
+  const auto dir = m_dir.filePath(QStringLiteral("ckpt-files-") + QTest::currentDataTag()).toStdString();
   Servers servers;
   const auto address = servers.start("server", spec, {"--checkpoint-dir", dir});
   QVERIFY(!address.empty());
