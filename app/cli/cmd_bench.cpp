@@ -212,11 +212,6 @@ Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& mode
                     refused};
 }
 
-struct TransportRate {
-  net::LocalTransport transport;
-  double gbps = 0;
-};
-
 // One PushPull call of a 16-float model: over a transport, or over shared memory through
 // gRPC instead of the doorbell ("shm_grpc").
 struct LatencyCase {
@@ -232,8 +227,8 @@ std::string jsonObject(const Items& items, Name&& name, Value&& value) {
   return out + "}";
 }
 
-void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoorbell, const net::TransferBench& tcp,
-             const std::vector<TransportRate>& transports, const std::vector<LatencyCase>& latencies,
+void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoorbell, const net::TransferRates& rates,
+             const std::vector<LatencyCase>& latencies,
              const MemoryBench& copy, const MemoryBench& apply, const PolicyBenchResult& ssp,
              const PolicyBenchResult& dasp) {
   for (const auto& m : models) {
@@ -248,10 +243,12 @@ void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoo
   std::printf("    %-8s without the doorbell (PushPull through gRPC): %.3f ms vs %.3f ms: ratio %.3f\n",
               withoutDoorbell.model.c_str(), withoutDoorbell.distributedS * 1e3, withoutDoorbell.singleS * 1e3,
               withoutDoorbell.ratio);
-  std::printf("(b) 10M floats: memcpy %.2f GB/s, TCP echo %.2f GB/s\n", copy.gbps, tcp.gbps);
-  for (const auto& t : transports) {
-    std::printf("    push+pull over %-4s %.2f GB/s: %.2f x the TCP echo\n", net::nameOf(t.transport), t.gbps,
-                tcp.gbps > 0 ? t.gbps / tcp.gbps : 0);
+  std::printf("(b) 10M floats, medians of %d rounds: memcpy %.2f GB/s, TCP echo %.2f GB/s, gRPC echo %.2f GB/s "
+              "(%.2f x the TCP echo)\n",
+              rates.rounds, copy.gbps, rates.tcpEchoGbps, rates.grpcEchoGbps, rates.grpcEchoVsTcp);
+  for (const auto& t : rates.pushPull) {
+    std::printf("    push+pull over %-4s %.2f GB/s: %.2f x the TCP echo, %.2f x the gRPC echo\n",
+                net::nameOf(t.transport), t.gbps, t.vsTcpEcho, t.vsGrpcEcho);
   }
   for (const auto& l : latencies) {
     std::printf("    one PushPull call over %-8s (16 floats): %.0f us back to back, %.0f us after %.0f ms of computing\n",
@@ -280,22 +277,19 @@ int benchPs(const BenchPsFlags& flags) {
   auto plain = iterationTimes(data.value(), "lenet", 64, 200, 5, false);
   if (!plain) return fail(plain.message(), 1);
   const ModelRatio withoutDoorbell = plain.value();
-  note("(b) push+pull of 10M floats over tcp, unix and shm vs memcpy and a raw TCP echo of the same bytes");
+  note("(b) push+pull of 10M floats over tcp, unix and shm vs memcpy, a raw TCP echo and a gRPC echo of the same "
+       "bytes");
   const std::int64_t floats = 10'000'000;
   const auto copy = benchMemcpy(floats, 21);
-  auto tcp = net::benchTcpEcho(floats, 21);
-  if (!tcp) return fail(tcp.message(), 1);
-  std::vector<TransportRate> transports;
-  for (auto t : {net::LocalTransport::Tcp, net::LocalTransport::Unix, net::LocalTransport::Shm}) {
-    auto r = net::benchPushPull(floats, t == net::LocalTransport::Shm ? 21 : 11, t);
-    if (!r) return fail(r.message(), 1);
-    transports.push_back({t, r->gbps});
-  }
+  auto transfers = net::benchTransferRates(floats, 7, 4,
+                                           {net::LocalTransport::Tcp, net::LocalTransport::Unix, net::LocalTransport::Shm});
+  if (!transfers) return fail(transfers.message(), 1);
+  const net::TransferRates& rates = transfers.value();
   // The part of (a)'s overhead that no copy explains: a call's latency, and what waking the
   // server's sleeping threads adds to it after an iteration's worth of computing (lenet's).
   note("(b) one PushPull call per transport: its latency back to back and after computing");
   std::vector<LatencyCase> latencies;
-  for (const auto& t : transports) {
+  for (const auto& t : rates.pushPull) {
     for (bool doorbell : {true, false}) {
       if (!doorbell && t.transport != net::LocalTransport::Shm) continue;
       auto latency = net::benchCallLatency(t.transport, models[1].singleS, 200, doorbell);
@@ -313,30 +307,34 @@ int benchPs(const BenchPsFlags& flags) {
   const auto dasp = benchPolicyDecisions(daspSpec, 1024, 1.0, 1);
 
   const ModelRatio& lenet = models[1];
-  const double tcpGbps = transports[0].gbps;
-  double sameHost = 0;
-  for (const auto& t : transports) {
-    if (t.transport != net::LocalTransport::Tcp) sameHost = std::max(sameHost, t.gbps);
+  const net::TransportRate& tcp = rates.pushPull[0];
+  const net::TransportRate* sameHost = &rates.pushPull[1];
+  for (const auto& t : rates.pushPull) {
+    if (t.transport != net::LocalTransport::Tcp && t.vsTcpEcho > sameHost->vsTcpEcho) sameHost = &t;
   }
-  auto ratioTo = [&](double gbps) { return tcp->gbps > 0 ? gbps / tcp->gbps : 0; };
   if (!json) {
-    printPs(models, withoutDoorbell, tcp.value(), transports, latencies, copy, apply, ssp, dasp);
+    printPs(models, withoutDoorbell, rates, latencies, copy, apply, ssp, dasp);
     return 0;
   }
-  // The fields of earlier versions keep their meaning (lenet; push+pull over TCP); the
-  // new ones add each transport and model.
+  // The fields of earlier versions keep their meaning (lenet; push+pull over TCP, now the
+  // median of rounds); the new ones add each transport and model.
+  auto transportName = [](const net::TransportRate& t) { return std::string(net::nameOf(t.transport)); };
   std::cout << "{\"bench\":\"ps\",\"iteration_time_ratio\":" << jsonNumber(lenet.ratio)
             << ",\"distributed_iteration_ms\":" << jsonNumber(lenet.distributedS * 1e3)
             << ",\"single_iteration_ms\":" << jsonNumber(lenet.singleS * 1e3)
-            << ",\"push_pull_gbps\":" << jsonNumber(tcpGbps) << ",\"tcp_echo_gbps\":" << jsonNumber(tcp->gbps)
-            << ",\"push_pull_vs_tcp\":" << jsonNumber(ratioTo(tcpGbps)) << ",\"push_pull_floats\":" << floats
+            << ",\"push_pull_gbps\":" << jsonNumber(tcp.gbps) << ",\"tcp_echo_gbps\":" << jsonNumber(rates.tcpEchoGbps)
+            << ",\"push_pull_vs_tcp\":" << jsonNumber(tcp.vsTcpEcho) << ",\"push_pull_floats\":" << floats
+            << ",\"transfer_rounds\":" << rates.rounds << ",\"grpc_echo_gbps\":" << jsonNumber(rates.grpcEchoGbps)
+            << ",\"grpc_echo_vs_tcp\":" << jsonNumber(rates.grpcEchoVsTcp)
+            << ",\"push_pull_vs_grpc_echo\":" << jsonNumber(tcp.vsGrpcEcho)
             << ",\"ssp_decisions_per_s\":" << jsonNumber(ssp.decisionsPerS)
             << ",\"dasp_decisions_per_s\":" << jsonNumber(dasp.decisionsPerS) << ",\"policy_workers\":1024"
             << ",\"memcpy_gbps\":" << jsonNumber(copy.gbps) << ",\"transports\":"
-            << jsonObject(transports, [](const TransportRate& t) { return std::string(net::nameOf(t.transport)); },
-                          [](const TransportRate& t) { return t.gbps; })
-            << ",\"same_host_vs_tcp\":" << jsonNumber(ratioTo(sameHost))
-            << ",\"same_host_vs_memcpy\":" << jsonNumber(copy.gbps > 0 ? sameHost / copy.gbps : 0)
+            << jsonObject(rates.pushPull, transportName, [](const net::TransportRate& t) { return t.gbps; })
+            << ",\"transports_vs_tcp_echo\":"
+            << jsonObject(rates.pushPull, transportName, [](const net::TransportRate& t) { return t.vsTcpEcho; })
+            << ",\"same_host_vs_tcp\":" << jsonNumber(sameHost->vsTcpEcho)
+            << ",\"same_host_vs_memcpy\":" << jsonNumber(copy.gbps > 0 ? sameHost->gbps / copy.gbps : 0)
             << ",\"iteration_time_ratio_by_model\":"
             << jsonObject(models, [](const ModelRatio& m) { return m.model; }, [](const ModelRatio& m) { return m.ratio; })
             << ",\"apply_gbps\":" << jsonNumber(apply.gbps) << ",\"apply_ms\":" << jsonNumber(apply.seconds * 1e3)

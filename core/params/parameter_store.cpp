@@ -2,17 +2,46 @@
 #include "core/params/parameter_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 namespace dasp {
+namespace {
+
+// No snapshot holds `buffer` but the store's own pointer. A reader drops its snapshot with
+// an acquire-release decrement; the fence after seeing the count it left orders this
+// thread's writes after that reader's last reads.
+bool unheld(const std::shared_ptr<std::vector<float>>& buffer) {
+  if (buffer.use_count() != 1) return false;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return true;
+}
+
+}  // namespace
 
 ParameterStore::ParameterStore(std::vector<float> initial, double momentum, double weightDecay)
-    : m_params(std::move(initial)), m_momentum(m_params.size(), 0.0f), m_mu(momentum), m_lambda(weightDecay) {}
+    : m_params(std::make_shared<std::vector<float>>(std::move(initial))),
+      m_momentum(m_params->size(), 0.0f),
+      m_mu(momentum),
+      m_lambda(weightDecay) {}
+
+float* ParameterStore::writableParameters(bool keepValues) {
+  if (unheld(m_params)) return m_params->data();
+  auto spare = std::find_if(m_spares.begin(), m_spares.end(), unheld);
+  if (spare == m_spares.end()) {
+    m_spares.push_back(std::make_shared<std::vector<float>>(m_params->size()));
+    spare = m_spares.end() - 1;
+  }
+  if (keepValues) std::memcpy((*spare)->data(), m_params->data(), m_params->size() * sizeof(float));
+  std::swap(*spare, m_params);  // the held buffer becomes a spare, free once its readers are done
+  ++m_copiesOnWrite;
+  return m_params->data();
+}
 
 std::int64_t ParameterStore::apply(const float* const* gradients, const double* weights, int count,
                                    double lr) {
-  const std::size_t n = m_params.size();
-  float* __restrict theta = m_params.data();
+  const std::size_t n = m_params->size();
+  float* __restrict theta = writableParameters(true);
   float* __restrict v = m_momentum.data();
   const float mu = static_cast<float>(m_mu);
   const float lambda = static_cast<float>(m_lambda);
@@ -58,7 +87,7 @@ std::int64_t ParameterStore::apply(const float* const* gradients, const double* 
 }
 
 void ParameterStore::combine(const float* const* gradients, const double* weights, int count, float* out) const {
-  const std::size_t n = m_params.size();
+  const std::size_t n = m_params->size();
   if (count == 0) {
     std::memset(out, 0, n * sizeof(float));
     return;
@@ -73,7 +102,7 @@ void ParameterStore::combine(const float* const* gradients, const double* weight
 }
 
 void ParameterStore::restore(const float* params, const float* momentum, std::int64_t version) {
-  std::memcpy(m_params.data(), params, m_params.size() * sizeof(float));
+  std::memcpy(writableParameters(false), params, m_params->size() * sizeof(float));
   if (momentum != nullptr) {
     std::memcpy(m_momentum.data(), momentum, m_momentum.size() * sizeof(float));
   } else {

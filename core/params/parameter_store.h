@@ -5,9 +5,14 @@
 // `count` gradients with their weights into the momentum and the parameters:
 //   g = Σ_k w_k·g_k;  v = μ·v + g + λ·θ;  θ -= η·v;  version++.
 // (PyTorch's SGD with dampening 0 is the same rule.) Buffers are allocated once.
-// Threading: not thread-safe; the server guards it with its lock.
+// A snapshot() is an immutable version of the parameters: a pull sends it without copying
+// it. An update that finds the current buffer held by a snapshot writes the new version to
+// a buffer no snapshot holds (copy on write), so a snapshot never changes under its reader.
+// Threading: not thread-safe; the server guards it with its lock. A snapshot may be read,
+// and dropped, on any thread without that lock.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace dasp {
@@ -16,10 +21,13 @@ class ParameterStore {
  public:
   ParameterStore(std::vector<float> initial, double momentum, double weightDecay);
 
-  std::int64_t size() const { return static_cast<std::int64_t>(m_params.size()); }
+  using Snapshot = std::shared_ptr<const std::vector<float>>;
+
+  std::int64_t size() const { return static_cast<std::int64_t>(m_params->size()); }
   std::int64_t version() const { return m_version; }
-  const float* parameters() const { return m_params.data(); }
-  float* mutableParameters() { return m_params.data(); }
+  const float* parameters() const { return m_params->data(); }
+  // The current version's parameters, unchanged for as long as the snapshot is held.
+  Snapshot snapshot() const { return m_params; }
   const std::vector<float>& momentumBuffer() const { return m_momentum; }
 
   // Applies one update of `count` gradients (each `size()` floats) weighted by `weights`,
@@ -35,8 +43,18 @@ class ParameterStore {
   void restore(const float* params, const float* momentum, std::int64_t version);
   void setVersion(std::int64_t version) { m_version = version; }
 
+  // Buffers the store has moved to because a snapshot held the current one (copies on write).
+  std::int64_t copiesOnWrite() const { return m_copiesOnWrite; }
+
  private:
-  std::vector<float> m_params;
+  // The parameters, writable: the current buffer when no snapshot holds it, otherwise a
+  // spare that none holds (allocated when none is free), holding the current values when
+  // `keepValues`. Spares are reused, so a long run allocates at most one per reader.
+  float* writableParameters(bool keepValues);
+
+  std::shared_ptr<std::vector<float>> m_params;
+  std::vector<std::shared_ptr<std::vector<float>>> m_spares;
+  std::int64_t m_copiesOnWrite = 0;
   std::vector<float> m_momentum;
   double m_mu;
   double m_lambda;

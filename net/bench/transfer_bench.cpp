@@ -3,6 +3,10 @@
 
 #include "net/client/ps_client.h"
 #include "net/server/ps_server.h"
+#include "net/transport/payload_options.h"
+
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/grpcpp.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -10,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -99,6 +104,146 @@ Result<TransferBench> benchTcpEcho(std::int64_t floats, int roundTrips) {
 
 namespace {
 
+// The gRPC echo's two calls, made raw as the server's chunked push and pull are.
+constexpr char kEchoUploadMethod[] = "/dasp.bench.Echo/Upload";
+constexpr char kEchoDownloadMethod[] = "/dasp.bench.Echo/Download";
+
+// One call of the gRPC echo's server. Upload: reads every chunk and answers one empty
+// message. Download: after the request, writes the payload back in chunks, each a slice
+// over the server's buffer. No byte is copied out of gRPC's slices or into them.
+// Threading: gRPC's callback threads, one reaction at a time.
+class EchoReactor final : public grpc::ServerGenericBidiReactor {
+ public:
+  EchoReactor(const grpc::GenericCallbackServerContext& context, const std::vector<char>& payload)
+      : m_upload(context.method() == kEchoUploadMethod), m_payload(payload) {
+    StartRead(&m_in);
+  }
+  void OnReadDone(bool ok) override {
+    if (m_upload && ok) {
+      m_in.Clear();
+      StartRead(&m_in);
+    } else if (m_upload) {
+      grpc::Slice empty;
+      m_out = grpc::ByteBuffer(&empty, 1);
+      StartWriteAndFinish(&m_out, grpc::WriteOptions(), grpc::Status::OK);
+    } else if (ok) {
+      writeNext();
+    } else {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "echo download without a request"));
+    }
+  }
+  void OnWriteDone(bool ok) override {
+    if (ok) {
+      writeNext();
+    } else {
+      Finish(grpc::Status::CANCELLED);
+    }
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void writeNext() {
+    if (m_offset >= m_payload.size()) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    const std::size_t n = std::min(kPayloadChunkBytes, m_payload.size() - m_offset);
+    grpc::Slice slice(m_payload.data() + m_offset, n, grpc::Slice::STATIC_SLICE);
+    m_out = grpc::ByteBuffer(&slice, 1);
+    m_offset += n;
+    StartWrite(&m_out);
+  }
+  const bool m_upload;
+  const std::vector<char>& m_payload;
+  std::size_t m_offset = 0;
+  grpc::ByteBuffer m_in;
+  grpc::ByteBuffer m_out;
+};
+
+class EchoService final : public grpc::CallbackGenericService {
+ public:
+  explicit EchoService(std::size_t bytes) : m_payload(bytes, 1) {}
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* context) override {
+    return new EchoReactor(*context, m_payload);
+  }
+
+ private:
+  const std::vector<char> m_payload;
+};
+
+// Sends `bytes` at `data` up the echo in chunks (as the client's chunked push does).
+grpc::Status echoUpload(grpc::Channel& channel, const char* data, std::size_t bytes) {
+  grpc::ClientContext context;
+  setDeadline(context, 60);
+  grpc::ByteBuffer response;
+  const grpc::internal::RpcMethod method(kEchoUploadMethod, grpc::internal::RpcMethod::CLIENT_STREAMING);
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
+      grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(&channel, method, &context, &response));
+  bool ok = true;
+  for (std::size_t offset = 0; ok && offset < bytes; offset += kPayloadChunkBytes) {
+    grpc::Slice slice(data + offset, std::min(kPayloadChunkBytes, bytes - offset), grpc::Slice::STATIC_SLICE);
+    ok = writer->Write(grpc::ByteBuffer(&slice, 1));
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+// Receives the server's payload in chunks; DATA_LOSS unless it is `bytes` long.
+grpc::Status echoDownload(grpc::Channel& channel, std::size_t bytes) {
+  grpc::ClientContext context;
+  setDeadline(context, 60);
+  grpc::Slice empty;
+  const grpc::ByteBuffer request(&empty, 1);
+  const grpc::internal::RpcMethod method(kEchoDownloadMethod, grpc::internal::RpcMethod::SERVER_STREAMING);
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(&channel, method, &context, request));
+  std::size_t received = 0;
+  grpc::ByteBuffer chunk;
+  while (reader->Read(&chunk)) received += chunk.Length();
+  auto status = reader->Finish();
+  if (status.ok() && received != bytes) {
+    return grpc::Status(grpc::StatusCode::DATA_LOSS, "echo download of " + std::to_string(received) + " bytes, not " +
+                                                         std::to_string(bytes));
+  }
+  return status;
+}
+
+}  // namespace
+
+Result<TransferBench> benchGrpcEcho(std::int64_t floats, int roundTrips) {
+  const std::size_t bytes = static_cast<std::size_t>(floats) * sizeof(float);
+  EchoService service(bytes);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  sizeServerForPayload(builder, floats);
+  builder.RegisterCallbackGenericService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) return Status::error("grpc echo: cannot listen on 127.0.0.1");
+  grpc::ChannelArguments args;
+  sizeChannelForPayload(args, floats);
+  auto channel = openChannel("127.0.0.1:" + std::to_string(port), NodeSecurity(), args);
+  const std::vector<char> out(bytes, 1);
+  auto roundTrip = [&]() -> grpc::Status {
+    auto s = echoUpload(*channel, out.data(), bytes);
+    return s.ok() ? echoDownload(*channel, bytes) : s;
+  };
+  grpc::Status status = roundTrip();  // warm-up: the connection, gRPC's buffers
+  const auto t0 = Clock::now();
+  for (int i = 1; status.ok() && i < roundTrips; ++i) status = roundTrip();
+  TransferBench r;
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  if (!status.ok()) return Status::error("grpc echo: " + describe(status));
+  r.floats = floats;
+  r.roundTrips = roundTrips - 1;
+  r.gbps = r.seconds > 0 ? 2.0 * static_cast<double>(bytes) * r.roundTrips / r.seconds / 1e9 : 0;
+  return r;
+}
+
+namespace {
+
 // An in-process server (ASP, a flat model of `floats`) and one worker joined to it over
 // `transport`.
 struct BenchCluster {
@@ -176,6 +321,50 @@ Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTr
   r.roundTrips = roundTrips - 1;
   r.gbps = r.seconds > 0 ? 2.0 * static_cast<double>(floats) * sizeof(float) * r.roundTrips / r.seconds / 1e9 : 0;
   return r;
+}
+
+namespace {
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t m = values.size() / 2;
+  return values.size() % 2 ? values[m] : (values[m - 1] + values[m]) / 2;
+}
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+}  // namespace
+
+Result<TransferRates> benchTransferRates(std::int64_t floats, int rounds, int roundTrips,
+                                         const std::vector<LocalTransport>& transports) {
+  std::vector<double> tcpEcho, grpcEcho, grpcVsTcp;
+  std::vector<std::vector<double>> gbps(transports.size()), vsTcp(transports.size()), vsGrpc(transports.size());
+  for (int round = 0; round < rounds; ++round) {
+    auto tcp = benchTcpEcho(floats, roundTrips);
+    if (!tcp) return tcp.status();
+    auto grpc = benchGrpcEcho(floats, roundTrips);
+    if (!grpc) return grpc.status();
+    tcpEcho.push_back(tcp->gbps);
+    grpcEcho.push_back(grpc->gbps);
+    grpcVsTcp.push_back(ratio(grpc->gbps, tcp->gbps));
+    for (std::size_t t = 0; t < transports.size(); ++t) {
+      auto r = benchPushPull(floats, roundTrips, transports[t]);
+      if (!r) return r.status();
+      gbps[t].push_back(r->gbps);
+      vsTcp[t].push_back(ratio(r->gbps, tcp->gbps));
+      vsGrpc[t].push_back(ratio(r->gbps, grpc->gbps));
+    }
+  }
+  TransferRates rates;
+  rates.rounds = rounds;
+  rates.tcpEchoGbps = median(tcpEcho);
+  rates.grpcEchoGbps = median(grpcEcho);
+  rates.grpcEchoVsTcp = median(grpcVsTcp);
+  for (std::size_t t = 0; t < transports.size(); ++t) {
+    rates.pushPull.push_back({transports[t], median(gbps[t]), median(vsTcp[t]), median(vsGrpc[t])});
+  }
+  return rates;
 }
 
 Result<CallLatency> benchCallLatency(LocalTransport transport, double busyS, int calls, bool doorbell) {

@@ -9,6 +9,7 @@
 #include "net/client/ps_client.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace dasp::net {
 
@@ -22,11 +23,38 @@ struct TransferBench {
 // Raw TCP on 127.0.0.1: the client sends floats×4 bytes, the server echoes them back.
 Result<TransferBench> benchTcpEcho(std::int64_t floats, int roundTrips);
 
+// The same bytes through gRPC alone, under the server's payload settings (payload_options.h):
+// uploaded in chunks on a client stream and downloaded on a server stream, as the chunked
+// push and pull move them, to a server that does nothing with them. The ceiling of any
+// transfer over gRPC: what push+pull over TCP loses beyond it is the server's own work.
+Result<TransferBench> benchGrpcEcho(std::int64_t floats, int roundTrips);
+
 // One worker pushes a gradient of `floats` values and pulls the parameters back, ASP
 // policy, to an in-process ParameterServer: over loopback TCP, its Unix socket, or shared
 // memory (`transport`; Auto is not a transport here). An error when the transport asked
 // for is not what the worker got.
 Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTransport transport);
+
+// The rates of `dasp bench ps` (b), measured in `rounds` interleaved rounds: each round
+// times the TCP echo, the gRPC echo and push+pull over each of `transports` (`roundTrips`
+// each), and every ratio is taken within its round. A machine's speed drifts during a run
+// (the TCP echo has been seen to move between 1.5 and 4.8 GB/s within minutes on one
+// machine), which moves a round's rates together; the medians over the rounds are reported.
+struct TransportRate {
+  LocalTransport transport = LocalTransport::Tcp;
+  double gbps = 0;        // median over the rounds
+  double vsTcpEcho = 0;   // median of the rounds' push+pull ÷ TCP echo
+  double vsGrpcEcho = 0;  // median of the rounds' push+pull ÷ gRPC echo
+};
+struct TransferRates {
+  int rounds = 0;
+  double tcpEchoGbps = 0;    // median
+  double grpcEchoGbps = 0;   // median
+  double grpcEchoVsTcp = 0;  // median of the rounds' ratios
+  std::vector<TransportRate> pushPull;
+};
+Result<TransferRates> benchTransferRates(std::int64_t floats, int rounds, int roundTrips,
+                                         const std::vector<LocalTransport>& transports);
 
 // The latency floor of a worker's iteration: one PushPull call (the call a worker makes
 // per iteration) of a 16-float model over `transport`, in microseconds, back to back and

@@ -3,10 +3,10 @@
 
 #include "net/client/link_emulation.h"
 #include "net/transport/chunk_codec.h"
+#include "net/transport/payload_options.h"
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 namespace dasp::net {
 
@@ -37,7 +37,6 @@ std::string describe(const grpc::Status& status) {
 
 namespace {
 constexpr std::size_t kChunkThreshold = 4u << 20;
-constexpr std::size_t kChunkBytes = 2u << 20;
 // The chunked calls, made raw (ByteBuffer) to keep Protobuf out of the payload's way.
 constexpr char kPullChunksMethod[] = "/dasp.ps.v1.ParameterServer/PullChunks";
 constexpr char kPushChunksMethod[] = "/dasp.ps.v1.ParameterServer/PushChunks";
@@ -80,14 +79,7 @@ const char* nameOf(LocalTransport transport) {
 namespace {
 grpc::ChannelArguments channelArguments(std::int64_t parameters) {
   grpc::ChannelArguments args;
-  const std::int64_t bytes = parameters * 4 + (16 << 20);
-  const int limit = static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(bytes, 64 << 20),
-                                                            std::numeric_limits<int>::max()));
-  args.SetMaxReceiveMessageSize(limit);
-  args.SetMaxSendMessageSize(limit);
-  // Windows and frames sized for model-sized messages (see the server's options).
-  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
-  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1);
+  sizeChannelForPayload(args, parameters);
   // Reconnect quickly after a server restart instead of gRPC's default growing backoff.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
@@ -288,8 +280,8 @@ grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradi
     const std::string header = request.SerializeAsString();
     const char* data = reinterpret_cast<const char*>(gradient);
     bool ok = true;
-    for (std::size_t offset = 0; ok && offset < bytes; offset += kChunkBytes) {
-      ok = writer->Write(encodeChunk(offset == 0 ? &header : nullptr, data + offset, std::min(kChunkBytes, bytes - offset)));
+    for (std::size_t offset = 0; ok && offset < bytes; offset += kPayloadChunkBytes) {
+      ok = writer->Write(encodeChunk(offset == 0 ? &header : nullptr, data + offset, std::min(kPayloadChunkBytes, bytes - offset)));
     }
     writer->WritesDone();
     auto status = writer->Finish();

@@ -27,9 +27,10 @@ void answerWith(Doorbell& doorbell, std::uint32_t call, const grpc::Status& stat
 
 // --- DoorbellPull ---------------------------------------------------------------------------
 
-void ParameterServer::Impl::DoorbellPull::setParameters(const float* params, std::size_t bytes) {
+void ParameterServer::Impl::DoorbellPull::setParameters(const ParameterStore::Snapshot& parameters,
+                                                       std::size_t bytes) {
   if (!m_doorbell.isCurrent(m_call)) return;  // the worker reads the slot for another call now
-  std::memcpy(m_region->parameters(), params, bytes);
+  std::memcpy(m_region->parameters(), parameters->data(), bytes);
   m_reply.set_parameters_in_shm(true);
 }
 

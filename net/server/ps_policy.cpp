@@ -90,7 +90,7 @@ void ParameterServer::Impl::answerPullLocked(PendingPull* r, double t) {
   reply->set_wait_s(wait);
   // The evaluator still gets the parameters after stop, for its final evaluation.
   if (!stopping || rank < 0) {
-    r->setParameters(store->parameters(), gradientBytes());
+    r->setParameters(store->snapshot(), gradientBytes());
     counters.bytesSent += static_cast<std::int64_t>(gradientBytes());
     if (rank >= 0) {
       reply->set_parallel_state(stateName(rank));

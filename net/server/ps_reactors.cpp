@@ -2,6 +2,8 @@
 // The parameter server's call objects (internal: net/server/ps_reactors.h).
 #include "net/server/ps_reactors.h"
 
+#include "net/transport/payload_options.h"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -9,29 +11,36 @@
 namespace dasp::net {
 namespace {
 
-// Chunk size of chunked pulls (a few MB: gRPC moves such messages several times faster
-// than one message of a whole large model).
-constexpr std::size_t kChunkBytes = 2u << 20;
+// A slice over `n` bytes of `parameters` from `offset` that holds the snapshot until gRPC
+// drops the slice: gRPC may still be writing a chunk after it has reported the write done.
+grpc::Slice sliceHolding(const ParameterStore::Snapshot& parameters, std::size_t offset, std::size_t n) {
+  auto* holder = new ParameterStore::Snapshot(parameters);
+  // gRPC's constructor takes a void*; it only reads a slice it is given.
+  auto* data = const_cast<float*>(parameters->data());
+  return grpc::Slice(reinterpret_cast<char*>(data) + offset, n,
+                     [](void* held) { delete static_cast<ParameterStore::Snapshot*>(held); }, holder);
+}
 
 }  // namespace
 
 // --- PullStreamReactor ----------------------------------------------------------------------
 
-void ParameterServer::Impl::PullStreamReactor::setParameters(const float* params, std::size_t bytes) {
-  m_buffer = &m_impl->sendBuffer(rank());
-  m_buffer->resize(bytes);
-  std::memcpy(m_buffer->data(), params, bytes);
+void ParameterServer::Impl::PullStreamReactor::setParameters(const ParameterStore::Snapshot& parameters,
+                                                             std::size_t bytes) {
+  m_parameters = parameters;
+  m_bytes = bytes;
 }
 
 void ParameterServer::Impl::PullStreamReactor::writeNext() {
-  const std::size_t total = m_buffer ? m_buffer->size() : 0;
-  if (m_offset >= total && m_sentFirst) {
+  if (m_offset >= m_bytes && m_sentFirst) {
+    m_parameters.reset();  // the chunks' slices hold the snapshot while gRPC needs it
     Finish(grpc::Status::OK);
     return;
   }
-  const std::size_t n = std::min(kChunkBytes, total - m_offset);
+  const std::size_t n = std::min(kPayloadChunkBytes, m_bytes - m_offset);
   const std::string header = m_sentFirst ? std::string() : m_header.SerializeAsString();
-  m_chunk = encodeChunk(m_sentFirst ? nullptr : &header, m_buffer ? m_buffer->data() + m_offset : nullptr, n);
+  m_chunk = encodeChunk(m_sentFirst ? nullptr : &header,
+                        n > 0 && m_parameters ? sliceHolding(m_parameters, m_offset, n) : grpc::Slice());
   m_offset += n;
   m_sentFirst = true;
   StartWrite(&m_chunk);

@@ -28,7 +28,8 @@ class ParameterServer::Impl::PendingPull {
   double arrivedAt() const { return m_arrivedAt; }
   std::int64_t minVersion() const { return m_minVersion; }
   virtual pb::PullReply& header() = 0;
-  virtual void setParameters(const float* params, std::size_t bytes) = 0;
+  // The version to send: `bytes` of `parameters`, copied or (a chunked pull) held and sent.
+  virtual void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes) = 0;
   virtual void complete() = 0;   // the header (and parameters) are set: send
   virtual void abandon() = 0;    // finish with CANCELLED
   virtual void refuse(const grpc::Status& status) = 0;  // finish with `status`, never parked
@@ -55,13 +56,13 @@ class ParameterServer::Impl::PullReactor final : public grpc::ServerUnaryReactor
   void OnCancel() override { m_impl->cancelPull(this); }
   void OnDone() override { delete this; }
   pb::PullReply& header() override { return *m_reply; }
-  void setParameters(const float* params, std::size_t bytes) override {
+  void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes) override {
     if (m_region) {
-      std::memcpy(m_region->parameters(), params, bytes);
+      std::memcpy(m_region->parameters(), parameters->data(), bytes);
       m_reply->set_parameters_in_shm(true);
       return;
     }
-    m_reply->mutable_parameters()->assign(reinterpret_cast<const char*>(params), bytes);
+    m_reply->mutable_parameters()->assign(reinterpret_cast<const char*>(parameters->data()), bytes);
   }
   void complete() override { Finish(grpc::Status::OK); }
   void abandon() override { Finish(grpc::Status::CANCELLED); }
@@ -73,11 +74,11 @@ class ParameterServer::Impl::PullReactor final : public grpc::ServerUnaryReactor
   std::shared_ptr<SharedRegion> m_region;
 };
 
-// A chunked pull: the parameters are copied once into the rank's send buffer when the
-// pull is answered (a consistent snapshot), then written in chunks whose payload slices
-// point into that buffer (the rank's next pull rewrites it only after this call is done).
-// Its own fields are touched by complete() (under Impl::mu, before the first write) and
-// then only by the write sequence (one write in flight).
+// A chunked pull: it holds the store's snapshot of the version it answers with (no copy),
+// and writes it in chunks whose payload slices point into the snapshot, which no update
+// changes while the call holds it (ParameterStore). Its own fields are touched by
+// complete() (under Impl::mu, before the first write) and then only by the write sequence
+// (one write in flight); the snapshot is dropped with the call.
 class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                                                        public PendingPull {
  public:
@@ -90,7 +91,7 @@ class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteR
     writeNext();
   }
   pb::PullReply& header() override { return m_header; }
-  void setParameters(const float* params, std::size_t bytes) override;
+  void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes) override;
   void complete() override { writeNext(); }
   void abandon() override { Finish(grpc::Status::CANCELLED); }
   void refuse(const grpc::Status& status) override { Finish(status); }
@@ -100,7 +101,8 @@ class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteR
   Impl* m_impl;
   pb::PullReply m_header;
   grpc::ByteBuffer m_chunk;  // the chunk being written
-  std::vector<char>* m_buffer = nullptr;
+  ParameterStore::Snapshot m_parameters;
+  std::size_t m_bytes = 0;
   std::size_t m_offset = 0;
   bool m_sentFirst = false;
 };
@@ -172,7 +174,7 @@ class ParameterServer::Impl::DoorbellPull final : public PendingPull {
   std::uint32_t call() const { return m_call; }
   bool answered() const { return m_answered.load(std::memory_order_acquire); }
   pb::PullReply& header() override { return m_reply; }
-  void setParameters(const float* params, std::size_t bytes) override;
+  void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes) override;
   void complete() override;
   void abandon() override { answer(grpc::Status(grpc::StatusCode::CANCELLED, "the pull was cancelled")); }
   void refuse(const grpc::Status& status) override { answer(status); }

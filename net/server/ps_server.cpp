@@ -6,6 +6,7 @@
 
 #include "net/server/ps_reactors.h"
 #include "net/server/ps_server_impl.h"
+#include "net/transport/payload_options.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,18 +15,6 @@
 #include <thread>
 
 namespace dasp::net {
-namespace {
-
-// gRPC's default 4 MB limit is far below a model's parameters; allow the model plus
-// headroom, at least 64 MB.
-int messageLimit(std::int64_t parameters) {
-  const std::int64_t bytes = parameters * 4 + (16 << 20);
-  return static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(bytes, 64 << 20),
-                                                 std::numeric_limits<int>::max()));
-}
-
-}  // namespace
-
 // --- time-driven decisions ------------------------------------------------------------
 double ParameterServer::Impl::nextTickLocked(double t) const {
   double next = policy->nextDeadline();
@@ -102,7 +91,6 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
                                                  options.spec.optimizer().weight_decay());
   const auto workers = static_cast<std::size_t>(options.workers);
   impl->held.assign(workers, std::vector<float>(count, 0.0f));
-  impl->sendBuffers.resize(workers + 1);
   impl->receiveBuffers.resize(workers);
   impl->regions.resize(workers);
   impl->doorbells.resize(workers);
@@ -140,12 +128,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   // silently; we want the clear "address in use" error instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   if (auto st = impl->addLocalPort(builder); !st) return st;
-  // Flow-control windows and frames sized for model-sized messages: with HTTP/2's 64 KB
-  // defaults a 250 KB push needs several window updates (round trips) to get through.
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1);
-  builder.SetMaxReceiveMessageSize(messageLimit(impl->store->size()));
-  builder.SetMaxSendMessageSize(messageLimit(impl->store->size()));
+  sizeServerForPayload(builder, impl->store->size());
   builder.RegisterService(impl.get());
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0) {

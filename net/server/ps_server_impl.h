@@ -119,15 +119,12 @@ struct ParameterServer::Impl final : ChunkedRawService {
 
   // --- per rank, owned by that rank's one call in flight (the server relies on a worker
   // having at most one pull and one push outstanding); the outer vectors: start() --------
-  // sendBuffer(rank) is filled under mu when the pull is answered, then written out by its
-  // reactor without the lock; receiveBuffer(rank) is filled by the chunked push's reactor.
-  std::vector<char>& sendBuffer(int rank) { return sendBuffers[static_cast<std::size_t>(rank + 1)]; }
+  // receiveBuffer(rank) is filled by the chunked push's reactor.
   float* receiveBuffer(int rank) {
     auto& b = receiveBuffers[static_cast<std::size_t>(rank)];
     if (b.empty()) b.resize(static_cast<std::size_t>(store->size()));
     return b.data();
   }
-  std::vector<std::vector<char>> sendBuffers;      // per rank + 1 (evaluator): chunked pulls
   std::vector<std::vector<float>> receiveBuffers;  // per rank: chunked pushes
 
   // Same-host transports (ps_transport.cpp): where the socket and regions live, and the

@@ -2,6 +2,7 @@
 #include "net/server/replicator.h"
 
 #include "net/client/ps_client.h"
+#include "net/transport/payload_options.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -126,11 +127,7 @@ void Replicator::loop() {
 
     if (stubGeneration != generation) {
       grpc::ChannelArguments args;
-      const std::int64_t bytes = 2 * m_parameters * 4 + (16 << 20);
-      const int limit = static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(bytes, 64 << 20),
-                                                                std::numeric_limits<int>::max()));
-      args.SetMaxReceiveMessageSize(limit);
-      args.SetMaxSendMessageSize(limit);
+      sizeChannelForPayload(args, m_parameters);
       args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
       stub = dasp::ps::v1::ParameterServer::NewStub(openChannel(address, m_security, args));

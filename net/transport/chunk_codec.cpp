@@ -77,20 +77,23 @@ class SliceCursor {
 }  // namespace
 
 grpc::ByteBuffer encodeChunk(const std::string* header, const char* data, std::size_t size) {
+  return encodeChunk(header, size == 0 ? grpc::Slice() : grpc::Slice(data, size, grpc::Slice::STATIC_SLICE));
+}
+
+grpc::ByteBuffer encodeChunk(const std::string* header, grpc::Slice payload) {
   std::string prefix;
   if (header != nullptr) {
     prefix.push_back(static_cast<char>(kHeaderTag));
     appendVarint(prefix, header->size());
     prefix += *header;
   }
-  if (size == 0) {
+  if (payload.size() == 0) {
     grpc::Slice only(prefix.data(), prefix.size());
     return grpc::ByteBuffer(&only, 1);
   }
   prefix.push_back(static_cast<char>(kDataTag));
-  appendVarint(prefix, size);
-  grpc::Slice slices[] = {grpc::Slice(prefix.data(), prefix.size()),
-                          grpc::Slice(data, size, grpc::Slice::STATIC_SLICE)};
+  appendVarint(prefix, payload.size());
+  grpc::Slice slices[] = {grpc::Slice(prefix.data(), prefix.size()), std::move(payload)};
   return grpc::ByteBuffer(slices, 2);
 }
 

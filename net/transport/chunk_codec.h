@@ -23,6 +23,10 @@ namespace dasp::net {
 // unchanged until the call that sends the chunk has finished.
 grpc::ByteBuffer encodeChunk(const std::string* header, const char* data, std::size_t size);
 
+// The same with the payload as a slice of the caller's (empty: none), whose reference
+// keeps the payload's memory alive for as long as gRPC needs it.
+grpc::ByteBuffer encodeChunk(const std::string* header, grpc::Slice payload);
+
 // Reads one chunk, in the order of its fields: `onHeader` gets the header's bytes when the
 // chunk has one; `target(n)` says where the next `n` payload bytes go (nullptr: refused,
 // with `refusal` saying why). Fields the chunk messages do not have are skipped. Returns

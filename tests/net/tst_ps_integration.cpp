@@ -12,6 +12,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <thread>
 
@@ -75,6 +76,28 @@ double testLoss(const Fixture& f, const std::vector<float>& params) {
   return evaluator->evaluate(params.data()).loss;
 }
 
+// An ASP server of a flat model of `n` parameters, all 1, updated by θ -= 0.5·g.
+dasp::Result<std::unique_ptr<dasp::net::ParameterServer>> startFlatServer(std::int64_t n, int workers) {
+  dasp::net::ServerOptions options;
+  options.spec = smallSpec("asp", workers);
+  options.spec.mutable_optimizer()->set_momentum(0.0);
+  options.spec.mutable_optimizer()->set_lr(0.5);
+  options.workers = workers;
+  options.modelName = "flat";
+  options.initialParameters.assign(static_cast<std::size_t>(n), 1.0f);
+  return dasp::net::ParameterServer::start(std::move(options));
+}
+
+grpc::Status joinFlat(dasp::net::PsClient& client, std::int64_t n, int rank) {
+  dasp::ps::v1::JoinRequest join;
+  join.set_role("worker");
+  join.set_model("flat");
+  join.set_parameter_count(n);
+  join.set_requested_rank(rank);
+  dasp::ps::v1::JoinReply joined;
+  return client.join(join, joined, 10);
+}
+
 constexpr dasp::net::LocalTransport kTransports[] = {dasp::net::LocalTransport::Tcp, dasp::net::LocalTransport::Unix,
                                                     dasp::net::LocalTransport::Shm};
 
@@ -94,6 +117,7 @@ class TestPsIntegration : public QObject {
   void vanishedWorkerDoesNotDeadlockBsp();
   void largeModelArrivesExactly_data();
   void largeModelArrivesExactly();
+  void pullInFlightKeepsItsVersion();
 };
 
 // Every strategy over every transport a worker on the server's host can use.
@@ -271,24 +295,11 @@ void TestPsIntegration::largeModelArrivesExactly() {
   QFETCH(int, transport);
   const auto asked = static_cast<dasp::net::LocalTransport>(transport);
   const std::int64_t n = 2'000'000;
-  dasp::net::ServerOptions options;
-  options.spec = smallSpec("asp", 1);
-  options.spec.mutable_optimizer()->set_momentum(0.0);
-  options.spec.mutable_optimizer()->set_lr(0.5);
-  options.workers = 1;
-  options.modelName = "flat";
-  options.initialParameters.assign(static_cast<std::size_t>(n), 1.0f);
-  auto server = dasp::net::ParameterServer::start(std::move(options));
+  auto server = startFlatServer(n, 1);
   QVERIFY(server.isOk());
   const std::string address = "127.0.0.1:" + std::to_string(server.value()->port());
   dasp::net::PsClient client(address, n, dasp::net::NodeSecurity(), asked);
-  dasp::ps::v1::JoinRequest join;
-  join.set_role("worker");
-  join.set_model("flat");
-  join.set_parameter_count(n);
-  join.set_requested_rank(0);
-  dasp::ps::v1::JoinReply joined;
-  QVERIFY(client.join(join, joined, 10).ok());
+  QVERIFY(joinFlat(client, n, 0).ok());
   QCOMPARE(client.transport(), asked);
   QCOMPARE(client.chunked(), asked != dasp::net::LocalTransport::Shm);
   std::vector<float> gradient(static_cast<std::size_t>(n));
@@ -312,6 +323,60 @@ void TestPsIntegration::largeModelArrivesExactly() {
     const float expected = 1.0f - 0.5f * gradient[static_cast<std::size_t>(i)];
     QCOMPARE(params[i], expected);
   }
+  server.value()->shutdown();
+}
+
+void TestPsIntegration::pullInFlightKeepsItsVersion() {
+  // A chunked pull sends the store's snapshot of the version it was answered with, not a
+  // copy: an update that lands while the pull's chunks are still unread must leave them as
+  // they were (the store writes the new version elsewhere), and the next pull has it.
+  const std::int64_t n = 4'000'000;  // 16 MB: more than the flow-control window holds
+  auto server = startFlatServer(n, 2);
+  QVERIFY(server.isOk());
+  const std::string address = "127.0.0.1:" + std::to_string(server.value()->port());
+  std::vector<std::unique_ptr<dasp::net::PsClient>> clients;
+  for (int rank = 0; rank < 2; ++rank) {
+    clients.push_back(std::make_unique<dasp::net::PsClient>(address, n, dasp::net::NodeSecurity(),
+                                                            dasp::net::LocalTransport::Tcp));
+    QVERIFY(joinFlat(*clients.back(), n, rank).ok());
+  }
+  // Rank 0's pull, read one chunk at a time through the generated stub.
+  auto stub = dasp::ps::v1::ParameterServer::NewStub(
+      dasp::net::openChannel(address, dasp::net::NodeSecurity(), grpc::ChannelArguments()));
+  grpc::ClientContext context;
+  dasp::net::setDeadline(context, 30);
+  dasp::net::attachToken(context, dasp::net::NodeSecurity());
+  dasp::ps::v1::PullRequest request;
+  request.set_rank(0);
+  auto reader = stub->PullChunks(&context, request);
+  dasp::ps::v1::PullChunk chunk;
+  if (!reader->Read(&chunk)) QFAIL(dasp::net::describe(reader->Finish()).c_str());
+  QCOMPARE(chunk.header().version(), 0LL);
+  std::string received = chunk.data();
+  // Rank 1's push is applied while most of rank 0's pull is unread.
+  std::vector<float> gradient(static_cast<std::size_t>(n), 1.0f);
+  dasp::ps::v1::PushRequest push;
+  push.set_rank(1);
+  dasp::ps::v1::PushReply pushed;
+  auto status = clients[1]->pushGradient(push, gradient.data(), pushed, 30);
+  QVERIFY2(status.ok(), status.error_message().c_str());
+  QCOMPARE(pushed.outcome(), std::string("applied"));
+  while (reader->Read(&chunk)) received += chunk.data();
+  status = reader->Finish();
+  QVERIFY2(status.ok(), status.error_message().c_str());
+  const std::vector<float> version0(static_cast<std::size_t>(n), 1.0f);
+  QCOMPARE(received.size(), version0.size() * sizeof(float));
+  QVERIFY(std::memcmp(received.data(), version0.data(), received.size()) == 0);
+  // The next pull has the update.
+  dasp::ps::v1::PullRequest again;
+  again.set_rank(1);
+  dasp::ps::v1::PullReply reply;
+  const float* params = nullptr;
+  status = clients[1]->pullParameters(again, reply, params, 30);
+  QVERIFY2(status.ok(), status.error_message().c_str());
+  QVERIFY(params != nullptr);
+  QCOMPARE(reply.version(), 1LL);
+  for (std::int64_t i : {std::int64_t{0}, n / 2, n - 1}) QCOMPARE(params[i], 0.5f);
   server.value()->shutdown();
 }
 

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+// The parameter store (core/params/parameter_store.h): a snapshot is an immutable version
+// (an update, or a restore, while it is held writes another buffer and leaves it as it
+// was), the arithmetic does not depend on whether a snapshot is held, an unheld store
+// updates in place, and buffers given back are reused rather than allocated anew.
+#include "core/params/parameter_store.h"
+
+#include <QtTest>
+
+#include <cstring>
+#include <vector>
+
+using dasp::ParameterStore;
+
+class TestParameterStore : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void unheldStoreUpdatesInPlace();
+  void snapshotIsImmutable();
+  void heldOrNotGivesTheSameBits();
+  void releasedBuffersAreReused();
+  void restoreLeavesSnapshotsAlone();
+};
+
+namespace {
+
+constexpr std::size_t kN = 10'003;  // not a multiple of the update's block
+
+std::vector<float> ramp(float scale) {
+  std::vector<float> v(kN);
+  for (std::size_t i = 0; i < kN; ++i) v[i] = scale * static_cast<float>(i % 97) - 1.0f;
+  return v;
+}
+
+// One update of one gradient, and one of three gradients (the blocked path).
+void update(ParameterStore& store, const std::vector<float>& a, const std::vector<float>& b) {
+  const float* one[] = {a.data()};
+  const double w1[] = {1.0};
+  store.apply(one, w1, 1, 0.1);
+  const float* three[] = {a.data(), b.data(), a.data()};
+  const double w3[] = {0.5, 0.25, 0.25};
+  store.apply(three, w3, 3, 0.05);
+}
+
+bool sameBits(const float* x, const float* y) { return std::memcmp(x, y, kN * sizeof(float)) == 0; }
+
+}  // namespace
+
+void TestParameterStore::unheldStoreUpdatesInPlace() {
+  ParameterStore store(ramp(0.01f), 0.9, 1e-4);
+  const float* before = store.parameters();
+  update(store, ramp(0.02f), ramp(-0.03f));
+  QCOMPARE(store.parameters(), before);
+  QCOMPARE(store.copiesOnWrite(), 0LL);
+  QCOMPARE(store.version(), 2LL);
+}
+
+void TestParameterStore::snapshotIsImmutable() {
+  const auto initial = ramp(0.01f);
+  ParameterStore store(initial, 0.9, 1e-4);
+  const ParameterStore::Snapshot held = store.snapshot();
+  update(store, ramp(0.02f), ramp(-0.03f));
+  QVERIFY(sameBits(held->data(), initial.data()));
+  QVERIFY(!sameBits(store.parameters(), initial.data()));
+  QVERIFY(store.parameters() != held->data());
+  QCOMPARE(store.copiesOnWrite(), 1LL);  // the first update moved; the second found its buffer unheld
+  QCOMPARE(store.version(), 2LL);
+}
+
+void TestParameterStore::heldOrNotGivesTheSameBits() {
+  const auto a = ramp(0.02f), b = ramp(-0.03f);
+  ParameterStore plain(ramp(0.01f), 0.9, 1e-4);
+  ParameterStore shared(ramp(0.01f), 0.9, 1e-4);
+  std::vector<ParameterStore::Snapshot> readers;
+  for (int round = 0; round < 3; ++round) {
+    readers.push_back(shared.snapshot());  // every version stays held: every update copies on write
+    update(plain, a, b);
+    update(shared, a, b);
+    QVERIFY(sameBits(plain.parameters(), shared.parameters()));
+    QVERIFY(std::memcmp(plain.momentumBuffer().data(), shared.momentumBuffer().data(), kN * sizeof(float)) == 0);
+  }
+  QCOMPARE(shared.copiesOnWrite(), 3LL);
+}
+
+void TestParameterStore::releasedBuffersAreReused() {
+  ParameterStore store(ramp(0.01f), 0.9, 1e-4);
+  const auto g = ramp(0.02f);
+  const float* one[] = {g.data()};
+  const double w[] = {1.0};
+  auto first = store.snapshot();
+  const float* firstBuffer = first->data();
+  store.apply(one, w, 1, 0.1);  // moves to a new buffer
+  first.reset();                 // the reader is done with the old one
+  auto second = store.snapshot();
+  store.apply(one, w, 1, 0.1);  // moves again: to the buffer the first reader gave back
+  QCOMPARE(store.parameters(), firstBuffer);
+  QCOMPARE(store.copiesOnWrite(), 2LL);
+}
+
+void TestParameterStore::restoreLeavesSnapshotsAlone() {
+  const auto initial = ramp(0.01f);
+  ParameterStore store(initial, 0.9, 1e-4);
+  const auto held = store.snapshot();
+  const auto other = ramp(0.5f);
+  store.restore(other.data(), nullptr, 7);
+  QVERIFY(sameBits(held->data(), initial.data()));
+  QVERIFY(sameBits(store.parameters(), other.data()));
+  QCOMPARE(store.version(), 7LL);
+}
+
+QTEST_GUILESS_MAIN(TestParameterStore)
+#include "tst_parameter_store.moc"
