@@ -8,9 +8,15 @@
 namespace dasp {
 
 double gradientNorm(const float* values, std::int64_t count) {
+  GradientNormSum sum;
+  sum.add(values, count);
+  return sum.norm();
+}
+
+void GradientNormSum::add(const float* values, std::int64_t count) {
   // Four partial sums: the loop vectorizes without -ffast-math reassociation, and a NaN or
   // Inf anywhere makes the sum NaN or Inf (a float squared never overflows a double).
-  double s[4] = {0, 0, 0, 0};
+  double s[4] = {m_sums[0], m_sums[1], m_sums[2], m_sums[3]};
   std::int64_t i = 0;
   for (; i + 4 <= count; i += 4) {
     for (int k = 0; k < 4; ++k) {
@@ -22,8 +28,10 @@ double gradientNorm(const float* values, std::int64_t count) {
     const double v = values[i];
     s[0] += v * v;
   }
-  return std::sqrt((s[0] + s[1]) + (s[2] + s[3]));
+  for (int k = 0; k < 4; ++k) m_sums[k] = s[k];
 }
+
+double GradientNormSum::norm() const { return std::sqrt((m_sums[0] + m_sums[1]) + (m_sums[2] + m_sums[3])); }
 
 v1::GradientGuardSpec resolvedGuardSpec(const v1::GradientGuardSpec& spec) {
   v1::GradientGuardSpec g = spec;

@@ -27,6 +27,19 @@ namespace dasp {
 // (and +inf when the sum overflows double, which finite floats cannot make).
 double gradientNorm(const float* values, std::int64_t count);
 
+// gradientNorm() taken a piece at a time, in order: a receiver takes the norm of a
+// gradient as its chunks land, while they are still in cache, instead of in a pass of its
+// own after the last one. When every piece but the last is a multiple of 4 values long,
+// norm() equals gradientNorm() of them all bit for bit.
+class GradientNormSum {
+ public:
+  void add(const float* values, std::int64_t count);
+  double norm() const;
+
+ private:
+  double m_sums[4] = {0, 0, 0, 0};
+};
+
 // The guard's spec with every default filled in (the values a run uses).
 v1::GradientGuardSpec resolvedGuardSpec(const v1::GradientGuardSpec& spec);
 

@@ -85,9 +85,20 @@ char* ParameterServer::Impl::PushStreamReactor::payloadTarget(std::size_t n, std
   return to;
 }
 
+void ParameterServer::Impl::PushStreamReactor::sumLanded(bool all) {
+  if (m_buffer == nullptr) return;
+  const std::size_t landed = m_received / sizeof(float);
+  const std::size_t upTo = all ? landed : landed / 4 * 4;
+  if (upTo <= m_summed) return;
+  m_norm.add(m_buffer + m_summed, static_cast<std::int64_t>(upTo - m_summed));
+  m_summed = upTo;
+}
+
 void ParameterServer::Impl::PushStreamReactor::OnReadDone(bool ok) {
   if (!ok) {  // the client has sent everything
-    const grpc::Status status = m_failed ? m_status : m_impl->handlePush(m_header, m_buffer, m_received, &m_reply);
+    if (!m_failed) sumLanded(true);
+    const grpc::Status status =
+        m_failed ? m_status : m_impl->handlePush(m_header, m_buffer, m_received, &m_reply, m_norm.norm());
     if (m_claimed >= 0) m_impl->releaseReceiveBuffer(m_claimed);
     m_claimed = -1;
     if (status.ok()) {
@@ -109,6 +120,7 @@ void ParameterServer::Impl::PushStreamReactor::OnReadDone(bool ok) {
           return payloadTarget(n, why);
         });
     if (!wrong.empty() && !m_failed) fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, wrong));
+    if (!m_failed) sumLanded(false);
   }
   StartRead(&m_chunk);
 }

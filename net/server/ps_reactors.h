@@ -108,7 +108,9 @@ class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteR
 };
 
 // A chunked push: chunks are gathered into the rank's receive buffer (allocated once),
-// then handled as one push. Its fields are its own (one read in flight at a time). It
+// then handled as one push. The gradient's norm is summed as each chunk lands, while it is
+// in cache, so the guard needs no pass of its own. Its fields are its own (one read in
+// flight at a time). It
 // claims the buffer on the header (one chunked push per rank at a time) and gives it back
 // once the push is handled, or when the call ends.
 class ParameterServer::Impl::PushStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
@@ -131,6 +133,9 @@ class ParameterServer::Impl::PushStreamReactor final : public grpc::ServerReadRe
   // there is none yet or it would overflow).
   char* payloadTarget(std::size_t n, std::string& refusal);
   void takeHeader(const std::string& bytes);
+  // Adds the landed values not yet summed to the norm: whole groups of 4 (so that the sum
+  // equals gradientNorm()'s), and with `all` the rest too.
+  void sumLanded(bool all);
   Impl* m_impl;
   grpc::ByteBuffer* m_response;
   pb::PushReply m_reply;
@@ -138,6 +143,8 @@ class ParameterServer::Impl::PushStreamReactor final : public grpc::ServerReadRe
   pb::PushRequest m_header;
   float* m_buffer = nullptr;
   std::size_t m_received = 0;
+  std::size_t m_summed = 0;  // values of m_buffer added to m_norm
+  GradientNormSum m_norm;
   int m_claimed = -1;  // the rank whose receive buffer this call holds
   bool m_failed = false;
   grpc::Status m_status;

@@ -300,10 +300,11 @@ grpc::Status ParameterServer::Impl::rejectLocked(int rank, const std::string& wh
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why, refusal.SerializeAsString());
 }
 
-// Validates and handles one push (unary or chunked): `grad` holds `bytes` bytes. Every
-// refusal is INVALID_ARGUMENT; the gradient guard's also a REJECT event with its code.
+// Validates and handles one push (unary or chunked): `grad` holds `bytes` bytes, and
+// `norm` its norm when the caller took it already (a chunked push, as the chunks landed).
+// Every refusal is INVALID_ARGUMENT; the gradient guard's also a REJECT event with its code.
 grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes,
-                                               pb::PushReply* reply) {
+                                               pb::PushReply* reply, std::optional<double> norm) {
   const int rank = req.rank();
   auto reject = [&](pb::PushRefusal::Reason reason, const std::string& why) {
     std::lock_guard<std::mutex> lock(mu);
@@ -321,14 +322,14 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
   }
   if (auto st = checkPushFields(req); !st.ok()) return reject(pb::PushRefusal::MALFORMED, st.error_message());
   // The norm outside the lock (one pass over the gradient); the guard decides under it.
-  const double norm = gradientNorm(grad, store->size());
+  if (!norm) norm = gradientNorm(grad, store->size());
   std::lock_guard<std::mutex> lock(mu);
-  const auto decision = guard->check(norm);
+  const auto decision = guard->check(*norm);
   if (decision.refused()) {
     counters.guardRefused += 1;
     const auto reason = decision.verdict == GradientGuard::Verdict::RefuseNonFinite ? pb::PushRefusal::NON_FINITE
                                                                                     : pb::PushRefusal::GUARDED;
-    return rejectLocked(rank, describeDecision(decision, rank), reason, req, v1::RunEvent::GRADIENT_REFUSED, norm);
+    return rejectLocked(rank, describeDecision(decision, rank), reason, req, v1::RunEvent::GRADIENT_REFUSED, *norm);
   }
   if (decision.verdict == GradientGuard::Verdict::Clip) {
     // From here on the push is its clipped copy (held, applied, forwarded as it is).
@@ -344,7 +345,7 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
       e->set_rank(rank);
       e->set_detail(describeDecision(decision, rank));
       e->set_code(v1::RunEvent::GRADIENT_CLIPPED);
-      e->set_norm(norm);
+      e->set_norm(*norm);
       publishLocked(e);
     }
   }

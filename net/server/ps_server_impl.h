@@ -61,6 +61,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <limits>
 #include <mutex>
 #include <random>
@@ -300,7 +301,8 @@ struct ParameterServer::Impl final : ChunkedRawService {
   grpc::ServerUnaryReactor* Replicate(grpc::CallbackServerContext* ctx, const pb::ReplicaUpdate* req,
                                       pb::ReplicaAck* reply) override;
   void admitPull(PendingPull* reactor);
-  grpc::Status handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes, pb::PushReply* reply);
+  grpc::Status handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes, pb::PushReply* reply,
+                          std::optional<double> norm = std::nullopt);
   grpc::Status handlePushOf(const pb::PushRequest& req, const SharedRegion* region, pb::PushReply* reply);
   // A refused push: counted, a REJECT event (with the push's version and loss; `code` and
   // `norm` when the guard refused it), INVALID_ARGUMENT with `why` and a PushRefusal of

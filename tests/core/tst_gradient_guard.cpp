@@ -22,6 +22,7 @@ class TestGradientGuard : public QObject {
 
  private slots:
   void norm();
+  void normInPiecesIsTheSame();
   void defaults();
   void hardCapFromTheFirstGradient();
   void outliersAfterWarmup();
@@ -62,6 +63,23 @@ void TestGradientGuard::norm() {
   QVERIFY(std::isnan(dasp::gradientNorm(bad.data(), 7)));
   bad[6] = -std::numeric_limits<float>::infinity();
   QVERIFY(std::isinf(dasp::gradientNorm(bad.data(), 7)));
+}
+
+void TestGradientGuard::normInPiecesIsTheSame() {
+  // A chunked push's norm is summed as its chunks land: pieces of multiples of 4 values
+  // and a last piece of any length give gradientNorm()'s bits exactly.
+  std::vector<float> v(10'007);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(static_cast<float>(i)) * (1.0f + static_cast<float>(i % 13));
+  const double whole = dasp::gradientNorm(v.data(), static_cast<std::int64_t>(v.size()));
+  dasp::GradientNormSum pieces;
+  std::size_t at = 0;
+  for (std::size_t piece : {std::size_t{4}, std::size_t{1000}, std::size_t{0}, std::size_t{4096}, std::size_t{4000}}) {
+    pieces.add(v.data() + at, static_cast<std::int64_t>(piece));
+    at += piece;
+  }
+  pieces.add(v.data() + at, static_cast<std::int64_t>(v.size() - at));  // the last 907
+  QVERIFY(pieces.norm() == whole);  // bit for bit, not QCOMPARE's fuzzy equality
+  QCOMPARE(dasp::GradientNormSum().norm(), 0.0);
 }
 
 void TestGradientGuard::defaults() {
