@@ -303,8 +303,12 @@ Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTr
   pull.set_rank(0);
   pb::PullReply pullReply;
   const float* params = nullptr;
+  // As a worker does (nodes.cpp): over shared memory the gradient is computed straight into
+  // the region's slot, so its push copies nothing; elsewhere it is in the worker's memory.
+  if (float* slot = client.gradientSlot()) std::copy(gradient.begin(), gradient.end(), slot);
   auto roundTrip = [&]() -> grpc::Status {
-    auto s = client.pushGradient(push, gradient.data(), pushReply, 60);
+    const float* slot = client.gradientSlot();
+    auto s = client.pushGradient(push, slot != nullptr ? slot : gradient.data(), pushReply, 60);
     if (!s.ok()) return s;
     s = client.pullParameters(pull, pullReply, params, 60);
     if (s.ok() && params == nullptr) return grpc::Status(grpc::StatusCode::DATA_LOSS, "short pull");

@@ -31,7 +31,8 @@ Result<TransferBench> benchGrpcEcho(std::int64_t floats, int roundTrips);
 
 // One worker pushes a gradient of `floats` values and pulls the parameters back, ASP
 // policy, to an in-process ParameterServer: over loopback TCP, its Unix socket, or shared
-// memory (`transport`; Auto is not a transport here). An error when the transport asked
+// memory (`transport`; Auto is not a transport here), the gradient where a worker has it
+// (over shared memory: in the region's slot, which it computes into). An error when the transport asked
 // for is not what the worker got.
 Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTransport transport);
 
