@@ -78,7 +78,8 @@ class ParameterServer::Impl::PullReactor final : public grpc::ServerUnaryReactor
 // and writes it in chunks whose payload slices point into the snapshot, which no update
 // changes while the call holds it (ParameterStore). Its own fields are touched by
 // complete() (under Impl::mu, before the first write) and then only by the write sequence
-// (one write in flight); the snapshot is dropped with the call.
+// (one write in flight). It drops the snapshot once the last chunk is written; each
+// chunk's slice holds it until gRPC has sent that chunk.
 class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                                                        public PendingPull {
  public:
@@ -110,9 +111,8 @@ class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteR
 // A chunked push: chunks are gathered into the rank's receive buffer (allocated once),
 // then handled as one push. The gradient's norm is summed as each chunk lands, while it is
 // in cache, so the guard needs no pass of its own. Its fields are its own (one read in
-// flight at a time). It
-// claims the buffer on the header (one chunked push per rank at a time) and gives it back
-// once the push is handled, or when the call ends.
+// flight at a time). It claims the buffer on the header (one chunked push per rank at a
+// time) and gives it back once the push is handled, or when the call ends.
 class ParameterServer::Impl::PushStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   PushStreamReactor(Impl* impl, grpc::ByteBuffer* response) : m_impl(impl), m_response(response) {
