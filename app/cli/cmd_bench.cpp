@@ -9,6 +9,7 @@
 #include "ml/node_compute.h"
 #include "ml/bench/train_bench.h"
 #include "ml/trainer.h"
+#include "core/bench/median.h"
 #include "core/bench/memory_bench.h"
 #include "core/bench/policy_bench.h"
 #include "net/client/nodes.h"
@@ -96,11 +97,6 @@ int benchTrain(const BenchTrainFlags& flags) {
     }
   }
   return 0;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 // (a) of one model: an iteration through the server against one of the single-process

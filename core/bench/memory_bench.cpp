@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "core/bench/memory_bench.h"
 
+#include "core/bench/median.h"
 #include "core/params/parameter_store.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -22,11 +22,10 @@ MemoryBench timeRounds(std::int64_t floats, int rounds, double bytesPerFloat, Pa
     pass();
     times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
-  std::sort(times.begin(), times.end());
   MemoryBench r;
   r.floats = floats;
   r.rounds = rounds;
-  r.seconds = times.empty() ? 0 : times[times.size() / 2];
+  r.seconds = median(times);
   r.gbps = r.seconds > 0 ? bytesPerFloat * static_cast<double>(floats) / r.seconds / 1e9 : 0;
   return r;
 }

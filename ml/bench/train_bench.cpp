@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ml/bench/train_bench.h"
 
+#include "core/bench/median.h"
+
 #include "ml/trainer.h"
 #include "ml/zoo.h"
 
@@ -13,13 +15,6 @@ namespace dasp::ml {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // The reference: how one writes a training loop with LibTorch's own API.
 class PlainLoop {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "net/bench/transfer_bench.h"
 
+#include "core/bench/median.h"
+
 #include "net/client/ps_client.h"
 #include "net/server/ps_server.h"
 #include "net/transport/payload_options.h"
@@ -26,6 +28,15 @@ namespace dasp::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// `r` (its seconds timed) with its size and rate: `floats` × 4 bytes each way per round
+// trip, both directions counted.
+TransferBench withRate(TransferBench r, std::int64_t floats, int roundTrips) {
+  r.floats = floats;
+  r.roundTrips = roundTrips;
+  r.gbps = r.seconds > 0 ? 2.0 * static_cast<double>(floats) * sizeof(float) * roundTrips / r.seconds / 1e9 : 0;
+  return r;
+}
 
 bool sendAll(int fd, const char* p, std::size_t n) {
   while (n > 0) {
@@ -96,10 +107,7 @@ Result<TransferBench> benchTcpEcho(std::int64_t floats, int roundTrips) {
   echo.join();
   ::close(listener);
   if (!failure) return failure;
-  r.floats = floats;
-  r.roundTrips = roundTrips - 1;
-  r.gbps = r.seconds > 0 ? 2.0 * static_cast<double>(bytes) * r.roundTrips / r.seconds / 1e9 : 0;
-  return r;
+  return withRate(r, floats, roundTrips - 1);
 }
 
 namespace {
@@ -236,10 +244,7 @@ Result<TransferBench> benchGrpcEcho(std::int64_t floats, int roundTrips) {
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   if (!status.ok()) return Status::error("grpc echo: " + describe(status));
-  r.floats = floats;
-  r.roundTrips = roundTrips - 1;
-  r.gbps = r.seconds > 0 ? 2.0 * static_cast<double>(bytes) * r.roundTrips / r.seconds / 1e9 : 0;
-  return r;
+  return withRate(r, floats, roundTrips - 1);
 }
 
 namespace {
@@ -321,20 +326,10 @@ Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTr
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   cluster->server->shutdown(1.0);
   if (!status.ok()) return Status::error("push/pull bench: " + describe(status));
-  r.floats = floats;
-  r.roundTrips = roundTrips - 1;
-  r.gbps = r.seconds > 0 ? 2.0 * static_cast<double>(floats) * sizeof(float) * r.roundTrips / r.seconds / 1e9 : 0;
-  return r;
+  return withRate(r, floats, roundTrips - 1);
 }
 
 namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t m = values.size() / 2;
-  return values.size() % 2 ? values[m] : (values[m - 1] + values[m]) / 2;
-}
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 

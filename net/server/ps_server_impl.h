@@ -60,10 +60,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <memory>
-#include <optional>
 #include <limits>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
