@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -155,6 +156,24 @@ struct Model::Impl {
   std::optional<c10::Stream> stream;  // CUDA: this model's stream, from LibTorch's pool
   BatchStage trainStage, evalStage;
   torch::Tensor paramHost, gradHost;  // host mirrors of flat / gradFlat (pinned on CUDA)
+  // The model's own flat buffers while it is bound to a caller's (bindBuffers).
+  torch::Tensor ownFlat, ownGradFlat;
+  const float* boundParams = nullptr;
+  const float* boundGradients = nullptr;
+
+  // Makes every parameter a view of `params` and its gradient a view of `gradients`, in
+  // the same layout (offsets in parameters() order).
+  void viewInto(const torch::Tensor& params, const torch::Tensor& gradients) {
+    std::int64_t offset = 0;
+    for (auto& p : net->parameters()) {
+      const auto numel = p.numel();
+      p.set_data(params.narrow(0, offset, numel).view(p.sizes()));
+      p.mutable_grad() = gradients.narrow(0, offset, numel).view(p.sizes());
+      offset += numel;
+    }
+    flat = params;
+    gradFlat = gradients;
+  }
 
   torch::Tensor wrapFeatures(const Dataset& data) const {
     // No copy: the dataset outlives the call.
@@ -221,18 +240,16 @@ Result<std::unique_ptr<Model>> Model::create(const ModelOptions& options) {
     std::int64_t total = 0;
     for (const auto& p : params) total += p.numel();
     const auto fopts = torch::TensorOptions().dtype(torch::kFloat32).device(impl->device);
-    impl->flat = torch::empty({total}, fopts);
-    impl->gradFlat = torch::zeros({total}, fopts);
+    auto flat = torch::empty({total}, fopts);
     std::int64_t offset = 0;
-    for (auto& p : params) {
-      const auto numel = p.numel();
-      auto view = impl->flat.narrow(0, offset, numel);
-      view.copy_(p.detach().reshape({numel}));
-      p.set_data(view.view(p.sizes()));
-      p.mutable_grad() = impl->gradFlat.narrow(0, offset, numel).view(p.sizes());
-      offset += numel;
+    for (const auto& p : params) {
+      flat.narrow(0, offset, p.numel()).copy_(p.detach().reshape({p.numel()}));
+      offset += p.numel();
     }
+    impl->viewInto(flat, torch::zeros({total}, fopts));
     impl->count = total;
+    impl->ownFlat = impl->flat;
+    impl->ownGradFlat = impl->gradFlat;
     if (impl->staged) {
       const auto hopts = torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(impl->device.is_cuda());
       impl->paramHost = torch::empty({total}, hopts);
@@ -283,6 +300,29 @@ void Model::copyGradientsTo(float* out) const {
   d.gradHost.copy_(d.gradFlat);  // the one device-to-host transfer of the gradient
   std::memcpy(out, d.gradHost.data_ptr<float>(), static_cast<std::size_t>(d.count) * sizeof(float));
 }
+
+bool Model::bindBuffers(const float* params, float* gradients) {
+  auto& d = *m_impl;
+  auto aligned = [](const void* p) { return p != nullptr && reinterpret_cast<std::uintptr_t>(p) % 64 == 0; };
+  if (d.staged || !aligned(params) || !aligned(gradients)) return false;
+  if (params == d.boundParams && gradients == d.boundGradients) return true;
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat32);
+  // forwardBackward only reads the parameters: the const_cast never leads to a write.
+  d.viewInto(torch::from_blob(const_cast<float*>(params), {d.count}, opts), torch::from_blob(gradients, {d.count}, opts));
+  d.boundParams = params;
+  d.boundGradients = gradients;
+  return true;
+}
+
+void Model::unbindBuffers() {
+  auto& d = *m_impl;
+  if (d.boundParams == nullptr) return;
+  d.viewInto(d.ownFlat, d.ownGradFlat);
+  d.boundParams = nullptr;
+  d.boundGradients = nullptr;
+}
+
+bool Model::bound() const { return m_impl->boundParams != nullptr; }
 
 Result<double> Model::forwardBackward(const BatchRef& batch) {
   auto& d = *m_impl;

@@ -70,6 +70,19 @@ class Model {
   void copyParametersFrom(const float* in);
   void copyGradientsTo(float* out) const;
 
+  // Computing in the caller's buffers, without the copies in and out: the model's
+  // parameters become views of `params` and its gradients accumulate into `gradients`
+  // (both parameterCount() floats), until it is bound to others or detached. The caller
+  // keeps both alive and `params` unchanged while the model computes, and nothing but
+  // forwardBackward() may use the model while it is bound (copyParametersFrom would write
+  // into `params`). Only host models, and buffers 64-byte aligned as LibTorch's own are:
+  // every parameter then sits where it sits in the model's own buffer, so the kernels take
+  // the same paths and give the same bits. False, and nothing changed, otherwise.
+  bool bindBuffers(const float* params, float* gradients);
+  // Back to the model's own buffers (their values are not kept: copy parameters in).
+  void unbindBuffers();
+  bool bound() const;
+
   // One forward + backward pass on a batch; gradients (of the mean loss) replace the
   // previous ones. Returns the batch's mean loss. Training mode (dropout on).
   Result<double> forwardBackward(const BatchRef& batch);

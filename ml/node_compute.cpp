@@ -48,14 +48,20 @@ Result<std::unique_ptr<ShardGradientSource>> ShardGradientSource::create(const E
 
 Result<double> ShardGradientSource::computeGradient(const float* params, float* gradient) {
   const auto batch = std::min<std::size_t>(static_cast<std::size_t>(m_batch), m_order.size());
-  m_model->copyParametersFrom(params);
+  // In the caller's buffers where the model can be (a shared-memory region's slots are):
+  // the same bits without the two copies.
+  const bool inPlace = m_model->bindBuffers(params, gradient);
+  if (!inPlace) {
+    m_model->unbindBuffers();
+    m_model->copyParametersFrom(params);
+  }
   BatchRef ref;
   ref.data = m_train;
   ref.indices = m_order.next(batch);
   ref.count = static_cast<std::int64_t>(batch);
   auto loss = m_model->forwardBackward(ref);
   if (!loss) return loss;
-  m_model->copyGradientsTo(gradient);
+  if (!inPlace) m_model->copyGradientsTo(gradient);
   return loss;
 }
 

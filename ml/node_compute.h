@@ -16,9 +16,11 @@ namespace dasp::ml {
 
 // Gradients of worker `rank` of `worldSize` on its shard of the training set (the spec's
 // partition), in a seeded per-epoch shuffle of the shard, on the worker's device
-// (workerDevice). On a GPU each step moves its batch to the device in one copy and the
-// gradient back in one copy (see Model); workers sharing a GPU each have their own stream
-// (and, as `dasp worker` processes, their own CUDA context).
+// (workerDevice). On the host, given 64-byte aligned buffers (a shared-memory region's
+// slots), the model computes in them in place (Model::bindBuffers): no copy of the
+// parameters in or of the gradient out. On a GPU each step moves its batch to the device
+// in one copy and the gradient back in one copy (see Model); workers sharing a GPU each
+// have their own stream (and, as `dasp worker` processes, their own CUDA context).
 class ShardGradientSource final : public GradientSource {
  public:
   // `shard`, when given, is this rank's allShards() entry (the simulator makes every shard

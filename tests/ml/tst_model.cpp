@@ -9,7 +9,10 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <limits>
 
 using dasp::ml::Model;
 using dasp::ml::ModelOptions;
@@ -52,6 +55,15 @@ std::unique_ptr<Model> make(const std::string& name, int side = 28, int channels
   return std::move(m).value();
 }
 
+// `n` floats, 64-byte aligned as LibTorch's buffers (and shared-memory slots) are.
+struct AlignedFloats {
+  explicit AlignedFloats(std::size_t n) : data(static_cast<float*>(std::aligned_alloc(64, (n * 4 + 63) / 64 * 64))) {}
+  ~AlignedFloats() { std::free(data); }
+  AlignedFloats(const AlignedFloats&) = delete;
+  AlignedFloats& operator=(const AlignedFloats&) = delete;
+  float* data;
+};
+
 }  // namespace
 
 class TestModel : public QObject {
@@ -62,6 +74,8 @@ class TestModel : public QObject {
   void parameterCounts();
   void flatParametersRoundTrip();
   void gradientsMatchFiniteDifferences();
+  void boundBuffersGiveTheSameBits_data();
+  void boundBuffersGiveTheSameBits();
   void sgdStepLowersLoss();
   void evaluateCountsSamples();
   void unknownModelAndBadShape();
@@ -122,6 +136,60 @@ void TestModel::gradientsMatchFiniteDifferences() {
     QVERIFY2(std::abs(numeric - grad[i]) < 2e-3 + 0.05 * std::abs(numeric),
              qPrintable(QString("param %1: numeric %2 vs flat %3").arg(i).arg(numeric).arg(grad[i])));
   }
+}
+
+void TestModel::boundBuffersGiveTheSameBits_data() {
+  // Models without dropout, whose passes repeat exactly (ttf-cnn draws a dropout mask).
+  QTest::addColumn<QString>("name");
+  QTest::addColumn<int>("side");
+  QTest::addColumn<int>("channels");
+  QTest::newRow("mlp") << "mlp" << 28 << 1;
+  QTest::newRow("lenet") << "lenet" << 28 << 1;
+  QTest::newRow("resnet8") << "resnet8" << 32 << 3;
+}
+
+void TestModel::boundBuffersGiveTheSameBits() {
+  // A model bound to the caller's buffers (a worker's shared-memory slots) computes the
+  // gradient the copies in and out give, bit for bit, and never writes its parameters.
+  QFETCH(QString, name);
+  QFETCH(int, side);
+  QFETCH(int, channels);
+  auto data = imageData(32, side, channels, 5);
+  auto m = make(name.toStdString(), side, channels);
+  const auto n = static_cast<std::size_t>(m->parameterCount());
+  const dasp::ml::BatchRef batch{&data, nullptr, 0, 32};
+  std::vector<float> params(n), copied(n), again(n);
+  m->copyParametersTo(params.data());
+  for (std::size_t i = 0; i < n; ++i) params[i] += 1e-3f * static_cast<float>(i % 7);  // not the model's own
+  m->copyParametersFrom(params.data());
+  const double copiedLoss = m->forwardBackward(batch).value();
+  m->copyGradientsTo(copied.data());
+  const std::vector<float> zeros(n, 0.0f);
+  m->copyParametersFrom(zeros.data());  // the bound pass must read p, not the model's own buffer
+
+  AlignedFloats p(n), g(n);
+  std::memcpy(p.data, params.data(), n * 4);
+  std::fill(g.data, g.data + n, std::numeric_limits<float>::quiet_NaN());  // every value must be written
+  QVERIFY(m->bindBuffers(p.data, g.data));
+  QVERIFY(m->bound());
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass shows nothing accumulates across passes
+    QCOMPARE(m->forwardBackward(batch).value(), copiedLoss);
+    QVERIFY2(std::memcmp(g.data, copied.data(), n * 4) == 0, "the bound gradient differs from the copied one");
+    QVERIFY2(std::memcmp(p.data, params.data(), n * 4) == 0, "the model wrote its bound parameters");
+  }
+  // An unaligned buffer is refused, and the binding stays as it was.
+  QVERIFY(!m->bindBuffers(p.data + 1, g.data));
+  QVERIFY(!m->bindBuffers(p.data, g.data + 1));
+  QVERIFY(m->bound());
+
+  m->unbindBuffers();
+  QVERIFY(!m->bound());
+  m->copyParametersFrom(zeros.data());  // into the model's own buffer again, not into p
+  QVERIFY(std::memcmp(p.data, params.data(), n * 4) == 0);
+  m->copyParametersFrom(params.data());
+  QCOMPARE(m->forwardBackward(batch).value(), copiedLoss);
+  m->copyGradientsTo(again.data());
+  QVERIFY(again == copied);
 }
 
 void TestModel::sgdStepLowersLoss() {
