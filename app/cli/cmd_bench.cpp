@@ -100,9 +100,9 @@ int benchTrain(const BenchTrainFlags& flags) {
 }
 
 // (a) of one model: an iteration through the server against one of the single-process
-// trainer. `ratio` is the median of the rounds' own ratios: this machine's speed drifts
-// between rounds far more than the overhead measured, and a round's two halves are
-// measured back to back (in alternating order), so their ratio cancels most of the drift.
+// trainer. This machine's speed drifts over seconds far more than the overhead measured,
+// so the two are measured in alternating blocks of a few iterations within one run of the
+// worker (InterleavedSource), and `ratio` is the median of the rounds' own ratios.
 struct ModelRatio {
   std::string model;
   double distributedS = 0, singleS = 0;  // medians over the rounds, seconds per iteration
@@ -116,30 +116,57 @@ struct ModelRatio {
 
 // Warm-up iterations, the same for both sides: LibTorch's first passes allocate.
 constexpr int kWarmUp = 10;
+// Iterations per block of each side.
+constexpr int kBlock = 10;
 
-// Seconds per iteration of the single-process trainer, after kWarmUp warm-up steps.
-Result<double> singleIteration(const ExperimentSpec& spec, const TrainTest& data, int iterations) {
-  auto trainer = ml::SingleNodeTrainer::create(spec, data);
-  if (!trainer) return trainer.status();
-  for (int i = 0; i < kWarmUp; ++i) (void)trainer.value()->step();
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < iterations; ++i) {
-    if (auto st = trainer.value()->step(); !st) return st.status();
+// The worker's gradient source with blocks of the single-process trainer's steps between
+// its blocks of gradients: before every kBlock-th gradient, kBlock trainer steps, timed
+// apart. Both sides run on the worker's thread, one at a time, with the server up for both.
+// Used by that one thread.
+class InterleavedSource final : public GradientSource {
+ public:
+  InterleavedSource(GradientSource& worker, ml::SingleNodeTrainer& trainer) : m_worker(worker), m_trainer(trainer) {}
+  std::int64_t parameterCount() const override { return m_worker.parameterCount(); }
+  int batchSize() const override { return m_worker.batchSize(); }
+  bool setBatchSize(int batch) override { return m_worker.setBatchSize(batch); }
+  Result<double> computeGradient(const float* params, float* gradient) override {
+    if (m_calls++ % kBlock == 0 && m_trainerStatus) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kBlock && m_trainerStatus; ++i) m_trainerStatus = m_trainer.step().status();
+      m_trainerS += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      m_trainerSteps += kBlock;
+    }
+    return m_worker.computeGradient(params, gradient);
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iterations;
-}
+  // Seconds the trainer's steps took, and how many there were.
+  double trainerS() const { return m_trainerS; }
+  std::int64_t trainerSteps() const { return m_trainerSteps; }
+  const Status& trainerStatus() const { return m_trainerStatus; }
 
-// Seconds per iteration of one worker through the server: in all, in PushPull, computing.
-struct WorkerIteration {
-  double totalS = 0, pushPullS = 0, computeS = 0;
+ private:
+  GradientSource& m_worker;
+  ml::SingleNodeTrainer& m_trainer;
+  std::int64_t m_calls = 0;
+  double m_trainerS = 0;
+  std::int64_t m_trainerSteps = 0;
+  Status m_trainerStatus;
+};
+
+// One round: per iteration, seconds through the server (in all and in its parts) and
+// seconds of the single-process trainer.
+struct RoundTimes {
+  double totalS = 0, pushPullS = 0, computeS = 0, singleS = 0;
   std::int64_t refused = 0;
 };
 
 // One worker + server (the default local transport: shared memory) until `iterations`
-// updates: its seconds per iteration, in all and in its parts. The worker has as many
-// warm-up computations as the trainer has warm-up steps. `doorbell` false: its
-// PushPull goes through gRPC, not the region's doorbell (what the doorbell saves).
-Result<WorkerIteration> distributedIteration(const ExperimentSpec& spec, const TrainTest& data, bool doorbell) {
+// updates, interleaved with as many single-process trainer steps. The worker has as many
+// warm-up computations as the trainer has warm-up steps. `doorbell` false: its PushPull
+// goes through gRPC, not the region's doorbell (what the doorbell saves).
+Result<RoundTimes> interleavedRound(const ExperimentSpec& spec, const TrainTest& data, bool doorbell) {
+  auto trainer = ml::SingleNodeTrainer::create(spec, data);
+  if (!trainer) return trainer.status();
+  for (int i = 0; i < kWarmUp; ++i) (void)trainer.value()->step();
   net::ServerOptions options;
   options.spec = spec;
   options.workers = 1;
@@ -168,14 +195,19 @@ Result<WorkerIteration> distributedIteration(const ExperimentSpec& spec, const T
   for (int i = 0; i < kWarmUp; ++i) {
     if (auto loss = source.value()->computeGradient(params.data(), scratch.data()); !loss) return loss.status();
   }
+  InterleavedSource interleaved(*source.value(), *trainer.value());
   const auto t0 = std::chrono::steady_clock::now();
-  auto stats = net::runWorker(worker, join.value(), *source.value());
+  auto stats = net::runWorker(worker, join.value(), interleaved);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   server.value()->shutdown(1.0);
   if (!stats) return stats.status();
+  if (!interleaved.trainerStatus()) return interleaved.trainerStatus();
   const double iterations = static_cast<double>(std::max<std::int64_t>(1, stats->iterations));
-  return WorkerIteration{seconds / iterations, stats->pushPullS / iterations, stats->computeS / iterations,
-                         stats->refused};
+  const double trainerS = interleaved.trainerS();
+  return RoundTimes{(seconds - trainerS) / iterations, stats->pushPullS / iterations,
+                    (stats->computeS - trainerS) / iterations,
+                    trainerS / static_cast<double>(std::max<std::int64_t>(1, interleaved.trainerSteps())),
+                    stats->refused};
 }
 
 Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& model, int batch, int iterations,
@@ -191,18 +223,14 @@ Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& mode
   std::vector<double> single, distributed, pushPull, compute, ratios;
   std::int64_t refused = 0;
   for (int round = 0; round < rounds; ++round) {
-    Result<double> alone = Status::error("not measured");
-    if (round % 2 == 0) alone = singleIteration(spec, data, iterations);
-    auto through = distributedIteration(spec, data, doorbell);
-    if (round % 2 == 1) alone = singleIteration(spec, data, iterations);
-    if (!alone) return alone.status();
-    if (!through) return through.status();
-    single.push_back(alone.value());
-    distributed.push_back(through->totalS);
-    pushPull.push_back(through->pushPullS);
-    compute.push_back(through->computeS);
-    refused += through->refused;
-    ratios.push_back(alone.value() > 0 ? through->totalS / alone.value() : 0);
+    auto times = interleavedRound(spec, data, doorbell);
+    if (!times) return times.status();
+    single.push_back(times->singleS);
+    distributed.push_back(times->totalS);
+    pushPull.push_back(times->pushPullS);
+    compute.push_back(times->computeS);
+    refused += times->refused;
+    ratios.push_back(times->singleS > 0 ? times->totalS / times->singleS : 0);
   }
   return ModelRatio{model, median(distributed), median(single), median(pushPull), median(compute), median(ratios),
                     refused};
