@@ -39,50 +39,53 @@ float* ParameterStore::writableParameters(bool keepValues) {
 }
 
 std::int64_t ParameterStore::apply(const float* const* gradients, const double* weights, int count,
-                                   double lr) {
+                                   double lr, float* mirror) {
   const std::size_t n = m_params->size();
   float* __restrict theta = writableParameters(true);
   float* __restrict v = m_momentum.data();
   const float mu = static_cast<float>(m_mu);
   const float lambda = static_cast<float>(m_lambda);
   const float eta = static_cast<float>(lr);
-  if (count == 1) {
-    // One gradient (ASP, DASP's ASYNC nodes, a one-member round): one pass, no partial sums.
-    const float w0 = static_cast<float>(weights[0]);
-    const float* __restrict g = gradients[0];
-    for (std::size_t i = 0; i < n; ++i) {
-      const float vi = mu * v[i] + w0 * g[i] + lambda * theta[i];
-      v[i] = vi;
-      theta[i] -= eta * vi;
-    }
-    return ++m_version;
-  }
   // Blocks keep the partial sums in L1 while several gradients are folded in, so each
-  // gradient is read once and θ, v are read and written once.
+  // gradient is read once and θ, v are read and written once; a block's new θ is copied
+  // to the mirror while it is still in cache.
   constexpr std::size_t kBlock = 2048;
   float sum[kBlock];
   for (std::size_t b = 0; b < n; b += kBlock) {
     const std::size_t len = std::min(kBlock, n - b);
-    if (count == 0) {
-      std::memset(sum, 0, len * sizeof(float));
-    } else {
-      const float w0 = static_cast<float>(weights[0]);
-      const float* __restrict g0 = gradients[0] + b;
-      for (std::size_t i = 0; i < len; ++i) sum[i] = w0 * g0[i];
-      for (int k = 1; k < count; ++k) {
-        const float wk = static_cast<float>(weights[k]);
-        const float* __restrict gk = gradients[k] + b;
-        for (std::size_t i = 0; i < len; ++i) sum[i] += wk * gk[i];
-      }
-    }
     float* __restrict t = theta + b;
     float* __restrict m = v + b;
-    for (std::size_t i = 0; i < len; ++i) {
-      const float vi = mu * m[i] + sum[i] + lambda * t[i];
-      m[i] = vi;
-      t[i] -= eta * vi;
+    if (count == 1) {
+      // One gradient (ASP, DASP's ASYNC nodes, a one-member round): no partial sums.
+      const float w0 = static_cast<float>(weights[0]);
+      const float* __restrict g = gradients[0] + b;
+      for (std::size_t i = 0; i < len; ++i) {
+        const float vi = mu * m[i] + w0 * g[i] + lambda * t[i];
+        m[i] = vi;
+        t[i] -= eta * vi;
+      }
+    } else {
+      if (count == 0) {
+        std::memset(sum, 0, len * sizeof(float));
+      } else {
+        const float w0 = static_cast<float>(weights[0]);
+        const float* __restrict g0 = gradients[0] + b;
+        for (std::size_t i = 0; i < len; ++i) sum[i] = w0 * g0[i];
+        for (int k = 1; k < count; ++k) {
+          const float wk = static_cast<float>(weights[k]);
+          const float* __restrict gk = gradients[k] + b;
+          for (std::size_t i = 0; i < len; ++i) sum[i] += wk * gk[i];
+        }
+      }
+      for (std::size_t i = 0; i < len; ++i) {
+        const float vi = mu * m[i] + sum[i] + lambda * t[i];
+        m[i] = vi;
+        t[i] -= eta * vi;
+      }
     }
+    if (mirror != nullptr) std::memcpy(mirror + b, t, len * sizeof(float));
   }
+  ++m_revision;
   return ++m_version;
 }
 
@@ -109,6 +112,7 @@ void ParameterStore::restore(const float* params, const float* momentum, std::in
     std::fill(m_momentum.begin(), m_momentum.end(), 0.0f);
   }
   m_version = version;
+  ++m_revision;
 }
 
 bool allFinite(const float* values, std::int64_t count) {

@@ -25,14 +25,20 @@ class ParameterStore {
 
   std::int64_t size() const { return static_cast<std::int64_t>(m_params->size()); }
   std::int64_t version() const { return m_version; }
+  // Changes with every apply() and restore(), unlike the version, which a restore may set
+  // back: parameters copied at one revision are the current ones while it is unchanged.
+  std::int64_t revision() const { return m_revision; }
   const float* parameters() const { return m_params->data(); }
   // The current version's parameters, unchanged for as long as the snapshot is held.
   Snapshot snapshot() const { return m_params; }
   const std::vector<float>& momentumBuffer() const { return m_momentum; }
 
   // Applies one update of `count` gradients (each `size()` floats) weighted by `weights`,
-  // with learning rate `lr`. Returns the new version.
-  std::int64_t apply(const float* const* gradients, const double* weights, int count, double lr);
+  // with learning rate `lr`. Returns the new version. `mirror`, when given (size()
+  // floats), receives the new parameters in the same pass, each block while it is in
+  // cache: a shared-memory worker's parameter slot, which then needs no copy of its own.
+  std::int64_t apply(const float* const* gradients, const double* weights, int count, double lr,
+                     float* mirror = nullptr);
 
   // Folds `count` weighted gradients into `out` (size() floats) with the same float
   // operations as apply(): applying `out` with weight 1 afterwards gives bitwise the same
@@ -59,6 +65,7 @@ class ParameterStore {
   double m_mu;
   double m_lambda;
   std::int64_t m_version = 0;
+  std::int64_t m_revision = 0;
 };
 
 // True when every value is finite; gradients with NaN/Inf are rejected before they are

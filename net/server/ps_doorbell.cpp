@@ -28,9 +28,9 @@ void answerWith(Doorbell& doorbell, std::uint32_t call, const grpc::Status& stat
 // --- DoorbellPull ---------------------------------------------------------------------------
 
 void ParameterServer::Impl::DoorbellPull::setParameters(const ParameterStore::Snapshot& parameters,
-                                                       std::size_t bytes) {
+                                                       std::size_t bytes, const SharedRegion* holdsThem) {
   if (!m_doorbell.isCurrent(m_call)) return;  // the worker reads the slot for another call now
-  std::memcpy(m_region->parameters(), parameters->data(), bytes);
+  if (holdsThem != m_region) std::memcpy(m_region->parameters(), parameters->data(), bytes);
   m_reply.set_parameters_in_shm(true);
 }
 
@@ -112,7 +112,7 @@ void ParameterServer::Impl::DoorbellServer::handle(std::uint32_t call) {
     return;
   }
   m_pushed.Clear();
-  if (auto status = m_impl->handlePushOf(m_push, m_region.get(), &m_pushed); !status.ok()) {
+  if (auto status = m_impl->handlePushOf(m_push, m_region.get(), &m_pushed, {m_region.get(), call}); !status.ok()) {
     refuse(status);
     return;
   }

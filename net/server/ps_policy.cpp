@@ -27,12 +27,17 @@ void ParameterServer::Impl::applyOutputLocked(double t) {
       applyWeights.push_back(mean && m > 0 ? ref.scale / m : ref.scale);
     }
     const double lr = learningRateAt(opt, base);
+    // The last update a doorbell call's push makes also goes into its region's slot.
+    float* slot = pushCall.region != nullptr && u + 1 == updates &&
+                          Doorbell(pushCall.region->doorbell()).isCurrent(pushCall.call)
+                      ? pushCall.region->parameters()
+                      : nullptr;
     if (forwardsEachUpdate()) {
       // The head applies the combined gradient exactly as its replicas will.
       store->combine(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), combined.data());
       const float* c = combined.data();
       const double one = 1.0;
-      store->apply(&c, &one, 1, lr);
+      store->apply(&c, &one, 1, lr, slot);
       recordUpdateLocked(&c, &one, 1, lr);
       auto upd = replicator->acquire();
       upd->set_version(store->version());
@@ -44,9 +49,10 @@ void ParameterServer::Impl::applyOutputLocked(double t) {
       upd->set_t_s(t);
       replicator->enqueue(std::move(upd));
     } else {
-      store->apply(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), lr);
+      store->apply(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), lr, slot);
       recordUpdateLocked(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), lr);
     }
+    if (slot != nullptr) slotHolds[static_cast<std::size_t>(pushCallRank)] = {pushCall.region, store->revision()};
     versionTime.push_back(t);
     afterUpdateLocked(t);
     counters.applied += static_cast<std::int64_t>(end - begin);
@@ -90,7 +96,9 @@ void ParameterServer::Impl::answerPullLocked(PendingPull* r, double t) {
   reply->set_wait_s(wait);
   // The evaluator still gets the parameters after stop, for its final evaluation.
   if (!stopping || rank < 0) {
-    r->setParameters(store->snapshot(), gradientBytes());
+    const SlotHolding* holding = rank >= 0 ? &slotHolds[static_cast<std::size_t>(rank)] : nullptr;
+    r->setParameters(store->snapshot(), gradientBytes(),
+                     holding != nullptr && holding->revision == store->revision() ? holding->region : nullptr);
     counters.bytesSent += static_cast<std::int64_t>(gradientBytes());
     if (rank >= 0) {
       reply->set_parallel_state(stateName(rank));

@@ -26,7 +26,7 @@ grpc::Slice sliceHolding(const ParameterStore::Snapshot& parameters, std::size_t
 // --- PullStreamReactor ----------------------------------------------------------------------
 
 void ParameterServer::Impl::PullStreamReactor::setParameters(const ParameterStore::Snapshot& parameters,
-                                                             std::size_t bytes) {
+                                                             std::size_t bytes, const SharedRegion*) {
   m_parameters = parameters;
   m_bytes = bytes;
 }

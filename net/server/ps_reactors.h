@@ -29,7 +29,9 @@ class ParameterServer::Impl::PendingPull {
   std::int64_t minVersion() const { return m_minVersion; }
   virtual pb::PullReply& header() = 0;
   // The version to send: `bytes` of `parameters`, copied or (a chunked pull) held and sent.
-  virtual void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes) = 0;
+  // `holdsThem`: a region whose parameter slot holds them already (Impl::slotHolds), or null.
+  virtual void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes,
+                             const SharedRegion* holdsThem) = 0;
   virtual void complete() = 0;   // the header (and parameters) are set: send
   virtual void abandon() = 0;    // finish with CANCELLED
   virtual void refuse(const grpc::Status& status) = 0;  // finish with `status`, never parked
@@ -56,9 +58,10 @@ class ParameterServer::Impl::PullReactor final : public grpc::ServerUnaryReactor
   void OnCancel() override { m_impl->cancelPull(this); }
   void OnDone() override { delete this; }
   pb::PullReply& header() override { return *m_reply; }
-  void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes) override {
+  void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes,
+                     const SharedRegion* holdsThem) override {
     if (m_region) {
-      std::memcpy(m_region->parameters(), parameters->data(), bytes);
+      if (holdsThem != m_region.get()) std::memcpy(m_region->parameters(), parameters->data(), bytes);
       m_reply->set_parameters_in_shm(true);
       return;
     }
@@ -92,7 +95,8 @@ class ParameterServer::Impl::PullStreamReactor final : public grpc::ServerWriteR
     writeNext();
   }
   pb::PullReply& header() override { return m_header; }
-  void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes) override;
+  void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes,
+                     const SharedRegion* holdsThem) override;
   void complete() override { writeNext(); }
   void abandon() override { Finish(grpc::Status::CANCELLED); }
   void refuse(const grpc::Status& status) override { Finish(status); }
@@ -181,7 +185,8 @@ class ParameterServer::Impl::DoorbellPull final : public PendingPull {
   std::uint32_t call() const { return m_call; }
   bool answered() const { return m_answered.load(std::memory_order_acquire); }
   pb::PullReply& header() override { return m_reply; }
-  void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes) override;
+  void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes,
+                     const SharedRegion* holdsThem) override;
   void complete() override;
   void abandon() override { answer(grpc::Status(grpc::StatusCode::CANCELLED, "the pull was cancelled")); }
   void refuse(const grpc::Status& status) override { answer(status); }

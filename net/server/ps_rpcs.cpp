@@ -266,9 +266,9 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Push(grpc::CallbackServerContex
 }
 
 // A unary push: its gradient in the message, or in `region` (shared memory) when not null.
-grpc::Status ParameterServer::Impl::handlePushOf(const pb::PushRequest& req, const SharedRegion* region,
-                                                 pb::PushReply* reply) {
-  if (region != nullptr) return handlePush(req, region->gradient(), gradientBytes(), reply);
+grpc::Status ParameterServer::Impl::handlePushOf(const pb::PushRequest& req, SharedRegion* region,
+                                                 pb::PushReply* reply, DoorbellCall doorbell) {
+  if (region != nullptr) return handlePush(req, region->gradient(), gradientBytes(), reply, std::nullopt, doorbell);
   const auto& bytes = req.gradient();
   return handlePush(req, reinterpret_cast<const float*>(bytes.data()), bytes.size(), reply);
 }
@@ -304,7 +304,8 @@ grpc::Status ParameterServer::Impl::rejectLocked(int rank, const std::string& wh
 // `norm` its norm when the caller took it already (a chunked push, as the chunks landed).
 // Every refusal is INVALID_ARGUMENT; the gradient guard's also a REJECT event with its code.
 grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes,
-                                               pb::PushReply* reply, std::optional<double> norm) {
+                                               pb::PushReply* reply, std::optional<double> norm,
+                                               DoorbellCall doorbell) {
   const int rank = req.rank();
   auto reject = [&](pb::PushRefusal::Reason reason, const std::string& why) {
     std::lock_guard<std::mutex> lock(mu);
@@ -394,7 +395,10 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
   const PushOutcome outcome = policy->onPush(rank, base, t, out);
   bool consumed = false;
   for (const auto& g : out.gradients) consumed = consumed || g.rank == rank;
+  pushCall = doorbell;
+  pushCallRank = rank;
   applyOutputLocked(t);
+  pushCall = {};
   if (outcome == PushOutcome::Held && !consumed) {
     held[r].assign(grad, grad + store->size());
     gradientOf[r] = held[r].data();

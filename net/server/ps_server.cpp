@@ -95,6 +95,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   impl->regions.resize(workers);
   impl->doorbells.resize(workers);
   impl->gradientOf.assign(workers, nullptr);
+  impl->slotHolds.assign(workers, {});
   for (std::size_t r = 0; r < workers; ++r) impl->gradientOf[r] = impl->held[r].data();
   impl->baseVersionOf.assign(workers, 0);
   impl->clippedOf.resize(workers);

@@ -185,6 +185,28 @@ struct ParameterServer::Impl final : ChunkedRawService {
   // call holds its own reference, so a re-join's new region never pulls one from under it.
   std::vector<std::shared_ptr<SharedRegion>> regions;
   std::int64_t regionsMade = 0;
+  // Per rank, a region whose parameter slot holds the store at `revision`, because the
+  // update was written there as it was applied (a doorbell call's own update: its worker
+  // waits, so it does not read the slot meanwhile); its pull then copies nothing. Reset
+  // when the rank gets a new region, so a region made where a freed one was is never
+  // taken for it.
+  struct SlotHolding {
+    const SharedRegion* region = nullptr;
+    std::int64_t revision = -1;
+  };
+  std::vector<SlotHolding> slotHolds;
+  // A doorbell call (a PushPull whose worker waits on its region for the answer); {} is
+  // none. (No member initializers: it is a default argument inside this class.)
+  struct DoorbellCall {
+    SharedRegion* region;
+    std::uint32_t call;
+  };
+  // While a doorbell call's push is handled (under the lock): the update it makes also
+  // goes into its region's parameter slot (applyOutputLocked) if the call is still
+  // current, as a late answer is dropped (net/transport/doorbell.h): a worker that gave up
+  // on it may be computing from the slot.
+  DoorbellCall pushCall{};
+  int pushCallRank = -1;
   // Per rank, the thread answering its region's doorbell (null: none); those of regions a
   // re-join replaced, closed, until their threads have ended. shutdown() moves both out
   // under the lock and joins them outside it (their threads take the lock).
@@ -301,9 +323,12 @@ struct ParameterServer::Impl final : ChunkedRawService {
   grpc::ServerUnaryReactor* Replicate(grpc::CallbackServerContext* ctx, const pb::ReplicaUpdate* req,
                                       pb::ReplicaAck* reply) override;
   void admitPull(PendingPull* reactor);
+  // `doorbell`: the push of a doorbell call, whose update is also written into the
+  // region's parameter slot (slotHolds).
   grpc::Status handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes, pb::PushReply* reply,
-                          std::optional<double> norm = std::nullopt);
-  grpc::Status handlePushOf(const pb::PushRequest& req, const SharedRegion* region, pb::PushReply* reply);
+                          std::optional<double> norm = std::nullopt, DoorbellCall doorbell = {});
+  grpc::Status handlePushOf(const pb::PushRequest& req, SharedRegion* region, pb::PushReply* reply,
+                            DoorbellCall doorbell = {});
   // A refused push: counted, a REJECT event (with the push's version and loss; `code` and
   // `norm` when the guard refused it), INVALID_ARGUMENT with `why` and a PushRefusal of
   // `reason` in its details.

@@ -62,6 +62,7 @@ grpc::Status ParameterServer::Impl::offerTransportLocked(const pb::JoinRequest& 
   auto& region = regions[static_cast<std::size_t>(rank)];
   if (region) region->unlinkFile();  // an earlier join's region: in use only by calls in flight
   region = std::move(made).value();
+  slotHolds[static_cast<std::size_t>(rank)] = {};
   openDoorbellLocked(rank, region);
   reply->set_shm_path(region->path());
   reply->set_shm_nonce(region->nonce());

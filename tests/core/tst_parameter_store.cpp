@@ -2,7 +2,8 @@
 // The parameter store (core/params/parameter_store.h): a snapshot is an immutable version
 // (an update, or a restore, while it is held writes another buffer and leaves it as it
 // was), the arithmetic does not depend on whether a snapshot is held, an unheld store
-// updates in place, and buffers given back are reused rather than allocated anew.
+// updates in place, buffers given back are reused rather than allocated anew, an update's
+// mirror receives its new parameters, and the revision changes with every write.
 #include "core/params/parameter_store.h"
 
 #include <QtTest>
@@ -21,6 +22,8 @@ class TestParameterStore : public QObject {
   void heldOrNotGivesTheSameBits();
   void releasedBuffersAreReused();
   void restoreLeavesSnapshotsAlone();
+  void mirrorGetsTheNewParameters();
+  void revisionChangesWithEveryWrite();
 };
 
 namespace {
@@ -107,6 +110,48 @@ void TestParameterStore::restoreLeavesSnapshotsAlone() {
   QVERIFY(sameBits(held->data(), initial.data()));
   QVERIFY(sameBits(store.parameters(), other.data()));
   QCOMPARE(store.version(), 7LL);
+}
+
+void TestParameterStore::mirrorGetsTheNewParameters() {
+  // One gradient and three (both paths), each with a mirror: the mirror holds the new
+  // parameters, and the arithmetic is that of a store updated without one.
+  const auto a = ramp(0.02f), b = ramp(-0.03f);
+  ParameterStore plain(ramp(0.01f), 0.9, 1e-4);
+  ParameterStore mirrored(ramp(0.01f), 0.9, 1e-4);
+  std::vector<float> mirror(kN, -7.0f);
+  const float* one[] = {a.data()};
+  const double w1[] = {1.0};
+  const float* three[] = {a.data(), b.data(), a.data()};
+  const double w3[] = {0.5, 0.25, 0.25};
+  plain.apply(one, w1, 1, 0.1);
+  mirrored.apply(one, w1, 1, 0.1, mirror.data());
+  QVERIFY(sameBits(mirror.data(), mirrored.parameters()));
+  QVERIFY(sameBits(plain.parameters(), mirrored.parameters()));
+  std::fill(mirror.begin(), mirror.end(), -7.0f);
+  const auto held = mirrored.snapshot();  // a copy on write: the mirror gets the new buffer's values
+  plain.apply(three, w3, 3, 0.05);
+  mirrored.apply(three, w3, 3, 0.05, mirror.data());
+  QVERIFY(sameBits(mirror.data(), mirrored.parameters()));
+  QVERIFY(sameBits(plain.parameters(), mirrored.parameters()));
+  QVERIFY(std::memcmp(plain.momentumBuffer().data(), mirrored.momentumBuffer().data(), kN * sizeof(float)) == 0);
+}
+
+void TestParameterStore::revisionChangesWithEveryWrite() {
+  ParameterStore store(ramp(0.01f), 0.9, 1e-4);
+  const auto g = ramp(0.02f);
+  const float* one[] = {g.data()};
+  const double w[] = {1.0};
+  const std::int64_t first = store.revision();
+  store.apply(one, w, 1, 0.1);
+  const std::int64_t afterApply = store.revision();
+  QVERIFY(afterApply != first);
+  const auto other = ramp(0.5f);
+  store.restore(other.data(), nullptr, 0);  // back to version 0, with other parameters
+  QCOMPARE(store.version(), 0LL);
+  QVERIFY(store.revision() != first && store.revision() != afterApply);
+  const std::int64_t restored = store.revision();
+  store.setVersion(3);  // the parameters do not change, nor does the revision
+  QCOMPARE(store.revision(), restored);
 }
 
 QTEST_GUILESS_MAIN(TestParameterStore)

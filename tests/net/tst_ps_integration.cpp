@@ -14,7 +14,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <thread>
 
 namespace {
 
@@ -76,10 +75,11 @@ double testLoss(const Fixture& f, const std::vector<float>& params) {
   return evaluator->evaluate(params.data()).loss;
 }
 
-// An ASP server of a flat model of `n` parameters, all 1, updated by θ -= 0.5·g.
-dasp::Result<std::unique_ptr<dasp::net::ParameterServer>> startFlatServer(std::int64_t n, int workers) {
+// A server (ASP unless told) of a flat model of `n` parameters, all 1, updated by θ -= 0.5·g.
+dasp::Result<std::unique_ptr<dasp::net::ParameterServer>> startFlatServer(std::int64_t n, int workers,
+                                                                         const std::string& strategy = "asp") {
   dasp::net::ServerOptions options;
-  options.spec = smallSpec("asp", workers);
+  options.spec = smallSpec(strategy, workers);
   options.spec.mutable_optimizer()->set_momentum(0.0);
   options.spec.mutable_optimizer()->set_lr(0.5);
   options.workers = workers;
@@ -88,9 +88,9 @@ dasp::Result<std::unique_ptr<dasp::net::ParameterServer>> startFlatServer(std::i
   return dasp::net::ParameterServer::start(std::move(options));
 }
 
-grpc::Status joinFlat(dasp::net::PsClient& client, std::int64_t n, int rank) {
+grpc::Status joinFlat(dasp::net::PsClient& client, std::int64_t n, int rank, const std::string& role = "worker") {
   dasp::ps::v1::JoinRequest join;
-  join.set_role("worker");
+  join.set_role(role);
   join.set_model("flat");
   join.set_parameter_count(n);
   join.set_requested_rank(rank);
@@ -118,6 +118,8 @@ class TestPsIntegration : public QObject {
   void largeModelArrivesExactly_data();
   void largeModelArrivesExactly();
   void pullInFlightKeepsItsVersion();
+  void sharedMemorySlotsHoldTheServersParameters_data();
+  void sharedMemorySlotsHoldTheServersParameters();
 };
 
 // Every strategy over every transport a worker on the server's host can use.
@@ -377,6 +379,89 @@ void TestPsIntegration::pullInFlightKeepsItsVersion() {
   QVERIFY(params != nullptr);
   QCOMPARE(reply.version(), 1LL);
   for (std::int64_t i : {std::int64_t{0}, n / 2, n - 1}) QCOMPARE(params[i], 0.5f);
+  server.value()->shutdown();
+}
+
+void TestPsIntegration::sharedMemorySlotsHoldTheServersParameters_data() {
+  QTest::addColumn<QString>("strategy");
+  QTest::addColumn<bool>("doorbell");
+  for (const char* strategy : {"asp", "bsp"}) {
+    QTest::newRow((std::string(strategy) + " doorbell").c_str()) << strategy << true;
+    QTest::newRow((std::string(strategy) + " grpc").c_str()) << strategy << false;
+  }
+}
+
+void TestPsIntegration::sharedMemorySlotsHoldTheServersParameters() {
+  // A PushPull over shared memory answers through the worker's parameter slot. Through
+  // the doorbell, the update its own push makes is written there as it is applied, so its
+  // answer copies nothing; a pull answered after updates it did not make must copy (and
+  // through gRPC every answer copies). Each round, one rank pushes
+  // (a Push: held under BSP), the other's PushPull makes the update, then the first pulls;
+  // the ranks swap each round, so a slot written by its own PushPull one round is stale
+  // the next. Every slot must hold the server's parameters bit for bit, as an evaluator
+  // pulls them over TCP.
+  QFETCH(QString, strategy);
+  QFETCH(bool, doorbell);
+  const std::int64_t n = 10'003;
+  auto server = startFlatServer(n, 2, strategy.toStdString());
+  QVERIFY(server.isOk());
+  const std::string address = "127.0.0.1:" + std::to_string(server.value()->port());
+  std::vector<std::unique_ptr<dasp::net::PsClient>> workers;
+  for (int rank = 0; rank < 2; ++rank) {
+    workers.push_back(std::make_unique<dasp::net::PsClient>(address, n, dasp::net::NodeSecurity(),
+                                                            dasp::net::LocalTransport::Shm));
+    QVERIFY(joinFlat(*workers.back(), n, rank).ok());
+    QCOMPARE(workers.back()->transport(), dasp::net::LocalTransport::Shm);
+    workers.back()->useDoorbell(doorbell);
+  }
+  dasp::net::PsClient evaluator(address, n, dasp::net::NodeSecurity(), dasp::net::LocalTransport::Tcp);
+  QVERIFY(joinFlat(evaluator, n, -1, "evaluator").ok());
+  auto gradient = [n](int k) {
+    std::vector<float> g(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) g[static_cast<std::size_t>(i)] = 1e-3f * static_cast<float>((i * (k + 3)) % 101);
+    return g;
+  };
+  auto sameAsServer = [&](const float* params) {
+    dasp::ps::v1::PullRequest pull;
+    pull.set_rank(-1);
+    dasp::ps::v1::PullReply reply;
+    const float* current = nullptr;
+    return params != nullptr && evaluator.pullParameters(pull, reply, current, 30).ok() && current != nullptr &&
+           std::memcmp(params, current, static_cast<std::size_t>(n) * sizeof(float)) == 0;
+  };
+  std::int64_t version = 0;  // every gradient is of the current version, as BSP's must be
+  for (int round = 0; round < 4; ++round) {
+    const int first = round % 2, second = 1 - first;
+    dasp::ps::v1::PushRequest push;
+    push.set_rank(first);
+    push.set_base_version(version);
+    dasp::ps::v1::PushReply pushed;
+    const auto g1 = gradient(2 * round);
+    auto status = workers[static_cast<std::size_t>(first)]->pushGradient(push, g1.data(), pushed, 30);
+    QVERIFY2(status.ok(), status.error_message().c_str());
+
+    push.set_rank(second);
+    dasp::ps::v1::PullReply reply;
+    const float* params = nullptr;
+    const auto g2 = gradient(2 * round + 1);
+    status = workers[static_cast<std::size_t>(second)]->pushPull(push, g2.data(), reply, params, 30);
+    QVERIFY2(status.ok(), status.error_message().c_str());
+    QVERIFY(reply.parameters_in_shm());
+    QCOMPARE(reply.version(), version + (strategy == "asp" ? 2 : 1));  // ASP applied the Push's gradient too
+    version = reply.version();
+    QVERIFY2(sameAsServer(params), qPrintable(QString("round %1: the PushPull's slot (rank %2) differs from the "
+                                                      "server's parameters").arg(round).arg(second)));
+
+    dasp::ps::v1::PullRequest pull;
+    pull.set_rank(first);
+    reply.Clear();
+    status = workers[static_cast<std::size_t>(first)]->pullParameters(pull, reply, params, 30);
+    QVERIFY2(status.ok(), status.error_message().c_str());
+    QVERIFY(reply.parameters_in_shm());
+    QCOMPARE(reply.version(), version);
+    QVERIFY2(sameAsServer(params), qPrintable(QString("round %1: the pull's slot (rank %2) differs from the "
+                                                      "server's parameters").arg(round).arg(first)));
+  }
   server.value()->shutdown();
 }
 
