@@ -37,6 +37,8 @@ class ShardGradientSource final : public GradientSource {
     return batch >= 1;
   }
   std::int64_t shardSize() const { return static_cast<std::int64_t>(m_order.size()); }
+  // Its model: after a gradient computed in place it is bound to that call's buffers
+  // (Model::bindBuffers), so only what reads it (deviceName) is safe from outside.
   Model& model() { return *m_model; }
 
  private:
