@@ -12,6 +12,7 @@
 #include "core/bench/median.h"
 #include "core/bench/memory_bench.h"
 #include "core/bench/policy_bench.h"
+#include "core/params/parameter_store.h"
 #include "net/client/nodes.h"
 #include "net/server/ps_server.h"
 #include "net/bench/transfer_bench.h"
@@ -253,7 +254,8 @@ std::string jsonObject(const Items& items, Name&& name, Value&& value) {
 
 void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoorbell, const net::TransferRates& rates,
              const std::vector<LatencyCase>& latencies,
-             const MemoryBench& copy, const MemoryBench& apply, const PolicyBenchResult& ssp,
+             const MemoryBench& copy, const MemoryBench& apply, int applyThreads, const MemoryBench& applyOneThread,
+             const PolicyBenchResult& ssp,
              const PolicyBenchResult& dasp) {
   for (const auto& m : models) {
     std::printf("(a) %-8s batch 64: %.3f ms per iteration through the server (shm; %.3f ms of it computing, %.3f ms "
@@ -271,14 +273,16 @@ void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoo
               "(%.2f x the TCP echo)\n",
               rates.rounds, copy.gbps, rates.tcpEchoGbps, rates.grpcEchoGbps, rates.grpcEchoVsTcp);
   for (const auto& t : rates.pushPull) {
-    std::printf("    push+pull over %-4s %.2f GB/s: %.2f x the TCP echo, %.2f x the gRPC echo\n",
-                net::nameOf(t.transport), t.gbps, t.vsTcpEcho, t.vsGrpcEcho);
+    std::printf("    push+pull over %-8s %.2f GB/s: %.2f x the TCP echo, %.2f x the gRPC echo\n",
+                net::nameOf(t.path).c_str(), t.gbps, t.vsTcpEcho, t.vsGrpcEcho);
   }
   for (const auto& l : latencies) {
     std::printf("    one PushPull call over %-8s (16 floats): %.0f us back to back, %.0f us after %.0f ms of computing\n",
                 l.name.c_str(), l.latency.backToBackUs, l.latency.afterBusyUs, l.latency.busyS * 1e3);
   }
-  std::printf("(c) apply (fused SGD-momentum, 10M floats): %.2f ms = %.1f GB/s\n", apply.seconds * 1e3, apply.gbps);
+  std::printf("(c) apply (fused SGD-momentum, 10M floats): %.2f ms = %.1f GB/s on the server's %d threads; %.2f ms = "
+              "%.1f GB/s on one\n",
+              apply.seconds * 1e3, apply.gbps, applyThreads, applyOneThread.seconds * 1e3, applyOneThread.gbps);
   std::printf("(d) decisions/s with 1,024 workers: ssp %.3g, dasp %.3g\n", ssp.decisionsPerS, dasp.decisionsPerS);
 }
 
@@ -301,28 +305,34 @@ int benchPs(const BenchPsFlags& flags) {
   auto plain = iterationTimes(data.value(), "lenet", 64, 200, 5, false);
   if (!plain) return fail(plain.message(), 1);
   const ModelRatio withoutDoorbell = plain.value();
-  note("(b) push+pull of 10M floats over tcp, unix and shm vs memcpy, a raw TCP echo and a gRPC echo of the same "
-       "bytes");
+  note("(b) push+pull of 10M floats over tcp (the payload socket, and gRPC), unix and shm vs memcpy, a raw TCP "
+       "echo and a gRPC echo of the same bytes");
   const std::int64_t floats = 10'000'000;
   const auto copy = benchMemcpy(floats, 21);
+  // TCP first: push_pull_gbps and push_pull_vs_tcp are its figures.
   auto transfers = net::benchTransferRates(floats, 7, 4,
-                                           {net::LocalTransport::Tcp, net::LocalTransport::Unix, net::LocalTransport::Shm});
+                                           {{net::LocalTransport::Tcp, true},
+                                            {net::LocalTransport::Tcp, false},
+                                            {net::LocalTransport::Unix, true},
+                                            {net::LocalTransport::Shm, true}});
   if (!transfers) return fail(transfers.message(), 1);
   const net::TransferRates& rates = transfers.value();
   // The part of (a)'s overhead that no copy explains: a call's latency, and what waking the
   // server's sleeping threads adds to it after an iteration's worth of computing (lenet's).
   note("(b) one PushPull call per transport: its latency back to back and after computing");
   std::vector<LatencyCase> latencies;
-  for (const auto& t : rates.pushPull) {
-    for (bool doorbell : {true, false}) {
-      if (!doorbell && t.transport != net::LocalTransport::Shm) continue;
-      auto latency = net::benchCallLatency(t.transport, models[1].singleS, 200, doorbell);
-      if (!latency) return fail(latency.message(), 1);
-      latencies.push_back({std::string(net::nameOf(t.transport)) + (doorbell ? "" : "_grpc"), latency.value()});
-    }
+  std::vector<net::TransferPath> latencyPaths;
+  for (const auto& t : rates.pushPull) latencyPaths.push_back(t.path);
+  latencyPaths.push_back({net::LocalTransport::Shm, false});
+  for (const auto& path : latencyPaths) {
+    auto latency = net::benchCallLatency(path, models[1].singleS, 200);
+    if (!latency) return fail(latency.message(), 1);
+    latencies.push_back({net::nameOf(path), latency.value()});
   }
-  note("(c) the server's apply step over 10M floats");
-  const auto apply = benchApply(floats, 21);
+  note("(c) the server's apply step over 10M floats, on its threads and on one");
+  const int applyThreads = ParameterStore::serverApplyThreads();
+  const auto apply = benchApply(floats, 21, applyThreads);
+  const auto applyOneThread = benchApply(floats, 21, 1);
   note("(d) policy decisions per second, 1,024 workers");
   v1::StrategySpec sspSpec, daspSpec;
   sspSpec.set_name("ssp");
@@ -332,17 +342,17 @@ int benchPs(const BenchPsFlags& flags) {
 
   const ModelRatio& lenet = models[1];
   const net::TransportRate& tcp = rates.pushPull[0];
-  const net::TransportRate* sameHost = &rates.pushPull[1];
+  const net::TransportRate* sameHost = nullptr;
   for (const auto& t : rates.pushPull) {
-    if (t.transport != net::LocalTransport::Tcp && t.vsTcpEcho > sameHost->vsTcpEcho) sameHost = &t;
+    if (t.path.transport != net::LocalTransport::Tcp && (!sameHost || t.vsTcpEcho > sameHost->vsTcpEcho)) sameHost = &t;
   }
   if (!json) {
-    printPs(models, withoutDoorbell, rates, latencies, copy, apply, ssp, dasp);
+    printPs(models, withoutDoorbell, rates, latencies, copy, apply, applyThreads, applyOneThread, ssp, dasp);
     return 0;
   }
   // The fields of earlier versions keep their meaning (lenet; push+pull over TCP, now the
   // median of rounds); the new ones add each transport and model.
-  auto transportName = [](const net::TransportRate& t) { return std::string(net::nameOf(t.transport)); };
+  auto transportName = [](const net::TransportRate& t) { return net::nameOf(t.path); };
   std::cout << "{\"bench\":\"ps\",\"iteration_time_ratio\":" << jsonNumber(lenet.ratio)
             << ",\"distributed_iteration_ms\":" << jsonNumber(lenet.distributedS * 1e3)
             << ",\"single_iteration_ms\":" << jsonNumber(lenet.singleS * 1e3)
@@ -362,6 +372,8 @@ int benchPs(const BenchPsFlags& flags) {
             << ",\"iteration_time_ratio_by_model\":"
             << jsonObject(models, [](const ModelRatio& m) { return m.model; }, [](const ModelRatio& m) { return m.ratio; })
             << ",\"apply_gbps\":" << jsonNumber(apply.gbps) << ",\"apply_ms\":" << jsonNumber(apply.seconds * 1e3)
+            << ",\"apply_threads\":" << applyThreads
+            << ",\"apply_ms_one_thread\":" << jsonNumber(applyOneThread.seconds * 1e3)
             << ",\"push_pull_ms_by_model\":"
             << jsonObject(models, [](const ModelRatio& m) { return m.model; },
                           [](const ModelRatio& m) { return m.pushPullS * 1e3; })

@@ -40,8 +40,9 @@ MemoryBench benchMemcpy(std::int64_t floats, int rounds) {
   });
 }
 
-MemoryBench benchApply(std::int64_t floats, int rounds) {
+MemoryBench benchApply(std::int64_t floats, int rounds, int threads) {
   ParameterStore store(std::vector<float>(static_cast<std::size_t>(floats), 0.5f), 0.9, 1e-4);
+  store.setApplyThreads(threads);
   std::vector<float> gradient(static_cast<std::size_t>(floats), 1e-3f);
   const float* gradients[] = {gradient.data()};
   const double weights[] = {1.0};

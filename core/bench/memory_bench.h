@@ -20,7 +20,7 @@ struct MemoryBench {
 // memcpy of `floats` floats: the payload's bytes ÷ seconds, as push+pull rates count them.
 MemoryBench benchMemcpy(std::int64_t floats, int rounds);
 // ParameterStore::apply of one gradient over `floats` parameters with momentum and weight
-// decay: the gradient read, θ and v read and written, 20 bytes per float.
-MemoryBench benchApply(std::int64_t floats, int rounds);
+// decay, on `threads` threads: the gradient read, θ and v read and written, 20 bytes per float.
+MemoryBench benchApply(std::int64_t floats, int rounds, int threads = 1);
 
 }  // namespace dasp

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <thread>
 
 namespace dasp {
 namespace {
@@ -38,21 +39,46 @@ float* ParameterStore::writableParameters(bool keepValues) {
   return m_params->data();
 }
 
+namespace {
+// Blocks keep the partial sums in L1 while several gradients are folded in, so each
+// gradient is read once and θ, v are read and written once; a block's new θ is copied
+// to the mirror while it is still in cache.
+constexpr std::size_t kBlock = 2048;
+}  // namespace
+
+int ParameterStore::serverApplyThreads() {
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+}
+
+void ParameterStore::setApplyThreads(int threads) {
+  if (threads == applyThreads()) return;
+  m_team = threads > 1 ? std::make_unique<RangeTeam>(threads) : nullptr;
+}
+
 std::int64_t ParameterStore::apply(const float* const* gradients, const double* weights, int count,
                                    double lr, float* mirror) {
   const std::size_t n = m_params->size();
-  float* __restrict theta = writableParameters(true);
+  float* theta = writableParameters(true);
+  const float eta = static_cast<float>(lr);
+  if (m_team && n >= kParallelFloats) {
+    m_team->run(n, kBlock, [&](std::size_t begin, std::size_t end) {
+      applyRange(begin, end, theta, gradients, weights, count, eta, mirror);
+    });
+  } else {
+    applyRange(0, n, theta, gradients, weights, count, eta, mirror);
+  }
+  ++m_revision;
+  return ++m_version;
+}
+
+void ParameterStore::applyRange(std::size_t begin, std::size_t end, float* theta, const float* const* gradients,
+                                const double* weights, int count, float eta, float* mirror) {
   float* __restrict v = m_momentum.data();
   const float mu = static_cast<float>(m_mu);
   const float lambda = static_cast<float>(m_lambda);
-  const float eta = static_cast<float>(lr);
-  // Blocks keep the partial sums in L1 while several gradients are folded in, so each
-  // gradient is read once and θ, v are read and written once; a block's new θ is copied
-  // to the mirror while it is still in cache.
-  constexpr std::size_t kBlock = 2048;
   float sum[kBlock];
-  for (std::size_t b = 0; b < n; b += kBlock) {
-    const std::size_t len = std::min(kBlock, n - b);
+  for (std::size_t b = begin; b < end; b += kBlock) {
+    const std::size_t len = std::min(kBlock, end - b);
     float* __restrict t = theta + b;
     float* __restrict m = v + b;
     if (count == 1) {
@@ -85,8 +111,6 @@ std::int64_t ParameterStore::apply(const float* const* gradients, const double* 
     }
     if (mirror != nullptr) std::memcpy(mirror + b, t, len * sizeof(float));
   }
-  ++m_revision;
-  return ++m_version;
 }
 
 void ParameterStore::combine(const float* const* gradients, const double* weights, int count, float* out) const {

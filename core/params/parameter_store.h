@@ -8,8 +8,13 @@
 // A snapshot() is an immutable version of the parameters: a pull sends it without copying
 // it. An update that finds the current buffer held by a snapshot writes the new version to
 // a buffer no snapshot holds (copy on write), so a snapshot never changes under its reader.
+// An update over a large model may be shared with helper threads (setApplyThreads); each
+// value is computed by the same operations whichever thread computes it, so the result is
+// bitwise that of one thread.
 // Threading: not thread-safe; the server guards it with its lock. A snapshot may be read,
 // and dropped, on any thread without that lock.
+
+#include "core/params/range_team.h"
 
 #include <cstdint>
 #include <memory>
@@ -49,6 +54,15 @@ class ParameterStore {
   void restore(const float* params, const float* momentum, std::int64_t version);
   void setVersion(std::int64_t version) { m_version = version; }
 
+  // Updates of at least kParallelFloats values are shared among `threads` threads, the
+  // caller's included (1, the default: the caller alone).
+  static constexpr std::size_t kParallelFloats = 1u << 20;
+  void setApplyThreads(int threads);
+  // What the parameter server uses: this machine's cores, at most 4 (beyond, a pass over
+  // memory gains little).
+  static int serverApplyThreads();
+  int applyThreads() const { return m_team ? m_team->threads() : 1; }
+
   // Buffers the store has moved to because a snapshot held the current one (copies on write).
   std::int64_t copiesOnWrite() const { return m_copiesOnWrite; }
 
@@ -57,6 +71,9 @@ class ParameterStore {
   // spare that none holds (allocated when none is free), holding the current values when
   // `keepValues`. Spares are reused, so a long run allocates at most one per reader.
   float* writableParameters(bool keepValues);
+  // apply()'s pass over the values [begin, end) (whole blocks but for the last).
+  void applyRange(std::size_t begin, std::size_t end, float* theta, const float* const* gradients,
+                  const double* weights, int count, float eta, float* mirror);
 
   std::shared_ptr<std::vector<float>> m_params;
   std::vector<std::shared_ptr<std::vector<float>>> m_spares;
@@ -66,6 +83,7 @@ class ParameterStore {
   double m_lambda;
   std::int64_t m_version = 0;
   std::int64_t m_revision = 0;
+  std::unique_ptr<RangeTeam> m_team;  // null: one thread
 };
 
 // True when every value is finite; gradients with NaN/Inf are rejected before they are

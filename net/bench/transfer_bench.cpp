@@ -256,7 +256,8 @@ struct BenchCluster {
   std::unique_ptr<PsClient> client;
 };
 
-Result<BenchCluster> startBenchCluster(std::int64_t floats, LocalTransport transport) {
+Result<BenchCluster> startBenchCluster(std::int64_t floats, TransferPath path) {
+  const LocalTransport transport = path.transport;
   ServerOptions options;
   auto& spec = options.spec;
   spec.mutable_strategy()->set_name("asp");
@@ -272,6 +273,8 @@ Result<BenchCluster> startBenchCluster(std::int64_t floats, LocalTransport trans
   const std::string address = "127.0.0.1:" + std::to_string(cluster.server->port());
   cluster.client = std::make_unique<PsClient>(address, floats, NodeSecurity(), transport);
   PsClient& client = *cluster.client;
+  client.useDoorbell(path.direct);
+  client.usePayloadSocket(path.direct);
   pb::JoinRequest join;
   join.set_role("worker");
   join.set_name("bench");
@@ -285,6 +288,10 @@ Result<BenchCluster> startBenchCluster(std::int64_t floats, LocalTransport trans
     return Status::error(std::string("push/pull bench: asked for ") + nameOf(transport) + ", got " +
                          nameOf(client.transport()));
   }
+  if (transport == LocalTransport::Tcp && client.onPayloadSocket() != path.direct) {
+    return Status::error(std::string("push/pull bench: the payload socket ") +
+                         (path.direct ? "was not offered" : "was used though not asked for"));
+  }
   return cluster;
 }
 
@@ -296,8 +303,12 @@ void computeFor(double seconds) {
 
 }  // namespace
 
-Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTransport transport) {
-  auto cluster = startBenchCluster(floats, transport);
+std::string nameOf(const TransferPath& path) {
+  return std::string(nameOf(path.transport)) + (path.direct ? "" : "_grpc");
+}
+
+Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, TransferPath path) {
+  auto cluster = startBenchCluster(floats, path);
   if (!cluster) return cluster.status();
   PsClient& client = *cluster->client;
   std::vector<float> gradient(static_cast<std::size_t>(floats), 1e-6f);
@@ -313,6 +324,12 @@ Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTr
   if (float* slot = client.gradientSlot()) std::copy(gradient.begin(), gradient.end(), slot);
   auto roundTrip = [&]() -> grpc::Status {
     const float* slot = client.gradientSlot();
+    if (!client.chunked()) {
+      pullReply.Clear();
+      auto s = client.pushPull(push, slot != nullptr ? slot : gradient.data(), pullReply, params, 60);
+      if (s.ok() && params == nullptr) return grpc::Status(grpc::StatusCode::DATA_LOSS, "short pull");
+      return s;
+    }
     auto s = client.pushGradient(push, slot != nullptr ? slot : gradient.data(), pushReply, 60);
     if (!s.ok()) return s;
     s = client.pullParameters(pull, pullReply, params, 60);
@@ -336,7 +353,7 @@ double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 }  // namespace
 
 Result<TransferRates> benchTransferRates(std::int64_t floats, int rounds, int roundTrips,
-                                         const std::vector<LocalTransport>& transports) {
+                                         const std::vector<TransferPath>& transports) {
   std::vector<double> tcpEcho, grpcEcho, grpcVsTcp;
   std::vector<std::vector<double>> gbps(transports.size()), vsTcp(transports.size()), vsGrpc(transports.size());
   for (int round = 0; round < rounds; ++round) {
@@ -366,12 +383,11 @@ Result<TransferRates> benchTransferRates(std::int64_t floats, int rounds, int ro
   return rates;
 }
 
-Result<CallLatency> benchCallLatency(LocalTransport transport, double busyS, int calls, bool doorbell) {
+Result<CallLatency> benchCallLatency(TransferPath path, double busyS, int calls) {
   constexpr std::int64_t kFloats = 16;
-  auto cluster = startBenchCluster(kFloats, transport);
+  auto cluster = startBenchCluster(kFloats, path);
   if (!cluster) return cluster.status();
   PsClient& client = *cluster->client;
-  client.useDoorbell(doorbell);
   std::vector<float> gradient(kFloats, 1e-6f);
   pb::PushRequest push;
   push.set_rank(0);

@@ -9,6 +9,7 @@
 #include "net/client/ps_client.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dasp::net {
@@ -29,12 +30,22 @@ Result<TransferBench> benchTcpEcho(std::int64_t floats, int roundTrips);
 // transfer over gRPC: what push+pull over TCP loses beyond it is the server's own work.
 Result<TransferBench> benchGrpcEcho(std::int64_t floats, int roundTrips);
 
+// A way a worker's calls go: a transport (Auto is not one here) and, with `direct`, its own
+// path past gRPC where it has one: over TCP the payload socket, over shared memory the
+// doorbell. Named "tcp", "unix", "shm", or with "_grpc" when not direct ("tcp_grpc").
+struct TransferPath {
+  LocalTransport transport = LocalTransport::Tcp;
+  bool direct = true;
+};
+std::string nameOf(const TransferPath& path);
+
 // One worker pushes a gradient of `floats` values and pulls the parameters back, ASP
-// policy, to an in-process ParameterServer: over loopback TCP, its Unix socket, or shared
-// memory (`transport`; Auto is not a transport here), the gradient where a worker has it
-// (over shared memory: in the region's slot, which it computes into). An error when the transport asked
+// policy, to an in-process ParameterServer over `path`, with the calls a worker makes
+// (nodes.cpp): one PushPull where it makes one (shared memory, the payload socket), else
+// a chunked Push then a chunked Pull; the gradient where a worker has it (over shared
+// memory: in the region's slot, which it computes into). An error when the transport asked
 // for is not what the worker got.
-Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTransport transport);
+Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, TransferPath path);
 
 // The rates of `dasp bench ps` (b), measured in `rounds` interleaved rounds: each round
 // times the TCP echo, the gRPC echo and push+pull over each of `transports` (`roundTrips`
@@ -42,7 +53,7 @@ Result<TransferBench> benchPushPull(std::int64_t floats, int roundTrips, LocalTr
 // (the TCP echo has been seen to move between 1.5 and 4.8 GB/s within minutes on one
 // machine), which moves a round's rates together; the medians over the rounds are reported.
 struct TransportRate {
-  LocalTransport transport = LocalTransport::Tcp;
+  TransferPath path;
   double gbps = 0;        // median over the rounds
   double vsTcpEcho = 0;   // median of the rounds' push+pull ÷ TCP echo
   double vsGrpcEcho = 0;  // median of the rounds' push+pull ÷ gRPC echo
@@ -55,19 +66,17 @@ struct TransferRates {
   std::vector<TransportRate> pushPull;
 };
 Result<TransferRates> benchTransferRates(std::int64_t floats, int rounds, int roundTrips,
-                                         const std::vector<LocalTransport>& transports);
+                                         const std::vector<TransferPath>& paths);
 
 // The latency floor of a worker's iteration: one PushPull call (the call a worker makes
-// per iteration) of a 16-float model over `transport`, in microseconds, back to back and
+// per iteration) of a 16-float model over `path`, in microseconds, back to back and
 // with `busyS` of computing on the client before each call, as a worker computes its
 // gradient while the server's threads sleep. The difference is the cost of waking them.
-// Over shared memory the call rings the region's doorbell, or (`doorbell` false) goes
-// through gRPC as over the Unix socket.
 struct CallLatency {
   double backToBackUs = 0;
   double afterBusyUs = 0;
   double busyS = 0;
 };
-Result<CallLatency> benchCallLatency(LocalTransport transport, double busyS, int calls, bool doorbell = true);
+Result<CallLatency> benchCallLatency(TransferPath path, double busyS, int calls);
 
 }  // namespace dasp::net

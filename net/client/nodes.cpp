@@ -110,7 +110,8 @@ Result<JoinInfo> joinServer(const WorkerOptions& options, const std::string& rol
   if (role == "worker") {
     const std::string& fallback = joined->transportFallback();
     say(options, options.name + ": joined as rank " + std::to_string(reply.rank()) + " over " +
-                     nameOf(joined->transport()) + (fallback.empty() ? "" : " (not shared memory: " + fallback + ")"));
+                     nameOf(joined->transport()) + (joined->onPayloadSocket() ? " (push and pull on its payload socket)" : "") +
+                     (fallback.empty() ? "" : " (not shared memory: " + fallback + ")"));
     info.client = std::move(joined);
   }
   return info;
@@ -462,6 +463,7 @@ bool WorkerLoop::iterate(grpc::Status& status) {
     return false;
   };
   if (!status.ok()) return fail(Status::error(m_options.name + ": pull failed: " + describe(status)));
+  if (auto note = m_client->takeTransportNote(); !note.empty()) say(m_options, m_options.name + ": " + note);
   if (m_pullReply.stop()) return false;
   if (m_params == nullptr) {
     return fail(Status::error(m_options.name + ": server sent parameters of the wrong size (expected " +

@@ -104,12 +104,15 @@ void PsClient::openTcp() {
   m_stub = pb::ParameterServer::NewStub(m_channel);
   m_transport = LocalTransport::Tcp;
   m_region.reset();
+  m_link.reset();
 }
 
 grpc::Status PsClient::join(const pb::JoinRequest& request, pb::JoinReply& reply, double timeoutS) {
   const bool local = m_requested != LocalTransport::Tcp && request.role() == "worker";
   // Every join starts over TCP (a rejoin may reach another server, which offers afresh).
   if (m_transport != LocalTransport::Tcp) openTcp();
+  m_link.reset();
+  m_fallback.clear();
   pb::JoinRequest asking;
   if (local) {
     asking = request;
@@ -118,8 +121,13 @@ grpc::Status PsClient::join(const pb::JoinRequest& request, pb::JoinReply& reply
   grpc::ClientContext context;
   prepare(context, timeoutS);
   auto status = throughLink(timeoutS, [&] { return m_stub->Join(&context, local ? asking : request, &reply); });
-  if (!status.ok() || !local) return status;
-  return takeOffer(reply);
+  if (!status.ok()) return status;
+  if (local) status = takeOffer(reply);
+  if (status.ok() && m_transport == LocalTransport::Tcp && m_payloadSocket && reply.payload_port() > 0 &&
+      request.role() == "worker") {
+    m_link = std::make_unique<PayloadLink>(hostOf(m_address), reply.payload_port());
+  }
+  return status;
 }
 
 grpc::Status PsClient::takeOffer(const pb::JoinReply& reply) {
@@ -197,6 +205,13 @@ grpc::Status PsClient::control(const pb::ControlRequest& request, pb::ControlRep
 grpc::Status PsClient::pullParameters(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
                                       double timeoutS) {
   params = nullptr;
+  if (m_link) {
+    m_linkAnswer.reached = true;  // unless the link cannot connect
+    auto status =
+        throughLink(timeoutS, [&] { return linkCall(SocketCall::Pull, request, nullptr, reply, params, timeoutS); });
+    if (m_linkAnswer.reached) return status;
+    dropLink(status);  // this call, and those after it until the next join, go through gRPC
+  }
   if (m_region) {
     pb::PullRequest viaShm = request;
     viaShm.set_parameters_in_shm(true);
@@ -259,6 +274,16 @@ grpc::Status PsClient::pullChunks(const pb::PullRequest& request, pb::PullReply&
 grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradient, pb::PushReply& reply,
                                     double timeoutS) {
   const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
+  if (m_link) {
+    const float* none = nullptr;
+    request.clear_gradient();
+    request.set_gradient_in_shm(false);
+    m_linkAnswer.reached = true;  // unless the link cannot connect
+    auto status =
+        throughLink(timeoutS, [&] { return linkCall(SocketCall::Push, request, gradient, reply, none, timeoutS); });
+    if (m_linkAnswer.reached) return status;
+    dropLink(status);  // this call, and those after it until the next join, go through gRPC
+  }
   if (m_region || !m_chunked) {
     loadGradient(request, gradient);
     auto status = push(request, reply, timeoutS);
@@ -298,6 +323,15 @@ grpc::Status PsClient::pushPull(pb::PushRequest& request, const float* gradient,
                                 const float*& params, double timeoutS) {
   params = nullptr;
   const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
+  if (m_link) {
+    request.clear_gradient();
+    request.set_gradient_in_shm(false);
+    m_linkAnswer.reached = true;  // unless the link cannot connect
+    auto status = throughLink(
+        timeoutS, [&] { return linkCall(SocketCall::PushPull, request, gradient, reply, params, timeoutS); });
+    if (m_linkAnswer.reached) return status;
+    dropLink(status);  // this call, and those after it until the next join, go through gRPC
+  }
   loadGradient(request, gradient);
   grpc::Status status;
   if (m_region && m_doorbell) {
@@ -317,9 +351,9 @@ grpc::Status PsClient::pushPull(pb::PushRequest& request, const float* gradient,
 
 grpc::Status PsClient::ringDoorbell(const pb::PushRequest& request, pb::PullReply& reply, double timeoutS) {
   Doorbell doorbell(m_region->doorbell());
-  (void)request.SerializeToString(&m_doorbellRequest);
+  (void)request.SerializeToString(&m_serializedRequest);
   std::uint32_t call = 0;
-  if (!doorbell.post(m_security.token, m_doorbellRequest, call)) {
+  if (!doorbell.post(m_security.token, m_serializedRequest, call)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the run token or the push does not fit the doorbell block");
   }
   const auto deadline = Doorbell::Clock::now() + std::chrono::duration_cast<Doorbell::Clock::duration>(
@@ -345,6 +379,33 @@ grpc::Status PsClient::ringDoorbell(const pb::PushRequest& request, pb::PullRepl
     return grpc::Status(grpc::StatusCode::DATA_LOSS, "the server's doorbell reply is not a PullReply");
   }
   return grpc::Status::OK;
+}
+
+void PsClient::dropLink(const grpc::Status& why) {
+  m_fallback = "the payload socket cannot be reached (" + describe(why) + "): push and pull go through gRPC";
+  m_transportNote = m_fallback;
+  m_link.reset();
+}
+
+template <typename Reply, typename Request>
+grpc::Status PsClient::linkCall(SocketCall kind, const Request& request, const float* gradient, Reply& reply,
+                                const float*& params, double timeoutS) {
+  const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
+  params = nullptr;
+  (void)request.SerializeToString(&m_serializedRequest);
+  const bool pulls = kind != SocketCall::Push;
+  if (pulls) m_pullBuffer.resize(bytes);
+  auto status = m_link->call(kind, m_security.token, m_serializedRequest, gradient, gradient ? bytes : 0,
+                             pulls ? m_pullBuffer.data() : nullptr, pulls ? bytes : 0, timeoutS, m_linkAnswer);
+  if (!status.ok()) return status;
+  if (!reply.ParseFromString(m_linkAnswer.body)) {
+    return grpc::Status(grpc::StatusCode::DATA_LOSS, "payload socket " + m_link->where() + ": a reply body that is not a " +
+                                                         reply.GetTypeName());
+  }
+  if (gradient != nullptr) m_bytesSent += static_cast<std::int64_t>(bytes);
+  m_bytesReceived += static_cast<std::int64_t>(m_linkAnswer.payloadBytes);
+  if (pulls && m_linkAnswer.payloadBytes == bytes) params = reinterpret_cast<const float*>(m_pullBuffer.data());
+  return status;
 }
 
 // The gradient into the shared-memory slot (the request says so) or into the request.

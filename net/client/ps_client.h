@@ -4,12 +4,14 @@
 // and the run's token; the channel is plaintext or TLS as the NodeSecurity says; messages
 // are sized for the model. Counts the payload bytes it sends and receives. A worker on the
 // server's host may move its payload through shared memory and its calls over the server's
-// Unix socket (LocalTransport). Every call crosses this process's LinkCut (a DISCONNECT
-// drill holds it while the link is cut).
+// Unix socket (LocalTransport); a worker over TCP makes its push and pull on the server's
+// payload socket (PayloadLink) when its join offers one. Every call crosses this process's
+// LinkCut (a DISCONNECT drill holds it while the link is cut).
 // Threading: one PsClient per thread (each call blocks its caller).
 
 #include "core/common/result.h"
 #include "dasp/ps/v1/parameter_server.grpc.pb.h"
+#include "net/client/payload_link.h"
 #include "net/security/node_security.h"
 #include "net/transport/shared_region.h"
 
@@ -19,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dasp::net {
@@ -46,7 +49,8 @@ class PsClient {
   const std::string& address() const { return m_address; }
   // The transport in use now (after join(): what was asked for and obtained).
   LocalTransport transport() const { return m_transport; }
-  // Why `Auto` fell back to TCP at the last join (empty: it did not).
+  // Why `Auto` fell back to TCP at the last join, or why a TCP worker's calls left the payload
+  // socket for gRPC since (empty: neither).
   const std::string& transportFallback() const { return m_fallback; }
   grpc::Status join(const pb::JoinRequest& request, pb::JoinReply& reply, double timeoutS);
   grpc::Status pull(const pb::PullRequest& request, pb::PullReply& reply, double timeoutS);
@@ -66,7 +70,7 @@ class PsClient {
   // UNAVAILABLE when the server closed the region or its process is gone.
   grpc::Status pushPull(pb::PushRequest& request, const float* gradient, pb::PullReply& reply, const float*& params,
                         double timeoutS);
-  bool chunked() const { return m_chunked && !m_region; }
+  bool chunked() const { return m_chunked && !m_region && !m_link; }
   // Shared memory: the region's gradient slot, when the server has answered every call that
   // read it, so the worker may compute its next gradient straight into it (pushing it then
   // copies nothing); null otherwise. After a call the server may not have answered (a
@@ -76,6 +80,14 @@ class PsClient {
   // Shared memory: PushPull through the doorbell (default) or through gRPC (`false`: what
   // `dasp bench ps` compares it with).
   void useDoorbell(bool on) { m_doorbell = on; }
+  // TCP: a worker's Push, Pull and PushPull go through the server's payload socket when its
+  // join offered one (default), or through gRPC (`false`, before join(): what `dasp bench ps`
+  // compares it with). Other calls always go through gRPC.
+  void usePayloadSocket(bool on) { m_payloadSocket = on; }
+  bool onPayloadSocket() const { return m_link != nullptr; }
+  // Why the calls left the payload socket for gRPC since the last time this was asked
+  // (empty: they did not), for the worker's log.
+  std::string takeTransportNote() { return std::exchange(m_transportNote, std::string()); }
 
   // A Watch stream; the caller reads batches until it ends. `context` must outlive it
   // (the run token is added to it here).
@@ -98,6 +110,14 @@ class PsClient {
   // After a call that carried the gradient slot: whether the server is done with it.
   void noteSlotAnswer(const grpc::Status& status);
   grpc::Status ringDoorbell(const pb::PushRequest& request, pb::PullReply& reply, double timeoutS);
+  // A call on the payload socket: `request` up with `gradient` (null: none), the reply's
+  // body parsed into `reply` and its parameters (if any) into the pull buffer.
+  // The payload socket could not be connected to (`why`): gRPC until the next join, which
+  // says so in transportFallback().
+  void dropLink(const grpc::Status& why);
+  template <typename Reply, typename Request>
+  grpc::Status linkCall(SocketCall kind, const Request& request, const float* gradient, Reply& reply,
+                        const float*& params, double timeoutS);
 
   std::string m_address;
   NodeSecurity m_security;
@@ -114,7 +134,11 @@ class PsClient {
   std::unique_ptr<SharedRegion> m_region;  // SHM: the gradient and parameter slots
   bool m_doorbell = true;
   bool m_slotHeld = false;  // a call that read the gradient slot may still be in the server's hands
-  std::string m_doorbellRequest;  // the serialized request (reused)
+  std::string m_serializedRequest;  // the serialized request (reused)
+  bool m_payloadSocket = true;
+  std::unique_ptr<PayloadLink> m_link;  // TCP: the server's payload socket (null: gRPC)
+  PayloadLink::Answer m_linkAnswer;     // reused
+  std::string m_transportNote;
 };
 
 // Sets a deadline `seconds` from now on `context`.

@@ -5,12 +5,15 @@
 // shares with the server is guarded by Impl::mu as each field says.
 
 #include "net/server/ps_server_impl.h"
+#include "net/transport/payload_socket.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -232,6 +235,86 @@ class ParameterServer::Impl::DoorbellServer {
   pb::PushRequest m_push;
   pb::PushReply m_pushed;
   std::atomic<bool> m_ended{false};
+  std::thread m_thread;  // last: starts once the rest is built
+};
+
+// The pull of a call on the payload socket (ps_socket.cpp): answered under Impl::mu by
+// whichever thread releases it, which only keeps the reply and the snapshot and wakes the
+// connection's thread; that thread sends them, outside the lock.
+class ParameterServer::Impl::SocketPull final : public PendingPull {
+ public:
+  SocketPull(int rank, double arrivedAt, std::int64_t minVersion, std::condition_variable& answered)
+      : PendingPull(rank, arrivedAt, minVersion), m_answered(answered) {}
+  pb::PullReply& header() override { return m_reply; }
+  void setParameters(const ParameterStore::Snapshot& parameters, std::size_t bytes, const SharedRegion*) override {
+    m_parameters = parameters;
+    m_bytes = bytes;
+  }
+  void complete() override { m_answered.notify_all(); }
+  void abandon() override { refuse(grpc::Status(grpc::StatusCode::CANCELLED, "the pull was cancelled")); }
+  void refuse(const grpc::Status& status) override {
+    m_status = status;
+    m_answered.notify_all();
+  }
+  // Read by the connection's thread once `finished` is set (under Impl::mu).
+  const grpc::Status& status() const { return m_status; }
+  const float* parameters() const { return m_parameters ? m_parameters->data() : nullptr; }
+  std::size_t bytes() const { return m_parameters ? m_bytes : 0; }
+
+ private:
+  std::condition_variable& m_answered;
+  pb::PullReply m_reply;
+  grpc::Status m_status;
+  ParameterStore::Snapshot m_parameters;
+  std::size_t m_bytes = 0;
+};
+
+// One connection to the payload socket and its thread (ps_socket.cpp): it reads one call
+// at a time (net/transport/payload_socket.h), checks the run token of each, handles a push
+// as PushChunks does (the payload straight into the rank's receive buffer, its norm summed
+// as it lands) and parks a pull like any other. A connection must make a call with the
+// right token within kFirstCallS of connecting; a malformed call or a wrong token ends it.
+// Made under Impl::mu by the acceptor; close() only flags and wakes, so it may be called
+// with the lock held; finish() waits out a reply being sent, then joins, without it.
+class ParameterServer::Impl::SocketServer {
+ public:
+  static constexpr double kFirstCallS = 10;  // a connection that says nothing is closed
+  static constexpr double kCallS = 60;       // the rest of a call, once its header came
+  SocketServer(Impl* impl, int fd);
+  ~SocketServer() { finish(0); }
+  SocketServer(const SocketServer&) = delete;
+  SocketServer& operator=(const SocketServer&) = delete;
+  void close();
+  // Gives a reply in progress `graceS` to go out, then breaks the connection and joins.
+  void finish(double graceS);
+  bool ended() const { return m_ended.load(std::memory_order_acquire); }
+
+ private:
+  void loop();
+  // One call after its header; false when the connection must end.
+  bool serve(const SocketCallHeader& header);
+  bool servePush(const SocketCallHeader& header, SocketClock::time_point deadline);
+  bool servePull(int rank, std::int64_t minVersion, SocketClock::time_point deadline);
+  // Parks `pull` until it is answered; false (the pull cancelled) when the worker goes or
+  // the server closes.
+  bool awaitAnswer(SocketPull& pull);
+  // Reads and drops `n` payload bytes of a call that is refused, when a sane worker could
+  // have sent them (false: too many, or the connection failed).
+  bool drain(std::uint64_t n, SocketClock::time_point deadline);
+  bool reply(const grpc::Status& status, const std::string& body, const float* payload, std::size_t bytes);
+  Impl* m_impl;
+  int m_fd;
+  // The thread's own.
+  bool m_authenticated = false;
+  std::string m_token, m_request, m_body;
+  pb::PushRequest m_push;
+  pb::PushReply m_pushed;
+  pb::PullRequest m_pull;
+  std::condition_variable m_answered;  // waited on with Impl::mu
+  std::atomic<bool> m_closing{false};
+  std::atomic<bool> m_ended{false};
+  std::mutex m_endMu;
+  std::condition_variable m_endCv;
   std::thread m_thread;  // last: starts once the rest is built
 };
 

@@ -120,6 +120,7 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
       reactor->Finish(st);
       return reactor;
     }
+    reply->set_payload_port(socketPort);
     if (adopting && req->held_version() > adoptedVersion && !req->held_parameters().empty()) {
       // Stateless restart: the highest version any worker holds wins (its size and
       // finiteness were checked); momentum is not kept by workers, so it restarts from zero.

@@ -89,6 +89,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   impl->store = std::make_unique<ParameterStore>(std::move(options.initialParameters),
                                                  options.spec.optimizer().momentum(),
                                                  options.spec.optimizer().weight_decay());
+  impl->store->setApplyThreads(ParameterStore::serverApplyThreads());
   const auto workers = static_cast<std::size_t>(options.workers);
   impl->held.assign(workers, std::vector<float>(count, 0.0f));
   impl->receiveBuffers.resize(workers);
@@ -137,6 +138,9 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
     return Status::error("server: cannot listen on " + address +
                          (impl->options.port != 0 ? " (port in use by another process?)" : ""));
   }
+  if (auto st = impl->openPayloadSocket(); !st) {
+    impl->say(st.message() + "; workers push and pull through gRPC");
+  }
   auto* raw = impl.get();
   impl->ticker = std::thread([raw] { raw->tickLoop(); });
   if (impl->checkpoints) impl->checkpointWriter = std::thread([raw] { raw->writeCheckpoints(); });
@@ -184,6 +188,7 @@ void ParameterServer::shutdown(double graceSeconds) {
   // The replicator's callbacks and the doorbells' threads take the lock: stop them outside.
   replicator.reset();
   doorbells.clear();
+  m_impl->closePayloadSocket(graceSeconds);
   if (m_impl->checkpointWriter.joinable()) m_impl->checkpointWriter.join();
   m_impl->server->Shutdown(std::chrono::system_clock::now() +
                            std::chrono::milliseconds(static_cast<int>(graceSeconds * 1000)));

@@ -20,6 +20,7 @@
 //   ps_record.cpp       the update record (options.recordPath) and the acknowledged version
 //   ps_transport.cpp    the same-host transports: the Unix socket, the shared-memory regions
 //   ps_doorbell.cpp     the PushPull calls rung on a region's doorbell (its thread per region)
+//   ps_socket.cpp       the payload socket: its acceptor, and a thread per connection
 //
 // Locking contract (one mutex, `mu`; the groups of fields below say what each is under):
 // - Every field in "guarded by mu" is read and written only with `mu` held, by the RPC
@@ -89,6 +90,8 @@ struct ParameterServer::Impl final : ChunkedRawService {
   class WatchReactor;       // one Watch subscriber
   class DoorbellPull;       // the pull of a PushPull rung on a region's doorbell
   class DoorbellServer;     // the thread that answers one region's doorbell
+  class SocketPull;         // the pull of a call on the payload socket
+  class SocketServer;       // one connection to the payload socket and its thread
   template <typename Message>
   class RefusedWriter;      // a server-streaming call refused for its token
   template <typename Message>
@@ -212,6 +215,9 @@ struct ParameterServer::Impl final : ChunkedRawService {
   // under the lock and joins them outside it (their threads take the lock).
   std::vector<std::unique_ptr<DoorbellServer>> doorbells;
   std::vector<std::unique_ptr<DoorbellServer>> retiredDoorbells;
+  // The payload socket's connections (net/transport/payload_socket.h). shutdown() moves
+  // them out under the lock and finishes them outside it, as the doorbells.
+  std::vector<std::unique_ptr<SocketServer>> socketServers;
   // Chain.
   std::int64_t replicatedVersion = -1;       // chain: the version the tail holds
   std::vector<float> combined;               // chain: Σ w·g of one update (reused)
@@ -254,6 +260,12 @@ struct ParameterServer::Impl final : ChunkedRawService {
   std::unique_ptr<Replicator> replicator;    // chain: the link to the successor
   std::unique_ptr<CheckpointDirectory> checkpoints;  // set by start(), then used by the writer
   std::thread checkpointWriter;
+  // The payload socket (ps_socket.cpp; none with TLS): its listening socket and port, the
+  // pipe that wakes its acceptor, and the acceptor thread.
+  int socketListener = -1;
+  int socketPort = 0;
+  int socketWake[2] = {-1, -1};
+  std::thread socketAcceptor;
 
   // --- clock and small helpers (here) --------------------------------------------------------
   double sinceStart() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
@@ -404,6 +416,16 @@ struct ParameterServer::Impl final : ChunkedRawService {
   void openDoorbellLocked(int rank, std::shared_ptr<SharedRegion> region);
   // shutdown(): closes every doorbell and hands their threads over, to be joined unlocked.
   std::vector<std::unique_ptr<DoorbellServer>> closeDoorbellsLocked();
+
+  // --- the payload socket (ps_socket.cpp) --------------------------------------------------------
+  // start(): listens beside gRPC, on the same host, and starts the acceptor. Not with TLS.
+  Status openPayloadSocket();
+  void acceptLoop();
+  // At most this many connections at once (a worker holds one).
+  std::size_t maxSocketConnections() const { return 2 * static_cast<std::size_t>(options.workers) + 4; }
+  // shutdown(): stops the acceptor (joined here, without the lock) and finishes every
+  // connection, each given `graceS` for a reply in progress.
+  void closePayloadSocket(double graceS);
 
   // --- time-driven decisions (ps_server.cpp) ---------------------------------------------------
   void tickLoop();

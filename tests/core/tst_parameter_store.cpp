@@ -3,7 +3,8 @@
 // (an update, or a restore, while it is held writes another buffer and leaves it as it
 // was), the arithmetic does not depend on whether a snapshot is held, an unheld store
 // updates in place, buffers given back are reused rather than allocated anew, an update's
-// mirror receives its new parameters, and the revision changes with every write.
+// mirror receives its new parameters, the revision changes with every write, and an update
+// shared among threads gives the bits of one thread's.
 #include "core/params/parameter_store.h"
 
 #include <QtTest>
@@ -24,6 +25,7 @@ class TestParameterStore : public QObject {
   void restoreLeavesSnapshotsAlone();
   void mirrorGetsTheNewParameters();
   void revisionChangesWithEveryWrite();
+  void threadsGiveTheSameBits();
 };
 
 namespace {
@@ -152,6 +154,43 @@ void TestParameterStore::revisionChangesWithEveryWrite() {
   const std::int64_t restored = store.revision();
   store.setVersion(3);  // the parameters do not change, nor does the revision
   QCOMPARE(store.revision(), restored);
+}
+
+void TestParameterStore::threadsGiveTheSameBits() {
+  // Large enough to be shared (and not a multiple of the block): one gradient and three,
+  // with a mirror and a held snapshot (the copy on write), on 1, 2 and 3 threads.
+  const std::size_t n = ParameterStore::kParallelFloats + 12'345;
+  auto wave = [n](float scale) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(i % 89) - 0.5f;
+    return v;
+  };
+  const auto a = wave(0.011f), b = wave(-0.007f);
+  std::vector<std::vector<float>> params, momentum, mirrors;
+  for (int threads : {1, 2, 3}) {
+    ParameterStore store(wave(0.003f), 0.9, 1e-4);
+    store.setApplyThreads(threads);
+    QCOMPARE(store.applyThreads(), threads);
+    std::vector<float> mirror(n, 0.0f);
+    const float* one[] = {a.data()};
+    const double w1[] = {1.0};
+    store.apply(one, w1, 1, 0.1, mirror.data());
+    const auto held = store.snapshot();
+    const float* three[] = {a.data(), b.data(), a.data()};
+    const double w3[] = {0.5, 0.25, 0.25};
+    store.apply(three, w3, 3, 0.05, mirror.data());
+    QCOMPARE(store.copiesOnWrite(), 1LL);
+    QVERIFY(std::memcmp(mirror.data(), store.parameters(), n * sizeof(float)) == 0);
+    params.emplace_back(store.parameters(), store.parameters() + n);
+    momentum.push_back(store.momentumBuffer());
+    mirrors.push_back(std::move(mirror));
+  }
+  for (std::size_t t = 1; t < params.size(); ++t) {
+    QVERIFY(std::memcmp(params[0].data(), params[t].data(), n * sizeof(float)) == 0);
+    QVERIFY(std::memcmp(momentum[0].data(), momentum[t].data(), n * sizeof(float)) == 0);
+    QVERIFY(std::memcmp(mirrors[0].data(), mirrors[t].data(), n * sizeof(float)) == 0);
+  }
+  QVERIFY(params[0][n - 1] != wave(0.003f)[n - 1]);  // the last, partial block was updated
 }
 
 QTEST_GUILESS_MAIN(TestParameterStore)

@@ -287,23 +287,30 @@ void TestPsIntegration::vanishedWorkerDoesNotDeadlockBsp() {
 
 void TestPsIntegration::largeModelArrivesExactly_data() {
   QTest::addColumn<int>("transport");
-  for (auto t : kTransports) QTest::newRow(dasp::net::nameOf(t)) << static_cast<int>(t);
+  QTest::addColumn<bool>("payloadSocket");
+  for (auto t : kTransports) QTest::newRow(dasp::net::nameOf(t)) << static_cast<int>(t) << true;
+  QTest::newRow("tcp through gRPC") << static_cast<int>(dasp::net::LocalTransport::Tcp) << false;
 }
 
 void TestPsIntegration::largeModelArrivesExactly() {
-  // 2M floats = 8 MB: above the 4 MB threshold, so over TCP and the Unix socket push and
-  // pull go through the chunked RPCs, and through shared memory in none; the values must
-  // arrive exactly and be applied once.
+  // 2M floats = 8 MB: above the 4 MB threshold, so over the Unix socket (and TCP without
+  // the payload socket) push and pull go through the chunked RPCs; over TCP through the
+  // payload socket, and through shared memory in none. The values must arrive exactly and
+  // be applied once.
   QFETCH(int, transport);
+  QFETCH(bool, payloadSocket);
   const auto asked = static_cast<dasp::net::LocalTransport>(transport);
   const std::int64_t n = 2'000'000;
   auto server = startFlatServer(n, 1);
   QVERIFY(server.isOk());
   const std::string address = "127.0.0.1:" + std::to_string(server.value()->port());
   dasp::net::PsClient client(address, n, dasp::net::NodeSecurity(), asked);
+  client.usePayloadSocket(payloadSocket);
   QVERIFY(joinFlat(client, n, 0).ok());
   QCOMPARE(client.transport(), asked);
-  QCOMPARE(client.chunked(), asked != dasp::net::LocalTransport::Shm);
+  const bool onSocket = asked == dasp::net::LocalTransport::Tcp && payloadSocket;
+  QCOMPARE(client.onPayloadSocket(), onSocket);
+  QCOMPARE(client.chunked(), asked != dasp::net::LocalTransport::Shm && !onSocket);
   std::vector<float> gradient(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) gradient[static_cast<std::size_t>(i)] = static_cast<float>(i % 1000) * 0.001f;
   dasp::ps::v1::PushRequest push;

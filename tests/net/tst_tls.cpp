@@ -97,6 +97,9 @@ void TestTls::tlsServerRefusesPlaintextAndServesTls() {
   dasp::net::PsClient client(address, kParameters, withToken(token, tlsOf(cert, false)));
   st = client.join(workerJoin(), reply, kDeadlineS);
   QVERIFY2(st.ok(), dasp::net::describe(st).c_str());
+  // No payload socket with TLS: push and pull stay inside gRPC, encrypted.
+  QCOMPARE(reply.payload_port(), 0);
+  QVERIFY(!client.onPayloadSocket());
   std::vector<float> gradient(static_cast<std::size_t>(kParameters), 0.5f);
   pb::PushRequest push;
   push.set_rank(0);

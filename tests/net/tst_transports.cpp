@@ -359,11 +359,13 @@ QTEST_GUILESS_MAIN(TestTransports)
 // The benchmark's calls go through (no figure is checked: speed belongs to `dasp bench`).
 void TestTransports::callLatencyBenchRunsOverEachTransport() {
   for (auto transport : {LocalTransport::Tcp, LocalTransport::Unix, LocalTransport::Shm}) {
-    auto latency = dasp::net::benchCallLatency(transport, 0.001, 5);
-    QVERIFY2(latency.isOk(), latency.message().c_str());
-    QVERIFY(std::isfinite(latency->backToBackUs) && latency->backToBackUs > 0);
-    QVERIFY(std::isfinite(latency->afterBusyUs) && latency->afterBusyUs > 0);
-    QCOMPARE(latency->busyS, 0.001);
+    for (bool direct : {true, false}) {  // the payload socket, the doorbell; or gRPC
+      auto latency = dasp::net::benchCallLatency({transport, direct}, 0.001, 5);
+      QVERIFY2(latency.isOk(), latency.message().c_str());
+      QVERIFY(std::isfinite(latency->backToBackUs) && latency->backToBackUs > 0);
+      QVERIFY(std::isfinite(latency->afterBusyUs) && latency->afterBusyUs > 0);
+      QCOMPARE(latency->busyS, 0.001);
+    }
   }
 }
 
