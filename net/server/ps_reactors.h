@@ -271,8 +271,8 @@ class ParameterServer::Impl::SocketPull final : public PendingPull {
 
 // One connection to the payload socket and its thread (ps_socket.cpp): it reads one call
 // at a time (net/transport/payload_socket.h), checks the run token of each, handles a push
-// as PushChunks does (the payload straight into the rank's receive buffer, its norm summed
-// as it lands) and parks a pull like any other. A connection must make a call with the
+// as PushChunks does (the payload straight into the connection's own buffer, allocated once,
+// its norm summed as it lands) and parks a pull like any other. A connection must make a call with the
 // right token within kFirstCallS of connecting; a malformed call or a wrong token ends it.
 // Made under Impl::mu by the acceptor; close() only flags and wakes, so it may be called
 // with the lock held; finish() waits out a reply being sent, then joins, without it.
@@ -307,6 +307,7 @@ class ParameterServer::Impl::SocketServer {
   // The thread's own.
   bool m_authenticated = false;
   std::string m_token, m_request, m_body;
+  std::vector<float> m_gradient;  // a push's payload (handlePush copies what it keeps)
   pb::PushRequest m_push;
   pb::PushReply m_pushed;
   pb::PullRequest m_pull;

@@ -132,11 +132,10 @@ bool ParameterServer::Impl::SocketServer::servePush(const SocketCallHeader& head
                                ? std::string()
                                : std::string(" (and the request carries another gradient)"))));
   }
-  if (!m_impl->claimReceiveBuffer(rank)) {
-    return refuse(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                               "a push from worker " + std::to_string(rank) + " is already in flight"));
-  }
-  float* buffer = m_impl->receiveBuffer(rank);
+  // The connection's own buffer: a push on another connection (another client holding the
+  // token, naming the same rank) never waits for it or spoils it.
+  m_gradient.resize(static_cast<std::size_t>(m_impl->store->size()));
+  float* buffer = m_gradient.data();
   GradientNormSum norm;
   bool whole = true;
   for (std::size_t offset = 0; whole && offset < bytes; offset += kReceivePiece) {
@@ -145,9 +144,8 @@ bool ParameterServer::Impl::SocketServer::servePush(const SocketCallHeader& head
     if (whole) norm.add(buffer + offset / sizeof(float), static_cast<std::int64_t>(n / sizeof(float)));
   }
   m_pushed.Clear();
-  const grpc::Status status = whole ? m_impl->handlePush(m_push, buffer, bytes, &m_pushed, norm.norm()) : grpc::Status();
-  m_impl->releaseReceiveBuffer(rank);
   if (!whole) return false;
+  const grpc::Status status = m_impl->handlePush(m_push, buffer, bytes, &m_pushed, norm.norm());
   if (static_cast<SocketCall>(header.call) == SocketCall::Push || !status.ok()) {
     m_body.clear();
     if (status.ok()) (void)m_pushed.SerializeToString(&m_body);

@@ -3,9 +3,10 @@
 // The payload socket: a worker's Push, Pull and PushPull calls over a plain TCP connection
 // of their own, beside gRPC, with the payload as raw bytes. Measured (`dasp bench ps`): over
 // loopback, gRPC alone moves a model at 0.67–0.72× a raw TCP echo of the same bytes, and a
-// push+pull through it at 0.41–0.46×; with the payload read straight into the server's
-// receive buffer and written straight from its snapshot, only the server's own work
-// (the guard's norm, the apply) stands beyond the echo. ps-lite's van does the same.
+// push+pull through it at 0.41–0.46×; with the payload read straight into a server's
+// buffer and written straight from its snapshot, only the server's own work
+// (the guard's norm, the apply) stands beyond the echo. (ps-lite's van, likewise, sends
+// its data arrays apart from its Protobuf meta.)
 //
 // One call at a time per connection, in order:
 //   worker: CallHeader, the run token, the serialized request (PushRequest without its

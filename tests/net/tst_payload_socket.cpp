@@ -2,7 +2,8 @@
 // The payload socket (net/transport/payload_socket.h): a TCP worker's Push, Pull and
 // PushPull go through it with their payload as raw bytes and give bitwise what gRPC gives;
 // the run token is checked on every call; a malformed call, a wrong token or a truncated
-// payload end that connection and nothing else; a refused push keeps it; a pull its worker
+// payload end that connection and nothing else; pushes of one rank on two connections do
+// not meet; a refused push keeps the connection; a pull its worker
 // gave up on is dropped and the worker's next call connects again; a server with TLS
 // offers none; connections beyond the bound are closed.
 #include "core/spec/spec.h"
@@ -61,6 +62,20 @@ grpc::Status joinWorker(dasp::net::PsClient& client, int rank, pb::JoinReply& jo
   return client.join(join, joined, 10);
 }
 
+// A server and its worker 0 joined over TCP (the join reply names the payload port).
+struct Cluster {
+  std::unique_ptr<dasp::net::ParameterServer> server;
+  std::unique_ptr<dasp::net::PsClient> client;
+  pb::JoinReply joined;
+};
+Cluster startCluster(const std::string& strategy = "asp", int workers = 1) {
+  Cluster c;
+  c.server = startServer(strategy, workers);
+  c.client = std::make_unique<dasp::net::PsClient>(addressOf(*c.server), kFloats);
+  if (!joinWorker(*c.client, 0, c.joined).ok()) qFatal("worker 0 cannot join");
+  return c;
+}
+
 // A raw connection to the payload socket, to send what no PsClient would.
 class RawConnection {
  public:
@@ -90,6 +105,17 @@ class RawConnection {
     std::vector<char> rest(header.bodyBytes + header.messageBytes + header.detailBytes + header.payloadBytes);
     if (dasp::net::receiveExactly(m_fd, rest.data(), rest.size(), deadline()) != dasp::net::SocketIo::Done) return false;
     message.assign(rest.data() + header.bodyBytes, header.messageBytes);
+    return true;
+  }
+  // The next reply has status `code` and a message containing `text`.
+  bool replies(grpc::StatusCode code, const std::string& text) {
+    dasp::net::SocketReplyHeader header{};
+    std::string message;
+    if (!readReply(header, message)) return false;
+    if (header.code != static_cast<std::int32_t>(code) || message.find(text) == std::string::npos) {
+      qWarning("reply %d: %s", header.code, message.c_str());
+      return false;
+    }
     return true;
   }
   // The server has closed its side (a read gives end of file, not a byte).
@@ -123,7 +149,8 @@ class TestPayloadSocket : public QObject {
   void wrongTokenIsRefusedAndCounted();
   void malformedCallEndsOnlyItsConnection();
   void refusedPushKeepsTheConnection();
-  void truncatedPushFreesTheRank();
+  void truncatedPushIsDropped();
+  void pushesOfOneRankOnTwoConnectionsDoNotMeet();
   void pullAWorkerGaveUpOnIsDropped();
   void connectionsBeyondTheBoundAreClosed();
 };
@@ -173,54 +200,37 @@ void TestPayloadSocket::pushPullGivesWhatGrpcGives() {
 }
 
 void TestPayloadSocket::wrongTokenIsRefusedAndCounted() {
-  auto server = startServer();
-  dasp::net::PsClient client(addressOf(*server), kFloats);
-  pb::JoinReply joined;
-  QVERIFY(joinWorker(client, 0, joined).ok());
-  RawConnection raw(joined.payload_port());
+  auto c = startCluster();
+  RawConnection raw(c.joined.payload_port());
   QVERIFY(raw.connected());
   const std::vector<float> gradient(kFloats, 0.25f);
   QVERIFY(raw.sendCall(SocketCall::Push, "not-the-token", pushRequest(0), kFloats * 4));
   QVERIFY(raw.send(gradient.data(), gradient.size() * sizeof(float)));
-  dasp::net::SocketReplyHeader reply{};
-  std::string message;
-  QVERIFY(raw.readReply(reply, message));
-  QCOMPARE(reply.code, static_cast<std::int32_t>(grpc::StatusCode::PERMISSION_DENIED));
-  QVERIFY2(message.find("wrong run token") != std::string::npos, message.c_str());
+  QVERIFY(raw.replies(grpc::StatusCode::PERMISSION_DENIED, "wrong run token"));
   QVERIFY(raw.closedByServer());
-  QCOMPARE(server->stats().unauthorized, 1LL);
-  QCOMPARE(server->stats().version, 0LL);  // nothing applied
-  server->shutdown();
+  QCOMPARE(c.server->stats().unauthorized, 1LL);
+  QCOMPARE(c.server->stats().version, 0LL);  // nothing applied
+  c.server->shutdown();
 }
 
 void TestPayloadSocket::malformedCallEndsOnlyItsConnection() {
-  auto server = startServer();
-  dasp::net::PsClient client(addressOf(*server), kFloats);
-  pb::JoinReply joined;
-  QVERIFY(joinWorker(client, 0, joined).ok());
+  auto c = startCluster();
   {
     // Not this protocol: an error reply, then the end of the connection.
-    RawConnection raw(joined.payload_port());
+    RawConnection raw(c.joined.payload_port());
     const std::string garbage(24, 'x');
     QVERIFY(raw.send(garbage.data(), garbage.size()));
-    dasp::net::SocketReplyHeader reply{};
-    std::string message;
-    QVERIFY(raw.readReply(reply, message));
-    QCOMPARE(reply.code, static_cast<std::int32_t>(grpc::StatusCode::INVALID_ARGUMENT));
-    QVERIFY2(message.find("malformed call header") != std::string::npos, message.c_str());
+    QVERIFY(raw.replies(grpc::StatusCode::INVALID_ARGUMENT, "malformed call header"));
     QVERIFY(raw.closedByServer());
   }
   {
     // A request beyond the bound: the server reads none of it.
-    RawConnection raw(joined.payload_port());
+    RawConnection raw(c.joined.payload_port());
     QVERIFY(raw.sendCall(SocketCall::Push, dasp::net::NodeSecurity().token, std::string(), 0));
     dasp::net::SocketCallHeader huge{dasp::net::SocketCallHeader::kMagic, 1, 0, 1u << 30, 0};
     QVERIFY(raw.send(&huge, sizeof huge));
-    dasp::net::SocketReplyHeader reply{};
-    std::string message;
-    QVERIFY(raw.readReply(reply, message));  // the first call: refused for its empty payload
-    QVERIFY(raw.readReply(reply, message));
-    QVERIFY2(message.find("malformed call header") != std::string::npos, message.c_str());
+    QVERIFY(raw.replies(grpc::StatusCode::INVALID_ARGUMENT, "has 0 bytes"));  // the first call
+    QVERIFY(raw.replies(grpc::StatusCode::INVALID_ARGUMENT, "malformed call header"));
     QVERIFY(raw.closedByServer());
   }
   // The server goes on: a worker's push through the socket is applied.
@@ -229,76 +239,88 @@ void TestPayloadSocket::malformedCallEndsOnlyItsConnection() {
   push.set_rank(0);
   pb::PullReply pulled;
   const float* params = nullptr;
-  auto status = client.pushPull(push, gradient.data(), pulled, params, 10);
+  auto status = c.client->pushPull(push, gradient.data(), pulled, params, 10);
   QVERIFY2(status.ok(), status.error_message().c_str());
-  QVERIFY(client.onPayloadSocket());
+  QVERIFY(c.client->onPayloadSocket());
   QCOMPARE(pulled.version(), 1LL);
-  server->shutdown();
+  c.server->shutdown();
 }
 
 void TestPayloadSocket::refusedPushKeepsTheConnection() {
   // A gradient of the wrong size, then one with a NaN: each refused with its reason (the
   // NaN's typed as a PushRefusal), and the next push on the same connection is applied.
-  auto server = startServer();
-  dasp::net::PsClient client(addressOf(*server), kFloats);
-  pb::JoinReply joined;
-  QVERIFY(joinWorker(client, 0, joined).ok());
-  RawConnection raw(joined.payload_port());
+  auto c = startCluster();
+  RawConnection raw(c.joined.payload_port());
   const std::string token = dasp::net::NodeSecurity().token;
   std::vector<float> gradient(kFloats, 0.5f);
-  dasp::net::SocketReplyHeader reply{};
-  std::string message;
   QVERIFY(raw.sendCall(SocketCall::Push, token, pushRequest(0), (kFloats - 1) * 4));
   QVERIFY(raw.send(gradient.data(), (kFloats - 1) * 4));
-  QVERIFY(raw.readReply(reply, message));
-  QCOMPARE(reply.code, static_cast<std::int32_t>(grpc::StatusCode::INVALID_ARGUMENT));
-  QVERIFY2(message.find("has 3996 bytes, the model has 4000") != std::string::npos, message.c_str());
+  QVERIFY(raw.replies(grpc::StatusCode::INVALID_ARGUMENT, "has 3996 bytes, the model has 4000"));
   gradient[7] = std::numeric_limits<float>::quiet_NaN();
   QVERIFY(raw.sendCall(SocketCall::Push, token, pushRequest(0), kFloats * 4));
   QVERIFY(raw.send(gradient.data(), kFloats * 4));
-  QVERIFY(raw.readReply(reply, message));
-  QCOMPARE(reply.code, static_cast<std::int32_t>(grpc::StatusCode::INVALID_ARGUMENT));
-  QVERIFY2(message.find("contains NaN or Inf") != std::string::npos, message.c_str());
+  QVERIFY(raw.replies(grpc::StatusCode::INVALID_ARGUMENT, "contains NaN or Inf"));
   gradient[7] = 0.5f;
   QVERIFY(raw.sendCall(SocketCall::Push, token, pushRequest(0), kFloats * 4));
   QVERIFY(raw.send(gradient.data(), kFloats * 4));
-  QVERIFY(raw.readReply(reply, message));
-  QCOMPARE(reply.code, 0);
-  QCOMPARE(server->stats().version, 1LL);
+  QVERIFY(raw.replies(grpc::StatusCode::OK, ""));
+  QCOMPARE(c.server->stats().version, 1LL);
   // Through PsClient the NaN's refusal comes typed.
   gradient[3] = std::numeric_limits<float>::infinity();
   pb::PushRequest push;
   push.set_rank(0);
   pb::PushReply pushed;
-  const auto status = client.pushGradient(push, gradient.data(), pushed, 10);
-  QVERIFY(client.onPayloadSocket());
+  const auto status = c.client->pushGradient(push, gradient.data(), pushed, 10);
+  QVERIFY(c.client->onPayloadSocket());
   QCOMPARE(dasp::net::pushRefusalOf(status), std::optional(pb::PushRefusal::NON_FINITE));
-  server->shutdown();
+  c.server->shutdown();
 }
 
-void TestPayloadSocket::truncatedPushFreesTheRank() {
-  // Half a gradient, then the worker is gone: the server drops the call and gives the
-  // rank's receive buffer back, so the rank's next push is taken.
-  auto server = startServer();
-  dasp::net::PsClient client(addressOf(*server), kFloats);
-  pb::JoinReply joined;
-  QVERIFY(joinWorker(client, 0, joined).ok());
+void TestPayloadSocket::truncatedPushIsDropped() {
+  // Half a gradient, then the worker is gone: the server drops the call, applies nothing,
+  // and the rank's next push is applied.
+  auto c = startCluster();
   {
-    RawConnection raw(joined.payload_port());
+    RawConnection raw(c.joined.payload_port());
     const std::vector<float> half(kFloats / 2, 0.5f);
     QVERIFY(raw.sendCall(SocketCall::Push, dasp::net::NodeSecurity().token, pushRequest(0), kFloats * 4));
     QVERIFY(raw.send(half.data(), half.size() * sizeof(float)));
     raw.shutdownWrites();
-    QVERIFY(raw.closedByServer());  // the server closes its side after it gave the buffer back
+    QVERIFY(raw.closedByServer());  // the server closes its side once it dropped the call
   }
   std::vector<float> gradient(kFloats, 1.0f);
   pb::PushRequest push;
   push.set_rank(0);
   pb::PushReply pushed;
-  const auto status = client.pushGradient(push, gradient.data(), pushed, 10);
+  const auto status = c.client->pushGradient(push, gradient.data(), pushed, 10);
   QVERIFY2(status.ok(), status.error_message().c_str());
   QCOMPARE(pushed.version(), 1LL);
-  server->shutdown();
+  c.server->shutdown();
+}
+
+void TestPayloadSocket::pushesOfOneRankOnTwoConnectionsDoNotMeet() {
+  // Another client holding the token pushes for rank 0 on a connection of its own, and
+  // stops half-way: the worker's own push of rank 0 is applied meanwhile, and so is the
+  // other's once it is complete. Each connection receives into a buffer of its own.
+  auto c = startCluster();
+  const std::string token = dasp::net::NodeSecurity().token;
+  const std::vector<float> other(kFloats, 0.5f);
+  RawConnection raw(c.joined.payload_port());
+  QVERIFY(raw.sendCall(SocketCall::Push, token, pushRequest(0), kFloats * 4));
+  QVERIFY(raw.send(other.data(), kFloats * 2));
+  std::vector<float> gradient(kFloats, 1.0f);
+  pb::PushRequest push;
+  push.set_rank(0);
+  pb::PushReply pushed;
+  const auto status = c.client->pushGradient(push, gradient.data(), pushed, 10);
+  QVERIFY2(status.ok(), status.error_message().c_str());
+  QCOMPARE(pushed.version(), 1LL);
+  QVERIFY(raw.send(reinterpret_cast<const char*>(other.data()) + kFloats * 2, kFloats * 2));
+  QVERIFY(raw.replies(grpc::StatusCode::OK, ""));
+  std::vector<float> held;
+  QCOMPARE(c.server->snapshot(held), 2LL);
+  QCOMPARE(held[0], 1.0f - 0.5f * 1.0f - 0.5f * 0.5f);
+  c.server->shutdown();
 }
 
 void TestPayloadSocket::pullAWorkerGaveUpOnIsDropped() {
@@ -346,24 +368,18 @@ void TestPayloadSocket::pullAWorkerGaveUpOnIsDropped() {
 
 void TestPayloadSocket::connectionsBeyondTheBoundAreClosed() {
   // One worker: the server keeps at most 2·1 + 4 connections; the next is closed at once.
-  auto server = startServer();
-  dasp::net::PsClient client(addressOf(*server), kFloats);
-  pb::JoinReply joined;
-  QVERIFY(joinWorker(client, 0, joined).ok());
+  auto c = startCluster();
   std::vector<std::unique_ptr<RawConnection>> held;
-  for (int i = 0; i < 6; ++i) held.push_back(std::make_unique<RawConnection>(joined.payload_port()));
+  for (int i = 0; i < 6; ++i) held.push_back(std::make_unique<RawConnection>(c.joined.payload_port()));
   // Each held connection is in the server's hands once a call on it is answered.
-  for (auto& c : held) {
-    QVERIFY(c->sendCall(SocketCall::Pull, dasp::net::NodeSecurity().token, std::string(), 0));
-    dasp::net::SocketReplyHeader reply{};
-    std::string message;
-    QVERIFY(c->readReply(reply, message));
-    QCOMPARE(reply.code, 0);
+  for (auto& connection : held) {
+    QVERIFY(connection->sendCall(SocketCall::Pull, dasp::net::NodeSecurity().token, std::string(), 0));
+    QVERIFY(connection->replies(grpc::StatusCode::OK, ""));
   }
-  RawConnection beyond(joined.payload_port());
+  RawConnection beyond(c.joined.payload_port());
   QVERIFY(beyond.connected());  // the kernel accepts it; the server closes it
   QVERIFY(beyond.closedByServer());
-  server->shutdown();
+  c.server->shutdown();
 }
 
 QTEST_GUILESS_MAIN(TestPayloadSocket)
