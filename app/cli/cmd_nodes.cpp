@@ -41,6 +41,7 @@ struct ServerFlags {
   int workers = 0;
   std::string bind = "127.0.0.1";
   int port = 0;
+  int payloadPort = 0;
   std::string name = "server";
   double resumeAtS = -1;
   std::string checkpointDir;
@@ -135,6 +136,7 @@ int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_poin
   options.spec = withDefaults(spec.value());
   options.workers = flags.workers;
   options.port = flags.port;
+  options.payloadPort = flags.payloadPort;
   options.resumeAtS = flags.resumeAtS;
   options.name = flags.name;
   options.checkpointDir = flags.checkpointDir;
@@ -304,6 +306,10 @@ void addNodeCommands(CLI::App& dasp, int& exitCode) {
       ->check(integerIn(0, 1 << 20));
   server->add_option("--bind", serverFlags->bind, "the address to listen on")->capture_default_str();
   server->add_option("--port", serverFlags->port, "the port (0 = any free one)")
+      ->capture_default_str()
+      ->check(integerIn(0, 65535));
+  server->add_option("--payload-port", serverFlags->payloadPort,
+                     "the payload socket's port, where TCP workers push and pull (0 = any free one; none with TLS)")
       ->capture_default_str()
       ->check(integerIn(0, 65535));
   server->add_option("--name", serverFlags->name, "the node's name in the run")->capture_default_str();

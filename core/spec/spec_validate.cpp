@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <regex>
 
 namespace dasp {
@@ -269,6 +270,17 @@ Status validateLaunch(const ExperimentSpec& spec) {
   if (launch.server_port() < 0 || launch.server_port() + replicas - 1 > 65535) {
     return Status::error("launch.server_port: must be in [0, 65535] for every replica (got " +
                          std::to_string(launch.server_port()) + ")");
+  }
+  if (launch.payload_port() < 0 || launch.payload_port() + replicas - 1 > 65535) {
+    return Status::error("launch.payload_port: must be in [0, 65535] for every replica (got " +
+                         std::to_string(launch.payload_port()) + ")");
+  }
+  // Replica i takes server_port + i and payload_port + i: the two ranges must not meet.
+  if (launch.server_port() > 0 && launch.payload_port() > 0 &&
+      std::abs(launch.server_port() - launch.payload_port()) < replicas) {
+    return Status::error("launch.payload_port: " + std::to_string(launch.payload_port()) +
+                         " meets the servers' ports from launch.server_port " + std::to_string(launch.server_port()) +
+                         " (" + std::to_string(replicas) + " server" + (replicas > 1 ? "s" : "") + ")");
   }
   return Status::ok();
 }

@@ -68,6 +68,11 @@ Result<std::string> RunNodes::startServer(const std::string& name, const std::st
   std::vector<std::string> args{"server", "--spec", m_config.specPathOn[host.name()], "--workers",
                                 std::to_string(m_config.workerNames.size()), "--bind", bind, "--port", port,
                                 "--name", name};
+  // launch.payload_port: replica i's payload socket on payload_port + i, on every start
+  // (a restarted server keeps it, as it keeps its port).
+  const int payloadPort = spec.launch().payload_port();
+  const auto index = std::find(m_config.serverNames.begin(), m_config.serverNames.end(), name) - m_config.serverNames.begin();
+  if (payloadPort > 0) args.insert(args.end(), {"--payload-port", std::to_string(payloadPort + index)});
   args.insert(args.end(), m_config.tlsServerArgs.begin(), m_config.tlsServerArgs.end());
   if (!m_config.checkpointDir.empty()) args.insert(args.end(), {"--checkpoint-dir", m_config.checkpointDir});
   args.insert(args.end(), extra.begin(), extra.end());

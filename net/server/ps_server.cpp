@@ -139,6 +139,11 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
                          (impl->options.port != 0 ? " (port in use by another process?)" : ""));
   }
   if (auto st = impl->openPayloadSocket(); !st) {
+    if (impl->options.payloadPort != 0) {  // a port asked for (launch.payload_port): a clear error
+      impl->server->Shutdown();
+      impl->removeLocalFiles();
+      return Status::error(st.message() + (" (port in use by another process?)"));
+    }
     impl->say(st.message() + "; workers push and pull through gRPC");
   }
   auto* raw = impl.get();

@@ -44,6 +44,7 @@ namespace dasp::net {
 struct ServerOptions {
   std::string bindAddress = "127.0.0.1";  // never all interfaces unless asked
   int port = 0;                           // 0 = pick a free port
+  int payloadPort = 0;                    // the payload socket's (0 = any free one; none with TLS)
   ExperimentSpec spec;                    // resolved (withDefaults)
   int workers = 1;
   std::string modelName;

@@ -222,13 +222,18 @@ Status ParameterServer::Impl::openPayloadSocket() {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), "0", &hints, &found); rc != 0) {
+  const std::string service = std::to_string(options.payloadPort);
+  if (const int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found); rc != 0) {
     return Status::error(options.name + ": payload socket: cannot resolve " + host + ": " + ::gai_strerror(rc));
   }
   std::string why = "no address";
   for (addrinfo* a = found; a != nullptr && socketListener < 0; a = a->ai_next) {
     const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) continue;
+    // A restarted server takes its fixed port again while the old connections linger in
+    // TIME_WAIT (as gRPC's own listener does); a port another process listens on still fails.
+    const int one = 1;
+    (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 16) != 0) {
       why = std::strerror(errno);
       ::close(fd);
@@ -242,13 +247,17 @@ Status ParameterServer::Impl::openPayloadSocket() {
     socketListener = fd;
   }
   ::freeaddrinfo(found);
-  if (socketListener < 0) return Status::error(options.name + ": payload socket: cannot listen on " + host + ": " + why);
+  if (socketListener < 0) {
+    return Status::error(options.name + ": payload socket: cannot listen on " + hostPort(host, options.payloadPort) +
+                         ": " + why);
+  }
   if (::pipe2(socketWake, O_CLOEXEC) != 0) {
     ::close(socketListener);
     socketListener = -1;
     return Status::error(options.name + ": payload socket: " + std::strerror(errno));
   }
   socketAcceptor = std::thread([this] { acceptLoop(); });
+  say("payload socket listening on " + hostPort(host, socketPort));
   return Status::ok();
 }
 

@@ -153,6 +153,7 @@ class TestPayloadSocket : public QObject {
   void pushesOfOneRankOnTwoConnectionsDoNotMeet();
   void pullAWorkerGaveUpOnIsDropped();
   void connectionsBeyondTheBoundAreClosed();
+  void fixedPortIsUsedAndABusyOneIsAnError();
 };
 
 void TestPayloadSocket::pushPullGivesWhatGrpcGives() {
@@ -380,6 +381,49 @@ void TestPayloadSocket::connectionsBeyondTheBoundAreClosed() {
   QVERIFY(beyond.connected());  // the kernel accepts it; the server closes it
   QVERIFY(beyond.closedByServer());
   c.server->shutdown();
+}
+
+void TestPayloadSocket::fixedPortIsUsedAndABusyOneIsAnError() {
+  // launch.payload_port (ServerOptions.payloadPort): a port another socket listens on makes
+  // the start fail, naming it; once free, the server listens there and offers it.
+  const int busy = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  QVERIFY(::bind(busy, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && ::listen(busy, 1) == 0 &&
+          ::getsockname(busy, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const int port = ntohs(addr.sin_port);
+  auto options = [port] {
+    dasp::net::ServerOptions o;
+    o.spec.mutable_strategy()->set_name("asp");
+    o.spec.mutable_model()->set_name("flat");
+    o.spec = dasp::withDefaults(o.spec);
+    o.workers = 1;
+    o.modelName = "flat";
+    o.initialParameters.assign(kFloats, 1.0f);
+    o.payloadPort = port;
+    return o;
+  };
+  auto refused = dasp::net::ParameterServer::start(options());
+  QVERIFY(!refused.isOk());
+  QVERIFY2(refused.message().find("payload socket: cannot listen on 127.0.0.1:" + std::to_string(port)) !=
+               std::string::npos,
+           refused.message().c_str());
+  ::close(busy);
+  auto server = dasp::net::ParameterServer::start(options());
+  QVERIFY2(server.isOk(), server.message().c_str());
+  dasp::net::PsClient client(addressOf(*server.value()), kFloats);
+  pb::JoinReply joined;
+  QVERIFY(joinWorker(client, 0, joined).ok());
+  QCOMPARE(joined.payload_port(), port);
+  std::vector<float> gradient(kFloats, 1.0f);
+  pb::PushRequest push;
+  push.set_rank(0);
+  pb::PushReply pushed;
+  QVERIFY(client.pushGradient(push, gradient.data(), pushed, 10).ok());
+  QVERIFY(client.onPayloadSocket());
+  server.value()->shutdown();
 }
 
 QTEST_GUILESS_MAIN(TestPayloadSocket)

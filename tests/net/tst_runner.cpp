@@ -6,7 +6,11 @@
 #include "tests/support/processes.h"
 #include "tests/support/specs.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <QFile>
 #include <QJsonArray>
@@ -21,9 +25,10 @@ using RE = dasp::v1::RunEvent;
 namespace {
 
 // Three workers, the third three times slower.
-// `transport`: cluster.transport (empty: the default, AUTO).
+// `transport`: cluster.transport (empty: the default, AUTO); `payloadPort`:
+// launch.payload_port (0: none).
 QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& strategy, double seconds,
-                  const QString& transport = {}) {
+                  const QString& transport = {}, int payloadPort = 0) {
   test_support::SyntheticSpec base;
   base.name = name;
   base.strategy = strategy;
@@ -33,7 +38,21 @@ QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& 
   cluster["slowdowns"] = QJsonArray{1, 1, 3};
   if (!transport.isEmpty()) cluster["transport"] = transport;
   spec["cluster"] = cluster;
+  if (payloadPort > 0) spec["launch"] = QJsonObject{{"payload_port", payloadPort}};
   return test_support::writeSpecFile(dir.path(), name, spec);
+}
+
+// A port no socket of this machine listens on now (the kernel's pick, then given back).
+int freePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  return ok ? ntohs(addr.sin_port) : 0;
 }
 
 bool alive(std::int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
@@ -62,14 +81,15 @@ class TestRunner : public QObject {
 };
 
 // Each strategy over each cluster.transport; the workers (all on this host) say in their
-// log which transport they joined over: AUTO gives them shared memory.
+// log which transport they joined over: AUTO gives them shared memory, TCP the payload
+// socket (BSP's on the port launch.payload_port names).
 void TestRunner::shortRunIsRecorded_data() {
   QTest::addColumn<QString>("strategy");
   QTest::addColumn<QString>("transport");
   QTest::addColumn<QString>("joinedOver");
   for (const char* strategy : {"bsp", "dasp"}) {
     QTest::newRow(qPrintable(QString(strategy) + " auto")) << strategy << "" << "shm";
-    QTest::newRow(qPrintable(QString(strategy) + " TCP")) << strategy << "TCP" << "tcp";
+    QTest::newRow(qPrintable(QString(strategy) + " TCP")) << strategy << "TCP" << "tcp (push and pull on its payload socket)";
     QTest::newRow(qPrintable(QString(strategy) + " UNIX")) << strategy << "UNIX" << "unix";
   }
 }
@@ -78,11 +98,13 @@ void TestRunner::shortRunIsRecorded() {
   QFETCH(QString, strategy);
   QFETCH(QString, transport);
   QFETCH(QString, joinedOver);
-  const QString name = "short-" + strategy + "-" + joinedOver;
-  const auto db = m_dir.filePath("runs-" + strategy + "-" + joinedOver + ".sqlite");
+  const QString over = joinedOver.section(' ', 0, 0);
+  const QString name = "short-" + strategy + "-" + over;
+  const auto db = m_dir.filePath("runs-" + strategy + "-" + over + ".sqlite");
+  const int payloadPort = transport == "TCP" && strategy == "bsp" ? freePort() : 0;
   QProcess p;
   p.start(test_support::daspBinary(),
-          {"run", writeSpec(m_dir, name, strategy, 3, transport), "--db", db, "--json", "--quiet"});
+          {"run", writeSpec(m_dir, name, strategy, 3, transport, payloadPort), "--db", db, "--json", "--quiet"});
   QVERIFY(p.waitForFinished(60000));
   const auto err = QString::fromUtf8(p.readAllStandardError());
   QVERIFY2(p.exitCode() == 0, qPrintable(err));
@@ -108,6 +130,12 @@ void TestRunner::shortRunIsRecorded() {
   QVERIFY(!store.value()->samples(runId, "staleness")->empty());
   QVERIFY(!store.value()->samples(runId, "wait_s")->empty());
   QVERIFY(!store.value()->logs(runId, "server")->empty());
+  if (payloadPort > 0) {
+    const std::string said = "payload socket listening on 127.0.0.1:" + std::to_string(payloadPort);
+    bool found = false;
+    for (const auto& line : store.value()->logs(runId, "server").value()) found = found || line.line.find(said) != std::string::npos;
+    QVERIFY2(found, ("the server never said: " + said).c_str());
+  }
   for (const auto& n : store.value()->nodes(runId).value()) {
     QVERIFY2(n.exitCode.has_value() && *n.exitCode == 0, n.node.c_str());
   }

@@ -243,6 +243,8 @@ void TestSshLaunch::specValidation() {
          {"launch.hosts[0].netns", "LOCAL"});
   expect(R"({"launch": {"connect_timeout_s": 0}})", {"launch.connect_timeout_s"});
   expect(R"({"launch": {"server_port": 70000}})", {"launch.server_port"});
+  expect(R"({"launch": {"payload_port": -1}})", {"launch.payload_port", "-1"});
+  expect(R"({"launch": {"server_port": 9000, "payload_port": 9000}})", {"launch.payload_port", "meets", "9000"});
 }
 
 // --- command lines ---
