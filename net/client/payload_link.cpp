@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "net/client/payload_link.h"
 
+#include "net/security/node_security.h"
+
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -30,14 +32,8 @@ grpc::Status statusOf(SocketIo io, const std::string& where, const char* what) {
 
 }  // namespace
 
-std::string hostOf(const std::string& address) {
-  const auto colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) return "";
-  return address.substr(0, colon);
-}
-
 PayloadLink::PayloadLink(std::string host, int port)
-    : m_host(std::move(host)), m_port(port), m_where(m_host + ":" + std::to_string(port)) {}
+    : m_host(std::move(host)), m_port(port), m_where(hostPort(m_host, port)) {}
 
 PayloadLink::~PayloadLink() { disconnect(); }
 
@@ -47,13 +43,11 @@ void PayloadLink::disconnect() {
 }
 
 grpc::Status PayloadLink::connectBy(SocketClock::time_point deadline) {
-  std::string host = m_host;
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(m_port).c_str(), &hints, &found); rc != 0) {
+  if (const int rc = ::getaddrinfo(m_host.c_str(), std::to_string(m_port).c_str(), &hints, &found); rc != 0) {
     return unavailable(m_where, std::string("cannot resolve the host: ") + ::gai_strerror(rc));
   }
   std::string why = "no address";

@@ -18,8 +18,8 @@ namespace dasp::net {
 
 class PayloadLink {
  public:
-  // `host` as in the server's gRPC address (a name, an IPv4 address, or [IPv6]); `port`
-  // the payload socket's, from the worker's JoinReply.
+  // `host` as in the server's gRPC address, without brackets (hostOf: a name, an IPv4 or
+  // an IPv6 address); `port` the payload socket's, from the worker's JoinReply.
   PayloadLink(std::string host, int port);
   ~PayloadLink();
   PayloadLink(const PayloadLink&) = delete;
@@ -52,8 +52,5 @@ class PayloadLink {
   std::string m_where;  // host:port, for messages
   int m_fd = -1;
 };
-
-// The host part of a gRPC "host:port" address ("[::1]:5" gives "[::1]"); "" when it has none.
-std::string hostOf(const std::string& address);
 
 }  // namespace dasp::net

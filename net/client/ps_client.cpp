@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace dasp::net {
 
@@ -206,11 +207,7 @@ grpc::Status PsClient::pullParameters(const pb::PullRequest& request, pb::PullRe
                                       double timeoutS) {
   params = nullptr;
   if (m_link) {
-    m_linkAnswer.reached = true;  // unless the link cannot connect
-    auto status =
-        throughLink(timeoutS, [&] { return linkCall(SocketCall::Pull, request, nullptr, reply, params, timeoutS); });
-    if (m_linkAnswer.reached) return status;
-    dropLink(status);  // this call, and those after it until the next join, go through gRPC
+    if (auto status = callOnLink(SocketCall::Pull, request, nullptr, reply, params, timeoutS)) return *status;
   }
   if (m_region) {
     pb::PullRequest viaShm = request;
@@ -276,13 +273,7 @@ grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradi
   const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
   if (m_link) {
     const float* none = nullptr;
-    request.clear_gradient();
-    request.set_gradient_in_shm(false);
-    m_linkAnswer.reached = true;  // unless the link cannot connect
-    auto status =
-        throughLink(timeoutS, [&] { return linkCall(SocketCall::Push, request, gradient, reply, none, timeoutS); });
-    if (m_linkAnswer.reached) return status;
-    dropLink(status);  // this call, and those after it until the next join, go through gRPC
+    if (auto status = callOnLink(SocketCall::Push, request, gradient, reply, none, timeoutS)) return *status;
   }
   if (m_region || !m_chunked) {
     loadGradient(request, gradient);
@@ -324,13 +315,7 @@ grpc::Status PsClient::pushPull(pb::PushRequest& request, const float* gradient,
   params = nullptr;
   const std::size_t bytes = static_cast<std::size_t>(m_parameters) * sizeof(float);
   if (m_link) {
-    request.clear_gradient();
-    request.set_gradient_in_shm(false);
-    m_linkAnswer.reached = true;  // unless the link cannot connect
-    auto status = throughLink(
-        timeoutS, [&] { return linkCall(SocketCall::PushPull, request, gradient, reply, params, timeoutS); });
-    if (m_linkAnswer.reached) return status;
-    dropLink(status);  // this call, and those after it until the next join, go through gRPC
+    if (auto status = callOnLink(SocketCall::PushPull, request, gradient, reply, params, timeoutS)) return *status;
   }
   loadGradient(request, gradient);
   grpc::Status status;
@@ -381,10 +366,20 @@ grpc::Status PsClient::ringDoorbell(const pb::PushRequest& request, pb::PullRepl
   return grpc::Status::OK;
 }
 
-void PsClient::dropLink(const grpc::Status& why) {
-  m_fallback = "the payload socket cannot be reached (" + describe(why) + "): push and pull go through gRPC";
+template <typename Reply, typename Request>
+std::optional<grpc::Status> PsClient::callOnLink(SocketCall kind, Request& request, const float* gradient,
+                                                 Reply& reply, const float*& params, double timeoutS) {
+  if constexpr (std::is_same_v<Request, pb::PushRequest>) {
+    request.clear_gradient();  // left by a call through gRPC
+    request.set_gradient_in_shm(false);
+  }
+  m_linkAnswer.reached = true;  // unless the link cannot connect
+  auto status = throughLink(timeoutS, [&] { return linkCall(kind, request, gradient, reply, params, timeoutS); });
+  if (m_linkAnswer.reached) return status;
+  m_fallback = "the payload socket cannot be reached (" + describe(status) + "): push and pull go through gRPC";
   m_transportNote = m_fallback;
   m_link.reset();
+  return std::nullopt;
 }
 
 template <typename Reply, typename Request>

@@ -110,11 +110,14 @@ class PsClient {
   // After a call that carried the gradient slot: whether the server is done with it.
   void noteSlotAnswer(const grpc::Status& status);
   grpc::Status ringDoorbell(const pb::PushRequest& request, pb::PullReply& reply, double timeoutS);
-  // A call on the payload socket: `request` up with `gradient` (null: none), the reply's
-  // body parsed into `reply` and its parameters (if any) into the pull buffer.
-  // The payload socket could not be connected to (`why`): gRPC until the next join, which
-  // says so in transportFallback().
-  void dropLink(const grpc::Status& why);
+  // A call on the payload socket, through this process's LinkCut: `request` up (a push's
+  // without a gradient field) with `gradient` (null: none), the reply's body parsed into
+  // `reply` and its parameters (if any) into the pull buffer. nullopt when the socket cannot
+  // be connected to: the link is dropped (gRPC until the next join; transportFallback()
+  // says why) and the caller makes the call through gRPC.
+  template <typename Reply, typename Request>
+  std::optional<grpc::Status> callOnLink(SocketCall kind, Request& request, const float* gradient, Reply& reply,
+                                         const float*& params, double timeoutS);
   template <typename Reply, typename Request>
   grpc::Status linkCall(SocketCall kind, const Request& request, const float* gradient, Reply& reply,
                         const float*& params, double timeoutS);

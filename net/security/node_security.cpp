@@ -52,17 +52,6 @@ std::unique_ptr<BIO, BioDeleter> memoryBio(const std::string& text) {
   return std::unique_ptr<BIO, BioDeleter>(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
 }
 
-// The host part of "host:port", "[v6]:port" or a bare host.
-std::string hostOf(const std::string& address) {
-  if (!address.empty() && address.front() == '[') {
-    const auto close = address.find(']');
-    return close == std::string::npos ? address.substr(1) : address.substr(1, close - 1);
-  }
-  const auto colon = address.rfind(':');
-  if (colon == std::string::npos || address.find(':') != colon) return address;  // bare host or bare IPv6
-  return address.substr(0, colon);
-}
-
 // The canonical text of an IP literal ("" when `host` is not one).
 std::string canonicalIp(const std::string& host) {
   unsigned char buf[16];
@@ -247,6 +236,16 @@ std::shared_ptr<grpc::ServerCredentials> serverCredentials(const NodeSecurity& s
   grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   ssl.pem_key_cert_pairs.push_back({security.tls->keyPem, security.tls->certPem});
   return grpc::SslServerCredentials(ssl);
+}
+
+std::string hostOf(const std::string& address) {
+  if (!address.empty() && address.front() == '[') {
+    const auto close = address.find(']');
+    return close == std::string::npos ? address.substr(1) : address.substr(1, close - 1);
+  }
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos || address.find(':') != colon) return address;  // bare host or bare IPv6
+  return address.substr(0, colon);
 }
 
 std::string hostPort(const std::string& host, int port) {

@@ -85,6 +85,8 @@ std::string targetNameFor(const std::string& address, const TlsMaterial& tls);
 // Server side: the listening credentials (plaintext, or TLS with the certificate and key).
 std::shared_ptr<grpc::ServerCredentials> serverCredentials(const NodeSecurity& security);
 
+// The host part of "host:port", "[v6]:port" or a bare host, without brackets.
+std::string hostOf(const std::string& address);
 // "host:port" for gRPC from a bind host and a port ("::" becomes "[::]:port").
 std::string hostPort(const std::string& host, int port);
 // An address clients can dial for a server bound to `bindHost`: the host itself, or for a

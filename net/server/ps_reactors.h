@@ -294,10 +294,13 @@ class ParameterServer::Impl::SocketServer {
   // One call after its header; false when the connection must end.
   bool serve(const SocketCallHeader& header);
   bool servePush(const SocketCallHeader& header, SocketClock::time_point deadline);
-  bool servePull(int rank, std::int64_t minVersion, SocketClock::time_point deadline);
+  bool servePull(int rank, std::int64_t minVersion);
   // Parks `pull` until it is answered; false (the pull cancelled) when the worker goes or
   // the server closes.
   bool awaitAnswer(SocketPull& pull);
+  // A call refused before its payload is read: the payload is read and dropped, and the
+  // connection goes on (false: it cannot).
+  bool refuseUnread(const SocketCallHeader& header, SocketClock::time_point deadline, const grpc::Status& status);
   // Reads and drops `n` payload bytes of a call that is refused, when a sane worker could
   // have sent them (false: too many, or the connection failed).
   bool drain(std::uint64_t n, SocketClock::time_point deadline);

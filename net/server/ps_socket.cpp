@@ -99,10 +99,7 @@ bool ParameterServer::Impl::SocketServer::serve(const SocketCallHeader& header) 
     return false;
   }
   m_authenticated = true;
-  // A refusal before the payload is read: the payload is dropped, the connection kept.
-  auto refuse = [&](const grpc::Status& status) {
-    return drain(header.payloadBytes, deadline) && reply(status, {}, nullptr, 0);
-  };
+  auto refuse = [&](const grpc::Status& status) { return refuseUnread(header, deadline, status); };
   if (!m_impl->isHead) return refuse(m_impl->notHead());
   if (kind == SocketCall::Pull) {
     if (header.payloadBytes != 0) return refuse(invalid("payload socket: a pull with a payload"));
@@ -112,15 +109,13 @@ bool ParameterServer::Impl::SocketServer::serve(const SocketCallHeader& header) 
       return refuse(invalid("pull from unknown rank " + std::to_string(rank)));
     }
     if (m_pull.parameters_in_shm()) return refuse(invalid("payload socket: a pull asking for shared memory"));
-    return servePull(rank, m_pull.min_version(), deadline);
+    return servePull(rank, m_pull.min_version());
   }
   return servePush(header, deadline);
 }
 
 bool ParameterServer::Impl::SocketServer::servePush(const SocketCallHeader& header, SocketClock::time_point deadline) {
-  auto refuse = [&](const grpc::Status& status) {
-    return drain(header.payloadBytes, deadline) && reply(status, {}, nullptr, 0);
-  };
+  auto refuse = [&](const grpc::Status& status) { return refuseUnread(header, deadline, status); };
   if (!m_push.ParseFromString(m_request)) return refuse(invalid("payload socket: a request that is not a PushRequest"));
   const int rank = m_push.rank();
   if (rank < 0 || rank >= m_impl->options.workers) return refuse(invalid("push from unknown rank " + std::to_string(rank)));
@@ -151,10 +146,10 @@ bool ParameterServer::Impl::SocketServer::servePush(const SocketCallHeader& head
     if (status.ok()) (void)m_pushed.SerializeToString(&m_body);
     return reply(status, m_body, nullptr, 0);
   }
-  return servePull(rank, -1, deadline);
+  return servePull(rank, -1);
 }
 
-bool ParameterServer::Impl::SocketServer::servePull(int rank, std::int64_t minVersion, SocketClock::time_point) {
+bool ParameterServer::Impl::SocketServer::servePull(int rank, std::int64_t minVersion) {
   SocketPull pull(rank, m_impl->now(), minVersion, m_answered);
   m_impl->admitPull(&pull);
   if (!awaitAnswer(pull)) return false;
@@ -174,6 +169,11 @@ bool ParameterServer::Impl::SocketServer::awaitAnswer(SocketPull& pull) {
   }
   m_impl->cancelPull(&pull);  // under the lock: also waits out an answer in progress
   return false;
+}
+
+bool ParameterServer::Impl::SocketServer::refuseUnread(const SocketCallHeader& header, SocketClock::time_point deadline,
+                                                        const grpc::Status& status) {
+  return drain(header.payloadBytes, deadline) && reply(status, {}, nullptr, 0);
 }
 
 bool ParameterServer::Impl::SocketServer::drain(std::uint64_t n, SocketClock::time_point deadline) {
@@ -216,8 +216,7 @@ bool ParameterServer::Impl::SocketServer::reply(const grpc::Status& status, cons
 
 Status ParameterServer::Impl::openPayloadSocket() {
   if (options.security.tls) return Status::ok();  // the payload stays inside gRPC's TLS
-  std::string host = options.bindAddress;
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const std::string host = hostOf(options.bindAddress);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
