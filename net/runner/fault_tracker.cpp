@@ -62,6 +62,17 @@ void FaultTracker::restarted(int index, double t) {
   m_drills[static_cast<std::size_t>(index)].record.restartAtS = t;
 }
 
+void FaultTracker::defer(int index, bool restart) {
+  std::lock_guard<std::mutex> lock(m_mu);
+  auto& d = m_drills[static_cast<std::size_t>(index)];
+  (restart ? d.restartDone : d.firedDone) = false;
+}
+
+std::string FaultTracker::targetOf(int index) const {
+  std::lock_guard<std::mutex> lock(m_mu);
+  return m_drills[static_cast<std::size_t>(index)].record.node;
+}
+
 void FaultTracker::addDetail(int index, const std::string& text) {
   std::lock_guard<std::mutex> lock(m_mu);
   auto& detail = m_drills[static_cast<std::size_t>(index)].record.detail;

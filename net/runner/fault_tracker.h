@@ -45,6 +45,11 @@ class FaultTracker {
   // `rank`: the target's worker rank (-1 for other nodes).
   void fired(int index, double t, const std::string& target, bool serverFault, bool chain = false, int rank = -1);
   void restarted(int index, double t);
+  // Drill `index` (its fault, or its `restart`) was returned by due() but not carried
+  // out: the next due() returns it again.
+  void defer(int index, bool restart);
+  // The node drill `index` was fired on.
+  std::string targetOf(int index) const;
   void addDetail(int index, const std::string& text);
   // A fault done by hand (the GUI's kill / pause), recorded like a drill; returns its index.
   int addManual(const v1::FaultSpec& spec, double t, const std::string& target, bool serverFault, bool chain = false);

@@ -71,46 +71,59 @@ ActionOutcome RunDrills::fire(int index, const v1::FaultSpec& fault, double t) {
 
 void RunDrills::fireDue(double t) {
   for (const auto& due : m_tracker.due(t)) {
-    ActionOutcome what;
+    const std::string target = due.restart ? m_tracker.targetOf(due.index) : m_chain.resolve(due.spec.node());
+    if (exitPending(target)) {
+      m_tracker.defer(due.index, due.restart);  // due again at the next call
+      continue;
+    }
+    const Report report{RE::FAULT, due.spec.node(), due.index};
     if (!due.restart) {
-      what = fire(due.index, due.spec, t);
+      reportDrill(report, t, fire(due.index, due.spec, t));
     } else if (due.spec.action() == v1::FaultSpec::PAUSE || due.spec.action() == v1::FaultSpec::DISCONNECT) {
       const bool pause = due.spec.action() == v1::FaultSpec::PAUSE;
-      const std::string target = m_tracker.records()[static_cast<std::size_t>(due.index)].node;
       if (NodeProcess* child = m_nodes.process(target)) child->signal(pause ? SIGCONT : SIGUSR2);
       m_tracker.restarted(due.index, t);
-      what = signalled(pause ? RE::RESUME : RE::RECONNECT, target);
+      reportDrill(report, t, signalled(pause ? RE::RESUME : RE::RECONNECT, target));
     } else {
-      const auto records = m_tracker.records();
-      const std::string target = records[static_cast<std::size_t>(due.index)].node;
       m_tracker.restarted(due.index, t);  // before: the new server's first updates count
-      what = restartNode(target, t);
-      m_tracker.addDetail(due.index, what.text);
+      if (auto what = restartNode(target, t, report)) reportRestart(report, t, std::move(*what));
     }
-    m_say("run " + std::to_string(m_runId) + ": drill " + std::to_string(due.index + 1) + " at " +
-          std::to_string(t).substr(0, 6) + " s: " + what.text);
-    m_recorder.record(actionRow(m_runId, t, RE::FAULT, due.spec.node(), std::move(what)));
   }
 }
 
-ActionOutcome RunDrills::restartNode(const std::string& name, double t) {
+void RunDrills::reportDrill(const Report& report, double t, ActionOutcome what) {
+  if (report.drill < 0) {
+    m_recorder.record(actionRow(m_runId, t, report.kind, report.node, std::move(what)));
+    return;
+  }
+  m_say("run " + std::to_string(m_runId) + ": drill " + std::to_string(report.drill + 1) + " at " +
+        std::to_string(t).substr(0, 6) + " s: " + what.text);
+  m_recorder.record(actionRow(m_runId, t, RE::FAULT, report.node, std::move(what)));
+}
+
+void RunDrills::reportRestart(const Report& report, double t, ActionOutcome what) {
+  if (report.drill >= 0) m_tracker.addDetail(report.drill, what.text);
+  reportDrill(report, t, std::move(what));
+}
+
+std::optional<ActionOutcome> RunDrills::restartNode(const std::string& name, double t, const Report& report) {
   if (NodeProcess* child = m_nodes.process(name)) {
-    if (child->running()) return {RE::RESTART_REFUSED, name, name + " is still running; not restarted"};
+    if (child->running()) return ActionOutcome{RE::RESTART_REFUSED, name, name + " is still running; not restarted"};
     child->waitFor(5.0);
   }
   const auto mode = m_spec.recovery().mode();
   if (m_nodes.isServer(name)) {
-    if (m_isChain) {
-      auto started = m_nodes.startServer(name, m_nodes.portOf(name), {"--replica"});
-      if (!started) return restartFailed(name, started.message());
-      return m_chain.rejoin(name, started.value());
+    std::vector<std::string> extra{"--replica"};
+    if (!m_isChain) {
+      extra = {"--resume-at", std::to_string(t)};
+      if (mode == v1::RecoverySpec::CHECKPOINT) extra.push_back("--restore");
+      if (mode == v1::RecoverySpec::STATELESS) extra.push_back("--adopt");
     }
-    std::vector<std::string> extra{"--resume-at", std::to_string(t)};
-    if (mode == v1::RecoverySpec::CHECKPOINT) extra.push_back("--restore");
-    if (mode == v1::RecoverySpec::STATELESS) extra.push_back("--adopt");
-    auto started = m_nodes.startServer(name, m_nodes.portOf(name), extra);
-    if (!started) return restartFailed(name, started.message());
-    return restarted(name, " (recovery " + recoveryName(mode) + ")");
+    if (auto st = m_nodes.launchServer(name, m_nodes.portOf(name), extra); !st) return restartFailed(name, st.message());
+    const auto limit = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(m_nodes.startTimeoutS()));
+    m_starting.push_back({name, report, std::chrono::steady_clock::now() + limit});
+    return std::nullopt;
   }
   if (const int rank = m_nodes.rankOf(name); rank >= 0) {
     auto st = m_nodes.startWorker(rank);
@@ -121,6 +134,39 @@ ActionOutcome RunDrills::restartNode(const std::string& name, double t) {
     return st ? restarted(name, "") : restartFailed(name, st.message());
   }
   return notApplied("unknown node " + name);
+}
+
+ActionOutcome RunDrills::serverRestarted(const std::string& name, const std::string& address) {
+  if (m_isChain) return m_chain.rejoin(name, address);
+  return restarted(name, " (recovery " + recoveryName(m_spec.recovery().mode()) + ")");
+}
+
+void RunDrills::completeStarts(double t) {
+  for (auto it = m_starting.begin(); it != m_starting.end();) {
+    const auto start = m_nodes.serverStart(it->server);
+    std::optional<ActionOutcome> what;
+    if (start.state == RunNodes::ServerStart::State::Listening) {
+      what = serverRestarted(it->server, start.address);
+    } else if (start.state == RunNodes::ServerStart::State::Failed) {
+      what = restartFailed(it->server, start.why);
+    } else if (std::chrono::steady_clock::now() >= it->deadline) {
+      what = restartFailed(it->server, it->server + " did not start: timed out");
+    }
+    if (!what) {
+      ++it;
+      continue;
+    }
+    const Report report = it->report;
+    it = m_starting.erase(it);
+    reportRestart(report, t, std::move(*what));
+  }
+}
+
+void RunDrills::abandonStarts(double t) {
+  for (const auto& start : m_starting) {
+    reportRestart(start.report, t, restartFailed(start.server, start.server + " was still starting when the run ended"));
+  }
+  m_starting.clear();
 }
 
 ActionOutcome RunDrills::changeSpeed(const RunControl::Action& action, int rank) {
@@ -152,7 +198,7 @@ ActionOutcome RunDrills::signalByHand(const RunControl::Action& action, double t
   return signalled(kill ? RE::KILL : RE::PAUSE, target);
 }
 
-ActionOutcome RunDrills::apply(const RunControl::Action& action, double t) {
+std::optional<ActionOutcome> RunDrills::apply(const RunControl::Action& action, double t) {
   switch (action.kind) {
     case RunControl::Kind::SlowDown:
     case RunControl::Kind::Restore:
@@ -169,7 +215,7 @@ ActionOutcome RunDrills::apply(const RunControl::Action& action, double t) {
     }
     case RunControl::Kind::Restart:
       m_tracker.restartedManual(action.node, t);
-      return restartNode(action.node, t);
+      return restartNode(action.node, t, Report{RE::CONTROL, action.node, -1});
   }
   return notApplied("unknown action");
 }

@@ -54,8 +54,12 @@ Status RunNodes::launch(const std::string& name, const std::vector<std::string>&
   return Status::ok();
 }
 
-Result<std::string> RunNodes::startServer(const std::string& name, const std::string& port,
-                                          const std::vector<std::string>& extra) {
+std::string RunNodes::bindAddressOf(const std::string& name) const {
+  return serverBindAddress(*m_config.spec,
+                           m_config.placement->placed ? m_config.placement->hostOf(name).address() : std::string());
+}
+
+Status RunNodes::launchServer(const std::string& name, const std::string& port, const std::vector<std::string>& extra) {
   {
     std::lock_guard<std::mutex> lock(m_lines.mu);
     m_lines.listen.erase(name);
@@ -64,10 +68,9 @@ Result<std::string> RunNodes::startServer(const std::string& name, const std::st
   // spec says otherwise; nodes dial that host.
   const auto& spec = *m_config.spec;
   const auto& host = m_config.placement->hostOf(name);
-  const std::string bind = serverBindAddress(spec, m_config.placement->placed ? host.address() : std::string());
   std::vector<std::string> args{"server", "--spec", m_config.specPathOn[host.name()], "--workers",
-                                std::to_string(m_config.workerNames.size()), "--bind", bind, "--port", port,
-                                "--name", name};
+                                std::to_string(m_config.workerNames.size()), "--bind", bindAddressOf(name), "--port",
+                                port, "--name", name};
   // launch.payload_port: replica i's payload socket on payload_port + i, on every start
   // (a restarted server keeps it, as it keeps its port).
   const int payloadPort = spec.launch().payload_port();
@@ -78,24 +81,39 @@ Result<std::string> RunNodes::startServer(const std::string& name, const std::st
   args.insert(args.end(), extra.begin(), extra.end());
   const auto record = recordArgs(name);
   args.insert(args.end(), record.begin(), record.end());
-  if (auto st = launch(name, args); !st) return st;
-  auto& child = m_children[name];
-  std::unique_lock<std::mutex> lock(m_lines.mu);
+  return launch(name, args);
+}
+
+RunNodes::ServerStart RunNodes::serverStart(const std::string& name) {
+  NodeProcess* child = process(name);
+  if (child == nullptr) return {ServerStart::State::Failed, "", name + " was never started"};
+  child->poll();
+  std::lock_guard<std::mutex> lock(m_lines.mu);
+  const auto listening = m_lines.listen.find(name);
+  if (listening != m_lines.listen.end() && !listening->second.empty()) {
+    const auto& host = m_config.placement->hostOf(name);
+    const std::string& at = listening->second;
+    m_serverAddress[name] = serverDialAddress(bindAddressOf(name), host, at.substr(at.rfind(':') + 1));
+    return {ServerStart::State::Listening, m_serverAddress[name], ""};
+  }
+  if (child->running()) return {ServerStart::State::Starting, "", ""};
+  return {ServerStart::State::Failed, "",
+          name + " did not start: " + child->exitInfo()->describe() +
+              (m_lines.serverStderrTail.empty() ? "" : " (" + m_lines.serverStderrTail + ")")};
+}
+
+Result<std::string> RunNodes::startServer(const std::string& name, const std::string& port,
+                                          const std::vector<std::string>& extra) {
+  if (auto st = launchServer(name, port, extra); !st) return st;
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(m_config.startTimeoutS);
-  while (m_lines.listen[name].empty() && std::chrono::steady_clock::now() < until && child->running()) {
+  while (true) {
+    auto start = serverStart(name);
+    if (start.state == ServerStart::State::Listening) return start.address;
+    if (start.state == ServerStart::State::Failed) return Status::error(start.why);
+    if (std::chrono::steady_clock::now() >= until) return Status::error(name + " did not start: timed out");
+    std::unique_lock<std::mutex> lock(m_lines.mu);
     m_lines.cv.wait_for(lock, std::chrono::milliseconds(100));
-    lock.unlock();
-    child->poll();
-    lock.lock();
   }
-  if (m_lines.listen[name].empty()) {
-    return Status::error(name + " did not start: " +
-                         (child->exitInfo() ? child->exitInfo()->describe() : std::string("timed out")) +
-                         (m_lines.serverStderrTail.empty() ? "" : " (" + m_lines.serverStderrTail + ")"));
-  }
-  const auto& listening = m_lines.listen[name];
-  m_serverAddress[name] = serverDialAddress(bind, host, listening.substr(listening.rfind(':') + 1));
-  return m_serverAddress[name];
 }
 
 Status RunNodes::startServers(bool chain) {

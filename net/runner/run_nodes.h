@@ -58,10 +58,22 @@ class RunNodes {
 
   // Every server, tail first (each replica is told its successor); the first failure.
   Status startServers(bool chain);
-  // Starts server `name` on `port` ("0": any) with `extra` flags and waits until it
-  // listens; returns the address nodes dial.
+  // Starts server `name` on `port` ("0": any) with `extra` flags and returns at once:
+  // serverStart() says when it listens. A restart starts this way, so that the runner's
+  // loop goes on (other drills, exits, a chain's promotion) while the process starts.
+  Status launchServer(const std::string& name, const std::string& port, const std::vector<std::string>& extra);
+  struct ServerStart {
+    enum class State { Starting, Listening, Failed } state = State::Starting;
+    std::string address;  // Listening: the address nodes dial
+    std::string why;      // Failed: how the process ended
+  };
+  // Where the server launchServer() started stands; never waits.
+  ServerStart serverStart(const std::string& name);
+  // launchServer(), then waits until the server listens (startTimeoutS); returns the
+  // address nodes dial.
   Result<std::string> startServer(const std::string& name, const std::string& port,
                                   const std::vector<std::string>& extra);
+  double startTimeoutS() const { return m_config.startTimeoutS; }
   const std::string& addressOf(const std::string& server) { return m_serverAddress[server]; }
   std::string portOf(const std::string& server);
   Status startWorker(int rank);
@@ -80,6 +92,7 @@ class RunNodes {
   std::vector<std::string> workerArgs(int rank) const;
   std::string transportOf(int rank) const;  // the worker's --transport
   std::vector<std::string> evaluatorArgs() const;
+  std::string bindAddressOf(const std::string& server) const;  // what the server binds to
   // "--record DIR/NAME.N.record" for the node's next start (none without a record dir).
   std::vector<std::string> recordArgs(const std::string& name);
 

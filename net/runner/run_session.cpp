@@ -270,7 +270,9 @@ Status RunSession::startNodes() {
 void RunSession::applyLiveActions(double runT) {
   if (m_options.control == nullptr) return;
   for (const auto& action : m_options.control->take()) {
-    m_recorder->record(actionRow(m_runId, runT, v1::RunEvent::CONTROL, action.node, m_drills->apply(action, runT)));
+    if (auto done = m_drills->apply(action, runT)) {
+      m_recorder->record(actionRow(m_runId, runT, v1::RunEvent::CONTROL, action.node, std::move(*done)));
+    }
   }
 }
 
@@ -338,6 +340,7 @@ std::string RunSession::watch() {
     else if (stop.max_updates() > 0 && f.version >= stop.max_updates()) stopReason = "max_updates";
     else if (stop.epochs() > 0 && static_cast<double>(f.samples) / trainCount >= stop.epochs()) stopReason = "epochs";
     if (!stopReason.empty()) break;
+    m_drills->completeStarts(runT);
     applyLiveActions(runT);
     // Fault drills, once the run's clock runs (every worker has joined).
     if (f.lastT > 0) m_drills->fireDue(runT);
@@ -345,6 +348,7 @@ std::string RunSession::watch() {
     handleExits(runT);
     noteStoreHealth(runT);
   }
+  m_drills->abandonStarts(m_clock.now());
   return stopReason;
 }
 
