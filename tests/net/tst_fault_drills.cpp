@@ -11,44 +11,38 @@
 // short (logreg on synthetic data, 10 ms iterations, 5 s) and leaves no node process.
 #include "core/store/run_store.h"
 #include "core/spec/spec.h"
+#include "tests/support/drill_runs.h"
 #include "tests/support/processes.h"
 #include "tests/support/specs.h"
 
 #include <signal.h>
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
 
-#include <QDir>
-#include <QElapsedTimer>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
-#include <QUuid>
 #include <QtTest>
 
 using RE = dasp::v1::RunEvent;
+using test_support::describe;
+using test_support::DrillRun;
+using test_support::eventList;
+using test_support::hasEvent;
+using test_support::runDrill;
+using test_support::taggedProcesses;
 
 namespace {
-
 
 constexpr int kWorkers = 3;
 constexpr double kBarrierTimeoutS = 1.0;
 constexpr double kRunSeconds = 5.0;
 constexpr double kFaultAtS = 1.5;
 constexpr double kRestartAfterS = 1.0;
-// Every node process of a drill's `dasp run` carries this variable (children inherit the
-// runner's environment), so the orphan check also finds a process whose pid the store no
-// longer has: a restarted server or worker is a new pid, and the nodes table keeps the
-// latest pid per node name.
-constexpr char kTagVariable[] = "DASP_FAULT_DRILL_TAG";
-
 QJsonObject fault(const QString& node, const QString& action, double atS, std::optional<double> restartAfterS) {
   QJsonObject f{{"node", node}, {"action", action}, {"at_s", atS}};
   if (restartAfterS) f["restart_after_s"] = *restartAfterS;
@@ -70,65 +64,7 @@ QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& 
   return test_support::writeSpecFile(dir.path(), name, spec);
 }
 
-struct DrillRun {
-  int exitCode = -1;
-  bool finished = false;
-  qint64 elapsedMs = 0;
-  QString stdErr;
-  QString lastLine;
-  QJsonObject json;  // the --json line (the last line of stdout)
-  QByteArray tag;    // the value of kTagVariable its processes carry
-};
-
-DrillRun runDrill(const QString& spec, const QString& db) {
-  DrillRun r;
-  r.tag = QUuid::createUuid().toByteArray(QUuid::WithoutBraces);
-  QProcess p;
-  auto env = QProcessEnvironment::systemEnvironment();
-  env.insert(kTagVariable, QString::fromLatin1(r.tag));
-  p.setProcessEnvironment(env);
-  QElapsedTimer timer;
-  timer.start();
-  p.start(test_support::daspBinary(), {"run", spec, "--db", db, "--json", "--quiet"});
-  // A deadlocked run would never stop by itself: max_seconds plus shutdown is ~8 s.
-  r.finished = p.waitForFinished(90000);
-  if (!r.finished) {
-    p.kill();
-    p.waitForFinished(5000);
-  }
-  r.elapsedMs = timer.elapsed();
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.stdErr = QString::fromUtf8(p.readAllStandardError());
-  const auto lines = QString::fromUtf8(p.readAllStandardOutput()).trimmed().split('\n');
-  r.lastLine = lines.last();
-  r.json = QJsonDocument::fromJson(r.lastLine.toUtf8()).object();
-  return r;
-}
-
 bool alive(std::int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
-
-std::string readProcFile(const QString& pid, const char* name) {
-  std::ifstream in(("/proc/" + pid + "/" + name).toStdString(), std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// Live processes started by the drill run tagged `tag` (pid and command line).
-QStringList taggedProcesses(const QByteArray& tag) {
-  std::string needle = std::string(kTagVariable) + "=" + tag.toStdString();
-  needle.push_back('\0');
-  QStringList out;
-  const auto entries = QDir("/proc").entryList(QDir::Dirs | QDir::NoDotAndDotDot);
-  for (const auto& entry : entries) {
-    bool numeric = false;
-    entry.toLongLong(&numeric);
-    if (!numeric) continue;
-    if (readProcFile(entry, "environ").find(needle) == std::string::npos) continue;
-    auto cmdline = readProcFile(entry, "cmdline");
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    out << entry + ": " + QString::fromStdString(cmdline);
-  }
-  return out;
-}
 
 // Every node process of the run has exited: the latest incarnation of each node (the
 // nodes table) was seen to exit by the runner and is gone, and no process of this drill
@@ -145,13 +81,6 @@ void verifyNoOrphans(dasp::RunStore& store, std::int64_t runId, const QByteArray
   // The runner waited for every child it shut down; a process it lost track of would
   // still be here (node processes also die with the runner, so allow them a moment).
   QTRY_VERIFY2_WITH_TIMEOUT(taggedProcesses(tag).isEmpty(), qPrintable(taggedProcesses(tag).join("; ")), 3000);
-}
-
-QString describe(const DrillRun& r) {
-  return QStringLiteral("exit %1 after %2 ms; stderr: %3; stdout: %4")
-      .arg(r.exitCode)
-      .arg(r.elapsedMs)
-      .arg(r.stdErr.right(2000), r.lastLine.right(3000));
 }
 
 // The common checks of a drill run that must complete: exit 0, status completed in the
@@ -186,26 +115,6 @@ std::int64_t verifyCompleted(const DrillRun& r, dasp::RunStore& store) {
     QCOMPARE(QString::fromStdString(f.fault.detail), json["detail"].toString());
   }();
   return QTest::currentTestFailed() ? 0 : runId;
-}
-
-bool hasEvent(const std::vector<dasp::EventRow>& events, const char* kind, const QString& node, const QString& text,
-              double afterS = -1) {
-  return std::any_of(events.begin(), events.end(), [&](const dasp::EventRow& e) {
-    return dasp::kindName(e.kind) == std::string(kind) && (node.isEmpty() || QString::fromStdString(e.node) == node) &&
-           QString::fromStdString(e.detail).contains(text) && e.tS >= afterS;
-  });
-}
-
-QString eventList(const std::vector<dasp::EventRow>& events) {
-  QStringList out;
-  for (const auto& e : events) {
-    if (e.kind == RE::FAULT || e.kind == RE::RECOVERY || e.kind == RE::EXIT || e.kind == RE::NODE) {
-      out << QStringLiteral("%1 %2 %3: %4")
-                 .arg(e.tS, 0, 'f', 3)
-                 .arg(QLatin1String(dasp::kindName(e.kind)), QString::fromStdString(e.node), QString::fromStdString(e.detail));
-    }
-  }
-  return out.join('\n');
 }
 
 }  // namespace
@@ -612,36 +521,6 @@ void TestFaultDrills::workerDisconnectThenReconnect() {
   verifyNoOrphans(*store.value(), runId, r.tag, kWorkers + 2);
 }
 
-// `dasp` behind a wrapper on a host of its own, whose servers take long to start again,
-// as on a slow or busy machine: server-0's restart waits 2 s, server-1's 60 s. The first
-// start of each runs at once.
-QString writeSlowRestartWrapper(const QTemporaryDir& dir) {
-  const QString path = dir.filePath("slow-restart.sh");
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write %s", qPrintable(path));
-  f.write(QStringLiteral(
-              "#!/bin/sh\n"
-              "name=''; prev=''\n"
-              "for a in \"$@\"; do [ \"$prev\" = --name ] && name=$a; prev=$a; done\n"
-              "count=\"$(dirname \"$0\")/$name.starts\"\n"
-              "n=$(( $(cat \"$count\" 2>/dev/null || echo 0) + 1 )); echo $n > \"$count\"\n"
-              "delay=0\n"
-              "if [ \"$1\" = server ] && [ $n -gt 1 ]; then\n"
-              "  case $name in server-0) delay=2;; server-1) delay=60;; esac\n"
-              "fi\n"
-              "if [ $delay -gt 0 ]; then\n"
-              "  sleep $delay </dev/null >/dev/null 2>&1 & pid=$!\n"
-              "  trap 'kill $pid; exit 143' TERM\n"
-              "  wait $pid\n"
-              "fi\n"
-              "exec '%1' \"$@\"\n")
-              .arg(test_support::daspBinary())
-              .toUtf8());
-  f.close();
-  f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
-  return path;
-}
-
 // A chain whose killed head is slow to start again: the next head kill, due while it
 // starts, hits the promoted head (server-1) and its promotion is measured; server-0
 // rejoins once it listens; server-1's restart, still starting at the end, is recorded as
@@ -659,7 +538,7 @@ void TestFaultDrills::restartingServerHoldsNothingUp() {
     json["launch"] = QJsonObject{
         {"hosts", QJsonArray{QJsonObject{{"name", "here"}, {"address", "127.0.0.1"}},
                              QJsonObject{{"name", "slow"}, {"address", "127.0.0.1"},
-                                         {"dasp_path", writeSlowRestartWrapper(m_dir)}}}},
+                                         {"dasp_path", test_support::writeSlowRestartWrapper(m_dir.path(), {{"server-0", 2}, {"server-1", 60}})}}}},
         {"placement", QJsonObject{{"servers", QJsonArray{"slow"}}, {"workers", QJsonArray{"here"}},
                                   {"evaluator", "here"}}}};
     QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
