@@ -76,7 +76,7 @@ void RunDrills::fireDue(double t) {
       m_tracker.defer(due.index, due.restart);  // due again at the next call
       continue;
     }
-    const Report report{RE::FAULT, due.spec.node(), due.index};
+    const Report report{due.spec.node(), due.index};
     if (!due.restart) {
       reportDrill(report, t, fire(due.index, due.spec, t));
     } else if (due.spec.action() == v1::FaultSpec::PAUSE || due.spec.action() == v1::FaultSpec::DISCONNECT) {
@@ -93,7 +93,7 @@ void RunDrills::fireDue(double t) {
 
 void RunDrills::reportDrill(const Report& report, double t, ActionOutcome what) {
   if (report.drill < 0) {
-    m_recorder.record(actionRow(m_runId, t, report.kind, report.node, std::move(what)));
+    m_recorder.record(actionRow(m_runId, t, RE::CONTROL, report.node, std::move(what)));
     return;
   }
   m_say("run " + std::to_string(m_runId) + ": drill " + std::to_string(report.drill + 1) + " at " +
@@ -215,7 +215,7 @@ std::optional<ActionOutcome> RunDrills::apply(const RunControl::Action& action, 
     }
     case RunControl::Kind::Restart:
       m_tracker.restartedManual(action.node, t);
-      return restartNode(action.node, t, Report{RE::CONTROL, action.node, -1});
+      return restartNode(action.node, t, Report{action.node, -1});
   }
   return notApplied("unknown action");
 }

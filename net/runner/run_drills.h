@@ -60,7 +60,6 @@ class RunDrills {
   // Where a restart's outcome is reported: a drill's "fault" event (and its detail), or
   // a live action's "control" event.
   struct Report {
-    EventKind kind = v1::RunEvent::FAULT;
     std::string node;  // the node the drill or action named
     int drill = -1;    // the drill's index; -1 for a live action
   };

@@ -49,9 +49,11 @@ QJsonObject fault(const QString& node, const QString& action, double atS, std::o
   return f;
 }
 
-// A short synthetic logreg run with the given strategy, recovery and drills.
+// A short synthetic logreg run with the given strategy, recovery and drills (and
+// `launch`, when not empty).
 QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& strategy, int workers,
-                  const QJsonObject& recovery, const QJsonArray& faults, double maxSeconds = kRunSeconds) {
+                  const QJsonObject& recovery, const QJsonArray& faults, double maxSeconds = kRunSeconds,
+                  const QJsonObject& launch = {}) {
   test_support::SyntheticSpec base;
   base.name = name;
   base.strategy = strategy;
@@ -61,6 +63,7 @@ QString writeSpec(const QTemporaryDir& dir, const QString& name, const QString& 
   QJsonObject spec = base.json();
   spec["faults"] = faults;
   if (!recovery.isEmpty()) spec["recovery"] = recovery;
+  if (!launch.isEmpty()) spec["launch"] = launch;
   return test_support::writeSpecFile(dir.path(), name, spec);
 }
 
@@ -528,22 +531,15 @@ void TestFaultDrills::workerDisconnectThenReconnect() {
 // server to listen, and all of this waited with it.)
 void TestFaultDrills::restartingServerHoldsNothingUp() {
   const auto db = m_dir.filePath("slow-restart.sqlite");
+  const QString slowDasp = test_support::writeSlowRestartWrapper(m_dir.path(), {{"server-0", 2}, {"server-1", 60}});
+  const QJsonObject launch{
+      {"hosts", QJsonArray{QJsonObject{{"name", "here"}, {"address", "127.0.0.1"}},
+                           QJsonObject{{"name", "slow"}, {"address", "127.0.0.1"}, {"dasp_path", slowDasp}}}},
+      {"placement",
+       QJsonObject{{"servers", QJsonArray{"slow"}}, {"workers", QJsonArray{"here"}}, {"evaluator", "here"}}}};
   const auto spec = writeSpec(m_dir, "slow-restart", "asp", kWorkers, QJsonObject{{"mode", "CHAIN"}, {"replicas", 3}},
-                              QJsonArray{fault("server", "KILL", 1.0, 0.2), fault("server", "KILL", 1.6, 0.2)}, 6.0);
-  {
-    QFile file(spec);
-    QVERIFY(file.open(QIODevice::ReadOnly));
-    QJsonObject json = QJsonDocument::fromJson(file.readAll()).object();
-    file.close();
-    json["launch"] = QJsonObject{
-        {"hosts", QJsonArray{QJsonObject{{"name", "here"}, {"address", "127.0.0.1"}},
-                             QJsonObject{{"name", "slow"}, {"address", "127.0.0.1"},
-                                         {"dasp_path", test_support::writeSlowRestartWrapper(m_dir.path(), {{"server-0", 2}, {"server-1", 60}})}}}},
-        {"placement", QJsonObject{{"servers", QJsonArray{"slow"}}, {"workers", QJsonArray{"here"}},
-                                  {"evaluator", "here"}}}};
-    QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
-    file.write(QJsonDocument(json).toJson());
-  }
+                              QJsonArray{fault("server", "KILL", 1.0, 0.2), fault("server", "KILL", 1.6, 0.2)}, 6.0,
+                              launch);
   const auto r = runDrill(spec, db);
   QVERIFY2(r.finished && r.exitCode == 0, qPrintable(describe(r)));
   QCOMPARE(r.json["status"].toString(), QStringLiteral("completed"));
