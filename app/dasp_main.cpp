@@ -28,13 +28,6 @@ int main(int argc, char** argv) {
   dasp.require_subcommand(1);
   dasp.footer("Run 'dasp <command> --help' for the options of a command.");
   int exitCode = 0;
-  dasp::cli::addRunCommand(dasp, exitCode);
-  dasp::cli::addTrainCommand(dasp, exitCode);
-  dasp::cli::addRunsCommand(dasp, exitCode);
-  dasp::cli::addTablesCommand(dasp, exitCode);
-  dasp::cli::addValidateCommand(dasp, exitCode);
-  dasp::cli::addBenchCommand(dasp, exitCode);
-  dasp::cli::addInfoCommand(dasp, exitCode);
-  dasp::cli::addNodeCommands(dasp, exitCode);
+  dasp::cli::addCommands(dasp, exitCode);
   return dasp::cli::parseAndRun(dasp, argc, argv, exitCode);
 }

@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
   "cluster": {"count": %1, "base_iteration_ms": 200},
   "strategy": {"name": "%2"},
   "stop": {"max_seconds": %3},
-  "evaluation": {"every_s": 1, "every_steps": 1000000000},
+  "evaluation": {"every_s": 1, "every_steps": 0},
   "device": "cpu"
 }
 )")

@@ -7,7 +7,10 @@ set(DASP_SANITIZER "" CACHE STRING "Sanitizers: address;undefined, or thread (em
 
 find_program(CCACHE_PROGRAM ccache)
 if(CCACHE_PROGRAM)
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  # The sloppiness lets ccache cache the translation units that use a precompiled header
+  # (cmake/DaspPch.cmake); without it ccache compiles them uncached.
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env
+      CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime ${CCACHE_PROGRAM})
 endif()
 
 add_library(dasp_warnings INTERFACE)

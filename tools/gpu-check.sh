@@ -466,7 +466,7 @@ train() {  # train NAME MODEL DEVICE CAP MIN ARGS...
   local name=$1 model=$2 device=$3 cap=$4 min=$5
   shift 5
   run_step "$name" "$cap" "$min" "$dasp" train --model "$model" --device "$device" --dataset-path "$dataset" \
-    --set evaluation.every_steps=1000000000 --no-store --json --quiet "$@" || true
+    --set evaluation.every_steps=0 --no-store --json --quiet "$@" || true
 }
 # The same 300 updates (same seed, same batches) on the GPU and on the CPU: the accuracies
 # should agree and the samples/s differ; then the GPU for 2 whole epochs.

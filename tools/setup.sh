@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Set-up shared by ./run.sh and ./test.sh: installs the Debian 12 packages that are
-# missing (apt-get; sudo only when not root), configures (Release, ccache) and builds
-# with -j2. apt-get from Debian's archive is the only download, ever.
+# missing (apt-get; sudo only when not root), configures (Release, Ninja, ccache) and
+# builds with -j2. apt-get from Debian's archive is the only download, ever.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${DASP_BUILD_DIR:-$root/build}
 
 packages=(
-  build-essential cmake pkg-config ccache git binutils
+  build-essential cmake ninja-build pkg-config ccache git binutils
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev
   libtorch-dev libopenblas0-pthread
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libssl-dev openssl
@@ -38,5 +38,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release ${DASP_CMAKE_ARGS:-} >/dev/null
+# Ninja for a new build directory (it schedules the two jobs better than make and keeps
+# .ninja_log, where the build's time per file is read); one made earlier keeps its generator.
+generator=()
+[ -f "$build/CMakeCache.txt" ] || generator=(-G Ninja)
+cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release ${DASP_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j2

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <tuple>
@@ -29,6 +30,13 @@ std::optional<double> wholeNumber(const std::string& text) {
   return v;
 }
 
+// 1e+09, 3600, 0.5: a bound as a person writes it.
+std::string shortNumber(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
 std::optional<long long> wholeInteger(const std::string& text) {
   if (text.empty()) return std::nullopt;
   errno = 0;
@@ -48,6 +56,26 @@ const CLI::Validator& positiveNumber() {
       },
       "", "positive");
   return check;
+}
+
+CLI::Validator positiveUpTo(double hi) {
+  return CLI::Validator(
+      [hi](std::string& text) -> std::string {
+        const auto v = wholeNumber(text);
+        if (v && *v > 0 && *v <= hi) return {};
+        return "'" + text + "' is not a number in (0, " + shortNumber(hi) + "]";
+      },
+      "", "positive-range");
+}
+
+CLI::Validator numberIn(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        const auto v = wholeNumber(text);
+        if (v && *v >= lo && *v <= hi) return {};
+        return "'" + text + "' is not a number in [" + shortNumber(lo) + ", " + shortNumber(hi) + "]";
+      },
+      "", "range");
 }
 
 CLI::Validator integerIn(long long lo, long long hi) {
@@ -137,6 +165,17 @@ bool isSubcommand(const CLI::App& dasp, const std::string& word) {
 }
 
 }  // namespace
+
+void addCommands(CLI::App& dasp, int& exitCode) {
+  addRunCommand(dasp, exitCode);
+  addTrainCommand(dasp, exitCode);
+  addRunsCommand(dasp, exitCode);
+  addTablesCommand(dasp, exitCode);
+  addValidateCommand(dasp, exitCode);
+  addBenchCommand(dasp, exitCode);
+  addInfoCommand(dasp, exitCode);
+  addNodeCommands(dasp, exitCode);
+}
 
 int parseAndRun(CLI::App& dasp, int argc, char** argv, const int& exitCode) {
   if (argc < 2) {

@@ -34,6 +34,8 @@ void addValidateCommand(CLI::App& dasp, int& exitCode);
 void addBenchCommand(CLI::App& dasp, int& exitCode);
 void addInfoCommand(CLI::App& dasp, int& exitCode);
 void addNodeCommands(CLI::App& dasp, int& exitCode);  // server, worker, evaluator
+// Every subcommand above: what `dasp` offers.
+void addCommands(CLI::App& dasp, int& exitCode);
 
 // `dasp bench sim`'s options and body (bench_sim.cpp), registered by addBenchCommand.
 struct BenchSimFlags {
@@ -48,6 +50,11 @@ int benchSim(const BenchSimFlags& flags);
 
 // A finite number > 0 (FLOAT).
 const CLI::Validator& positiveNumber();
+// A number in (0, hi] (FLOAT): a duration in seconds, say, whose upper end is where the
+// value stops being one that the command can honour.
+CLI::Validator positiveUpTo(double hi);
+// A number in [lo, hi] (FLOAT).
+CLI::Validator numberIn(double lo, double hi);
 // An integer in [lo, hi] (INT).
 CLI::Validator integerIn(long long lo, long long hi);
 

@@ -412,7 +412,7 @@ void addBenchCommand(CLI::App& dasp, int& exitCode) {
       ->check(integerIn(1, 1000));
   train->add_option("--seconds", trainFlags->seconds, "seconds per round")
       ->capture_default_str()
-      ->check(positiveNumber());
+      ->check(positiveUpTo(3600));
   train->add_option("--device", trainFlags->device, "cpu, cuda:N or auto")->capture_default_str();
   train->add_option("--dataset-path", trainFlags->datasetPath, "the Fashion-MNIST IDX folder")->capture_default_str();
   train->add_flag("--json", trainFlags->json, "one JSON object per model");
@@ -430,8 +430,8 @@ void addBenchCommand(CLI::App& dasp, int& exitCode) {
   auto* sim = bench->add_subcommand("sim", "the virtual-cluster engine's event rate at scale");
   sim->add_option("--workers", simFlags->workers, "simulated workers")
       ->capture_default_str()
-      ->check(integerIn(1, 1 << 20));
-  sim->add_option("--seconds", simFlags->seconds, "simulated seconds")->capture_default_str()->check(positiveNumber());
+      ->check(integerIn(1, kMaxWorkers));
+  sim->add_option("--seconds", simFlags->seconds, "simulated seconds")->capture_default_str()->check(positiveUpTo(1e6));
   sim->add_option("--strategy", simFlags->strategy, "the strategy")->capture_default_str();
   sim->add_flag("--json", simFlags->json, "one JSON object");
   sim->callback([simFlags, &exitCode] { exitCode = benchSim(*simFlags); });

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The node roles the runner starts: `dasp server`, `dasp worker`, `dasp evaluator`.
 #include "app/cli/cli.h"
+#include "core/common/durations.h"
 #include "app/cli/signals.h"
 
 #include "core/data/dataset_loader.h"
@@ -11,8 +12,6 @@
 #include "net/client/nodes.h"
 #include "net/server/ps_server.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -129,6 +128,11 @@ Result<NodeSetup> prepareNode(const ClientFlags& flags, const std::string& role)
 }
 
 int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_point processStart) {
+  // SIGTERM and SIGINT stop the server cleanly (waitForStopSignal below). Installed first of
+  // all: a handler, not a blocked mask, since a thread LibTorch or gRPC had started with
+  // the signals unblocked took a SIGTERM by default, and it killed the server before it
+  // could stop and report.
+  installStopSignals();
   auto spec = loadSpecFile(flags.specPath);
   if (!spec) return fail(spec.message());
   if (auto st = validateSpec(spec.value()); !st) return fail(flags.specPath + ": " + st.message());
@@ -177,13 +181,6 @@ int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_poin
   options.modelName = options.spec.model().name();
   options.initialParameters = std::move(initial).value();
 
-  // Block the stop signals in every thread (gRPC's inherit the mask) and take them here.
-  sigset_t stopSignals;
-  sigemptyset(&stopSignals);
-  sigaddset(&stopSignals, SIGTERM);
-  sigaddset(&stopSignals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
-
   if (options.resumeAtS >= 0) {
     options.resumeAtS += std::chrono::duration<double>(std::chrono::steady_clock::now() - processStart).count();
   }
@@ -217,8 +214,7 @@ int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_poin
               net::hostPort(net::dialableHost(bind), server.value()->port()).c_str(), parameters,
               static_cast<long long>(trainCount), bind.c_str(), tls ? "on" : "off");
   std::fflush(stdout);
-  int sig = 0;
-  sigwait(&stopSignals, &sig);
+  waitForStopSignal();
   server.value()->shutdown(2.0);
   const auto stats = server.value()->stats();
   if (!tokenFile.empty()) ::unlink(tokenFile.c_str());
@@ -284,7 +280,7 @@ void addClientFlags(CLI::App& command, ClientFlags& flags) {
   command.add_option("--name", flags.name, "the node's name in the run");
   command.add_option("--connect-timeout", flags.connectTimeoutS, "seconds to wait for the server")
       ->capture_default_str()
-      ->check(positiveNumber());
+      ->check(positiveUpTo(kMaxDurationS));
   command.add_option("--token-file", flags.tokenFile, "the run token's file (else DASP_RUN_TOKEN)");
   command.add_option("--tls-cert", flags.tlsCert, "TLS: trust this certificate (PEM)");
 }
@@ -313,7 +309,8 @@ void addNodeCommands(CLI::App& dasp, int& exitCode) {
       ->capture_default_str()
       ->check(integerIn(0, 65535));
   server->add_option("--name", serverFlags->name, "the node's name in the run")->capture_default_str();
-  server->add_option("--resume-at", serverFlags->resumeAtS, "a restarted server: the run's clock at its start (s)");
+  server->add_option("--resume-at", serverFlags->resumeAtS, "a restarted server: the run's clock at its start (s)")
+      ->check(numberIn(0, kMaxDurationS));
   server->add_option("--checkpoint-dir", serverFlags->checkpointDir, "where checkpoints are written");
   server->add_flag("--restore", serverFlags->restore, "start from the newest checkpoint in --checkpoint-dir");
   server->add_flag("--adopt", serverFlags->adopt, "stateless recovery: adopt the state the workers hold");

@@ -19,6 +19,9 @@ namespace dasp {
 
 using v1::ExperimentSpec;
 
+// The most workers a cluster (or a suite entry, or `dasp bench sim`) may have.
+inline constexpr int kMaxWorkers = 100000;
+
 // Parses JSON text; `source` names the text in messages (a file name).
 Result<ExperimentSpec> parseSpecJson(const std::string& json, const std::string& source);
 // A strategy as the tables name it: bsp, asp, ssp(S), dssp(L,H), backup(B), and dasp with

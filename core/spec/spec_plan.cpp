@@ -61,6 +61,9 @@ Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& base, const std::
   }
   std::vector<PlannedRun> out;
   for (const auto& [spec, gridLabel] : gridSpecs) {
+    // The spec as written first, so that an error names the field where it was given
+    // (suite[1].strategy.ssp.staleness), not where a suite entry's value lands.
+    if (auto st = validateSpec(spec); !st) return st;
     std::vector<v1::SuiteEntry> entries(spec.suite().begin(), spec.suite().end());
     if (entries.empty()) entries.emplace_back();
     std::vector<std::uint64_t> seeds(spec.seeds().begin(), spec.seeds().end());

@@ -366,8 +366,8 @@ Status validateCluster(const ExperimentSpec& spec) {
   if (cluster.has_count() && cluster.count() <= 0) {
     return bad("cluster.count", "must be > 0 (got " + std::to_string(cluster.count()) + ")");
   }
-  if (cluster.has_count() && cluster.count() > 100000) {
-    return bad("cluster.count", "must be at most 100000 (got " + std::to_string(cluster.count()) + ")");
+  if (cluster.has_count() && cluster.count() > kMaxWorkers) {
+    return bad("cluster.count", "must be at most " + std::to_string(kMaxWorkers) + " (got " + std::to_string(cluster.count()) + ")");
   }
   for (int i = 0; i < cluster.slowdowns_size(); ++i) {
     if (auto st = checkSlowdown(cluster.slowdowns(i), "cluster.slowdowns[" + std::to_string(i) + "]"); !st) return st;
@@ -440,8 +440,9 @@ Status validateStrategies(const ExperimentSpec& spec) {
         !st) {
       return st;
     }
-    if (spec.suite(i).workers() < 0) {
-      return bad("suite[" + std::to_string(i) + "].workers", "must be >= 0");
+    if (spec.suite(i).workers() < 0 || spec.suite(i).workers() > kMaxWorkers) {
+      return bad("suite[" + std::to_string(i) + "].workers", "must be in [0, " + std::to_string(kMaxWorkers) + "] (got " +
+                                                               std::to_string(spec.suite(i).workers()) + ")");
     }
   }
   return Status::ok();
@@ -468,13 +469,18 @@ Status validateStopAndEvaluation(const ExperimentSpec& spec) {
   if (!std::isfinite(divergence.window_s()) || divergence.window_s() < 0) {
     return bad("stop.divergence.window_s", "must be a finite number >= 0 (got " + num(divergence.window_s()) + ")");
   }
-  if (spec.evaluation().has_every_steps() && spec.evaluation().every_steps() <= 0) {
-    return bad("evaluation.every_steps", "must be > 0");
+  const auto& eval = spec.evaluation();
+  if (eval.every_steps() < 0) {
+    return bad("evaluation.every_steps", "must be >= 0 (0: by time only; got " + std::to_string(eval.every_steps()) + ")");
   }
-  const double everyS = spec.evaluation().every_s();
+  const double everyS = eval.every_s();
   if (everyS < 0 || (everyS > 0 && everyS < 0.01)) {
     // 0 is "by steps only"; a positive period below 10 ms would evaluate without pause.
     return bad("evaluation.every_s", "must be 0 (by steps only) or at least 0.01 s (got " + num(everyS) + ")");
+  }
+  if (everyS == 0 && eval.has_every_steps() && eval.every_steps() == 0) {
+    return bad("evaluation.every_s", "0 with evaluation.every_steps 0 evaluates nothing before the run ends (set "
+                                     "one of them)");
   }
   if (spec.evaluation().test_subset() < 0) return bad("evaluation.test_subset", "must be >= 0");
   return Status::ok();

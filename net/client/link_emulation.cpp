@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "net/client/link_emulation.h"
+#include "core/common/durations.h"
 
 #include <atomic>
 #include <chrono>
@@ -23,7 +24,7 @@ double LinkEmulation::transferSeconds(std::size_t bytes) const {
 
 void LinkEmulation::hold(std::size_t bytes) const {
   const double s = transferSeconds(bytes);
-  if (s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(s));
+  if (s > 0) std::this_thread::sleep_for(durationFromSeconds(s));
 }
 
 namespace {

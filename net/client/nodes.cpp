@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "net/client/nodes.h"
+#include "core/common/durations.h"
+#include "core/spec/speed_profile.h"
 
 #include "net/client/gradient_backlog.h"
 
@@ -7,13 +9,13 @@
 
 #include "net/client/ps_client.h"
 #include "net/client/recovery_line.h"
-#include "net/client/speed_profile.h"
 
 #include "core/params/update_record.h"
 
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <thread>
 
 namespace dasp::net {
@@ -44,7 +46,7 @@ grpc::Status withRetry(const WorkerOptions& o, const char* what, NodeStats& stat
     if (secondsSince(start) + backoff > o.connectTimeoutS) return status;
     say(o, std::string(what) + ": server " + o.server + " unreachable (" + describe(status) + "); retry " +
                std::to_string(attempt) + " in " + std::to_string(backoff).substr(0, 4) + " s");
-    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+    std::this_thread::sleep_for(durationFromSeconds(backoff));
     backoff = std::min(backoff * 2, 2.0);
   }
 }
@@ -289,7 +291,7 @@ Result<WorkerLoop::Step> WorkerLoop::compute(const float* p, float* out, double 
   const double target = m_profile.targetSeconds(step.computeS, serverT, slowdown, batchFactor);
   if (target > step.computeS) {
     // Emulated slowness: the node really takes this long, as a slower machine would.
-    std::this_thread::sleep_for(std::chrono::duration<double>(target - step.computeS));
+    std::this_thread::sleep_for(SpeedProfile::restOfIteration(target, step.computeS));
     step.emulatedS = secondsSince(computeStart) - step.computeS;
   } else if (target < step.computeS * 0.999 && m_node.speed().base_iteration_ms() > 0) {
     ++m_stats.overruns;
@@ -377,7 +379,7 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
       m_backlog.commit(m_lastVersion, secondsSince(m_joinedAt));
       ++done.computed;
     } else {
-      std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+      std::this_thread::sleep_for(durationFromSeconds(backoff));
       backoff = std::min(backoff * 1.5, 0.5);
     }
     const pb::JoinRequest request = rejoinRequest();
@@ -626,9 +628,11 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
   while (!cancelled(options) && !stop) {
     pb::PullRequest request;
     request.set_rank(-1);
-    request.set_min_version(lastVersion < 0 ? 0 : lastVersion + std::max<std::int64_t>(1, everyVersions));
+    // Wait for enough new versions (every_steps 0: by time only, no count is enough), but
+    // no longer than every_s (then take what there is).
+    const std::int64_t due = everyVersions > 0 ? lastVersion + everyVersions : std::numeric_limits<std::int64_t>::max();
+    request.set_min_version(lastVersion < 0 ? 0 : due);
     pb::PullReply reply;
-    // Wait for enough new versions, but no longer than every_s (then take what there is).
     const double timeout = everyS > 0 ? everyS : 60.0;
     const float* params = nullptr;
     auto status = pull(request, reply, params, timeout);

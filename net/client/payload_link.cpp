@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "net/client/payload_link.h"
+#include "core/common/durations.h"
 
 #include "net/security/node_security.h"
 
@@ -84,8 +85,7 @@ grpc::Status PayloadLink::connectBy(SocketClock::time_point deadline) {
 grpc::Status PayloadLink::call(SocketCall kind, const std::string& token, const std::string& request,
                                const void* payload, std::size_t payloadBytes, void* into, std::size_t intoBytes,
                                double timeoutS, Answer& answer) {
-  const auto deadline = SocketClock::now() + std::chrono::duration_cast<SocketClock::duration>(
-                                                 std::chrono::duration<double>(timeoutS));
+  const auto deadline = deadlineIn<SocketClock>(timeoutS);
   // A connection the server closed meanwhile (it refused a call, it restarted) is made anew.
   answer.reached = false;
   if (m_fd >= 0 && peerGone(m_fd)) disconnect();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "net/client/ps_client.h"
+#include "core/common/durations.h"
 
 #include "net/client/link_emulation.h"
 #include "net/transport/chunk_codec.h"
@@ -12,8 +13,7 @@
 namespace dasp::net {
 
 void setDeadline(grpc::ClientContext& context, double seconds) {
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6)));
+  context.set_deadline(deadlineIn<std::chrono::system_clock>(seconds));
 }
 
 // The server refused a push (the INVALID_ARGUMENT status carries a PushRefusal): the
@@ -48,8 +48,7 @@ constexpr char kPushChunksMethod[] = "/dasp.ps.v1.ParameterServer/PushChunks";
 // request, as over a real cut link.
 template <typename Call>
 grpc::Status throughLink(double timeoutS, Call&& call) {
-  const auto deadline = LinkCut::Clock::now() + std::chrono::duration_cast<LinkCut::Clock::duration>(
-                                                    std::chrono::duration<double>(timeoutS));
+  const auto deadline = deadlineIn<LinkCut::Clock>(timeoutS);
   const grpc::Status cut(grpc::StatusCode::DEADLINE_EXCEEDED,
                          "the link to the server is cut (DISCONNECT drill): no reply within the deadline");
   if (!LinkCut::waitUntilUp(deadline)) return cut;
@@ -341,8 +340,7 @@ grpc::Status PsClient::ringDoorbell(const pb::PushRequest& request, pb::PullRepl
   if (!doorbell.post(m_security.token, m_serializedRequest, call)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the run token or the push does not fit the doorbell block");
   }
-  const auto deadline = Doorbell::Clock::now() + std::chrono::duration_cast<Doorbell::Clock::duration>(
-                                                     std::chrono::duration<double>(timeoutS));
+  const auto deadline = deadlineIn<Doorbell::Clock>(timeoutS);
   switch (doorbell.awaitReply(call, deadline, [this] { return m_region->peerAlive(); })) {
     case Doorbell::Wait::Answered: break;
     case Doorbell::Wait::TimedOut:

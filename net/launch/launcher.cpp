@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "net/launch/launcher.h"
+#include "core/common/durations.h"
 
 #include "net/security/node_security.h"
 
@@ -85,8 +86,7 @@ std::vector<CommandResult> runCommands(const std::vector<CommandRun>& runs, doub
       p.in = -1;
     }
   }
-  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(timeoutS));
+  const auto until = deadlineIn<Clock>(timeoutS);
   char buf[4096];
   while (true) {
     std::vector<pollfd> fds;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A node process, local or behind the wrapper, and the wrapper's control channel.
 #include "net/launch/launcher.h"
+#include "core/common/durations.h"
 
 #include <signal.h>
 #include <sys/socket.h>
@@ -132,7 +133,7 @@ std::optional<ExitInfo> NodeProcess::poll() {
 
 std::optional<ExitInfo> NodeProcess::waitFor(double seconds) {
   // As ChildProcess::waitFor: poll the status every few milliseconds up to the limit.
-  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const auto until = deadlineIn<Clock>(seconds);
   while (true) {
     if (auto e = poll()) return e;
     if (Clock::now() >= until) return std::nullopt;
@@ -155,8 +156,7 @@ void NodeProcess::signal(int sig) {
     if (!sent) {
       m_child->signal(SIGKILL);
     } else if (!m_hardKillAt) {
-      m_hardKillAt = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(kRemoteKillGraceS));
+      m_hardKillAt = deadlineIn<Clock>(kRemoteKillGraceS);
     }
   }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "net/launch/process.h"
+#include "core/common/durations.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -123,7 +124,7 @@ std::optional<ExitInfo> ChildProcess::poll() {
 std::optional<ExitInfo> ChildProcess::waitFor(double seconds) {
   // Waiting for a child to exit: poll its status every few milliseconds up to the limit
   // (there is no waitpid with a timeout).
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const auto until = deadlineIn<std::chrono::steady_clock>(seconds);
   while (true) {
     if (auto e = poll()) return e;
     if (std::chrono::steady_clock::now() >= until) return std::nullopt;

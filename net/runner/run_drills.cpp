@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "net/runner/run_drills.h"
+#include "core/common/durations.h"
 
 #include "net/client/ps_client.h"
 
@@ -120,9 +121,7 @@ std::optional<ActionOutcome> RunDrills::restartNode(const std::string& name, dou
       if (mode == v1::RecoverySpec::STATELESS) extra.push_back("--adopt");
     }
     if (auto st = m_nodes.launchServer(name, m_nodes.portOf(name), extra); !st) return restartFailed(name, st.message());
-    const auto limit = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(m_nodes.startTimeoutS()));
-    m_starting.push_back({name, report, std::chrono::steady_clock::now() + limit});
+    m_starting.push_back({name, report, deadlineIn<std::chrono::steady_clock>(m_nodes.startTimeoutS())});
     return std::nullopt;
   }
   if (const int rank = m_nodes.rankOf(name); rank >= 0) {

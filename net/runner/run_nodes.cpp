@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "net/runner/run_nodes.h"
+#include "core/common/durations.h"
 
 #include "net/security/bind_address.h"
 
@@ -105,7 +106,7 @@ RunNodes::ServerStart RunNodes::serverStart(const std::string& name) {
 Result<std::string> RunNodes::startServer(const std::string& name, const std::string& port,
                                           const std::vector<std::string>& extra) {
   if (auto st = launchServer(name, port, extra); !st) return st;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(m_config.startTimeoutS);
+  const auto until = deadlineIn<std::chrono::steady_clock>(m_config.startTimeoutS);
   while (true) {
     auto start = serverStart(name);
     if (start.state == ServerStart::State::Listening) return start.address;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "net/runner/run_watch.h"
+#include "core/common/durations.h"
 
 #include "net/client/ps_client.h"
 
@@ -11,7 +12,7 @@ using Clock = std::chrono::steady_clock;
 
 void RunClock::observe(double serverT) {
   if (serverT <= 0) return;
-  const auto origin = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(serverT));
+  const auto origin = Clock::now() - std::chrono::duration_cast<Clock::duration>(durationFromSeconds(serverT));
   std::lock_guard<std::mutex> lock(m_mu);
   if (!m_anchored || origin < m_origin) m_origin = origin;
   m_anchored = true;

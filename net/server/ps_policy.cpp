@@ -3,6 +3,7 @@
 // output, answering parked pulls when the policy releases them, the start of the run's
 // clock, and worker membership (up / down). Every *Locked function runs with Impl::mu held.
 #include "net/server/ps_reactors.h"
+#include "core/common/durations.h"
 
 #include <algorithm>
 
@@ -148,7 +149,7 @@ bool ParameterServer::Impl::mayAnswerLocked(PendingPull* r, double t) {
 void ParameterServer::Impl::maybeStartLocked() {
   if (started || adopting || std::count(joined.begin(), joined.end(), 1) < options.workers) return;
   const double shift = sinceStart();
-  start += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(shift));
+  start = after<Clock>(start, shift);
   for (auto& v : lastContact) v = 0.0;
   started = true;
   if (auto* e = newEventLocked()) {

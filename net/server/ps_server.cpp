@@ -3,6 +3,7 @@
 // The gRPC service, ParameterServer::Impl, is declared in net/server/ps_server_impl.h and defined
 // in net/ps_*.cpp (that header lists which file holds what, and the locking contract).
 #include "net/server/ps_server.h"
+#include "core/common/durations.h"
 
 #include "net/server/ps_reactors.h"
 #include "net/server/ps_server_impl.h"
@@ -66,7 +67,7 @@ void ParameterServer::Impl::tickLoop() {
     // At least once a second, so that the gap check above sees a SIGSTOP of the server.
     const double wait = std::max(std::min(nextTickLocked(t) - t, 1.0), 0.001);
     tickerWakeAt = t + wait;
-    tickCv.wait_for(lock, std::chrono::duration<double>(wait));
+    tickCv.wait_for(lock, durationFromSeconds(wait));
     tickerWakeAt = -std::numeric_limits<double>::infinity();
   }
 }
@@ -195,8 +196,7 @@ void ParameterServer::shutdown(double graceSeconds) {
   doorbells.clear();
   m_impl->closePayloadSocket(graceSeconds);
   if (m_impl->checkpointWriter.joinable()) m_impl->checkpointWriter.join();
-  m_impl->server->Shutdown(std::chrono::system_clock::now() +
-                           std::chrono::milliseconds(static_cast<int>(graceSeconds * 1000)));
+  m_impl->server->Shutdown(deadlineIn<std::chrono::system_clock>(graceSeconds));
   if (m_impl->ticker.joinable()) m_impl->ticker.join();
   m_impl->removeLocalFiles();
   std::lock_guard<std::mutex> lock(m_impl->mu);

@@ -42,6 +42,7 @@
 //   (start() and shutdown()).
 
 #include "net/server/ps_server.h"
+#include "core/common/durations.h"
 
 #include "core/events/run_events.h"
 #include "core/params/checkpoint.h"
@@ -274,7 +275,7 @@ struct ParameterServer::Impl final : ChunkedRawService {
   // A resumed server continues the run's clock from the moment it starts.
   double now() const { return started || clockRunning ? sinceStart() : 0.0; }
   void setClock(double t) {
-    start = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t));
+    start = Clock::now() - std::chrono::duration_cast<Clock::duration>(durationFromSeconds(t));
     clockRunning = true;
   }
   void say(const std::string& text) const {

@@ -5,6 +5,7 @@
 // handlePush, then the pull parked or answered through admitPull. Only the way in and out
 // differs.
 #include "net/server/ps_reactors.h"
+#include "core/common/durations.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -24,10 +25,7 @@ namespace {
 // The pieces a pushed gradient is received in: each is added to the norm while in cache.
 constexpr std::size_t kReceivePiece = 1u << 20;
 
-SocketClock::time_point after(double seconds) {
-  return SocketClock::now() +
-         std::chrono::duration_cast<SocketClock::duration>(std::chrono::duration<double>(seconds));
-}
+SocketClock::time_point after(double seconds) { return deadlineIn<SocketClock>(seconds); }
 
 grpc::Status invalid(const std::string& what) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, what); }
 
@@ -49,7 +47,7 @@ void ParameterServer::Impl::SocketServer::finish(double graceS) {
   close();
   {
     std::unique_lock<std::mutex> lock(m_endMu);
-    m_endCv.wait_for(lock, std::chrono::duration<double>(graceS), [this] { return ended(); });
+    m_endCv.wait_for(lock, durationFromSeconds(graceS), [this] { return ended(); });
   }
   ::shutdown(m_fd, SHUT_RDWR);  // a peer that does not read its reply does not hold us
   m_thread.join();

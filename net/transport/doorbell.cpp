@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "net/transport/doorbell.h"
+#include "core/common/durations.h"
 
 #include <linux/futex.h>
 #include <sched.h>
@@ -95,7 +96,7 @@ void Doorbell::cancel(std::uint32_t call) {
 std::uint32_t Doorbell::waitForRequest(std::uint32_t seen, std::chrono::duration<double> maxWait) {
   const std::uint32_t now = m_block->request.load(std::memory_order_acquire);
   if (now != seen || isClosed()) return now;
-  futexWait(m_block->request, seen, std::chrono::duration_cast<std::chrono::nanoseconds>(maxWait));
+  futexWait(m_block->request, seen, durationFromSeconds(maxWait.count()));
   return m_block->request.load(std::memory_order_acquire);
 }
 

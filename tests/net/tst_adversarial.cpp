@@ -36,7 +36,7 @@ constexpr double kDeadline = 10.0;
 
 // VmRSS of a live process, in kB (0 when it cannot be read).
 long rssKb(qint64 pid) {
-  const std::string text = security_fixtures::fileText("/proc/" + std::to_string(pid) + "/status");
+  const std::string text = test_support::procFile(pid, "status");
   const auto at = text.find("VmRSS:");
   return at == std::string::npos ? 0 : std::stol(text.substr(at + 6));
 }
@@ -562,7 +562,7 @@ void TestAdversarial::unreadWatchIsCutOff() {
   req.set_rank(0);
   req.set_gradient(bytesOf(std::vector<float>(static_cast<std::size_t>(kParameters), std::nanf(""))));
   auto stopped = [&] {
-    const auto stat = fileText("/proc/" + std::to_string(child.processId()) + "/stat");
+    const auto stat = test_support::procFile(child.processId(), "stat");
     const auto close = stat.rfind(')');
     return close != std::string::npos && stat.size() > close + 2 && stat[close + 2] == 'T';
   };

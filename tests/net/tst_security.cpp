@@ -5,6 +5,8 @@
 // each other; a hand-started `dasp server` makes its own token file. TLS: tst_tls.cpp.
 #include "tests/support/security_fixtures.h"
 
+#include <fstream>
+
 using namespace security_fixtures;
 
 class TestSecurity : public QObject {

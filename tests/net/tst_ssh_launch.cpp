@@ -30,7 +30,6 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include <fstream>
 #include <sstream>
 
 using dasp::ExperimentSpec;
@@ -39,14 +38,9 @@ namespace net = dasp::net;
 namespace {
 
 
-std::string readWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 // argv of a process from /proc (NUL-separated); empty if it is gone.
 std::vector<std::string> cmdlineOf(pid_t pid) {
-  const std::string raw = readWhole("/proc/" + std::to_string(pid) + "/cmdline");
+  const std::string raw = test_support::procFile(pid, "cmdline");
   std::vector<std::string> out;
   std::string item;
   for (char c : raw) {
@@ -81,7 +75,7 @@ std::vector<pid_t> markedDaspProcesses(const std::string& marker) {
     if (argv.empty()) continue;
     const auto& exe = argv.front();
     if (exe.size() < 5 || exe.compare(exe.size() - 5, 5, "/dasp") != 0) continue;
-    if (readWhole("/proc/" + std::to_string(pid) + "/environ").find(marker) != std::string::npos) out.push_back(pid);
+    if (test_support::procFile(pid, "environ").find(marker) != std::string::npos) out.push_back(pid);
   }
   return out;
 }
@@ -331,14 +325,14 @@ void TestSshLaunch::wrapperForwardsSignalsAndStopsWithoutRunner() {
     for (pid_t pid : allPids()) {
       const auto argv = cmdlineOf(pid);
       if (argv.size() == 2 && argv[0] == "sleep" && argv[1] == "300" &&
-          readWhole("/proc/" + std::to_string(pid) + "/environ").find(marker) != std::string::npos) {
+          test_support::procFile(pid, "environ").find(marker) != std::string::npos) {
         return pid;
       }
     }
     return 0;
   };
   auto state = [](pid_t pid) {
-    const std::string stat = readWhole("/proc/" + std::to_string(pid) + "/stat");
+    const std::string stat = test_support::procFile(pid, "stat");
     const auto close = stat.rfind(')');
     return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
   };
@@ -553,7 +547,7 @@ void TestSshLaunch::killedClientsLeaveNoNodes() {
 
   // The nodes have the run's token in their environment; no command line shows it.
   const auto nodes = markedDaspProcesses(marker);
-  const std::string envText = readWhole("/proc/" + std::to_string(nodes.front()) + "/environ");
+  const std::string envText = test_support::procFile(nodes.front(), "environ");
   const auto at = envText.find("DASP_RUN_TOKEN=");
   QVERIFY(at != std::string::npos);
   const std::string token = envText.substr(at + 15, envText.find('\0', at) - at - 15);
@@ -566,7 +560,7 @@ void TestSshLaunch::killedClientsLeaveNoNodes() {
   pid_t client = 0;
   pid_t worker1 = 0;
   for (pid_t pid : allPids()) {
-    const std::string stat = readWhole("/proc/" + std::to_string(pid) + "/stat");
+    const std::string stat = test_support::procFile(pid, "stat");
     const auto close = stat.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream fields(stat.substr(close + 2));

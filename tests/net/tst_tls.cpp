@@ -6,6 +6,8 @@
 // records a refused call as a "reject" event.
 #include "tests/support/security_fixtures.h"
 
+#include <fstream>
+
 using namespace security_fixtures;
 
 class TestTls : public QObject {

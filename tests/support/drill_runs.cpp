@@ -4,7 +4,6 @@
 #include "tests/support/processes.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iterator>
 #include <string>
 
@@ -19,10 +18,7 @@ namespace test_support {
 
 namespace {
 
-std::string readProcFile(const QString& pid, const char* name) {
-  std::ifstream in(("/proc/" + pid + "/" + name).toStdString(), std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+std::string readProcFile(const QString& pid, const char* name) { return procFile(pid.toLongLong(), name); }
 
 }  // namespace
 

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "tests/support/processes.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <QProcess>
 
 namespace test_support {
@@ -30,6 +35,24 @@ Finished runProgram(const QString& program, const QStringList& args, int timeout
 
 Finished runDasp(const QStringList& args, int timeoutMs, const QProcessEnvironment& env) {
   return runProgram(daspBinary(), args, timeoutMs, env);
+}
+
+std::string procFile(std::int64_t pid, const char* name) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/" + name;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text;
+  char buf[4096];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<std::size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;  // the end, or the process is gone (ESRCH)
+    }
+  }
+  ::close(fd);
+  return text;
 }
 
 }  // namespace test_support

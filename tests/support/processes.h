@@ -7,6 +7,9 @@
 #include <QString>
 #include <QStringList>
 
+#include <cstdint>
+#include <string>
+
 namespace test_support {
 
 // The `dasp` of this build ($DASP_BIN overrides it, e.g. for an installed one).
@@ -24,5 +27,10 @@ Finished runProgram(const QString& program, const QStringList& args, int timeout
 // The same for `dasp`.
 Finished runDasp(const QStringList& args, int timeoutMs = 60000,
                  const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment());
+
+// What /proc/PID/NAME holds (cmdline, environ, stat, status): empty, or what was read
+// before, when the process is gone, as any process may be while it is read (tests scan
+// every process of the machine while others start and end).
+std::string procFile(std::int64_t pid, const char* name);
 
 }  // namespace test_support

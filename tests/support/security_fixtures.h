@@ -20,7 +20,6 @@
 #include <QtTest>
 
 #include <chrono>
-#include <fstream>
 #include <optional>
 #include <regex>
 
@@ -238,14 +237,9 @@ inline grpc::Status joinWith(const std::string& address, const NodeSecurity& sec
   return st;
 }
 
-inline std::string fileText(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 // NUL-separated /proc file (cmdline, environ) of a live process.
 inline std::vector<std::string> procList(std::int64_t pid, const char* what) {
-  const std::string text = fileText("/proc/" + std::to_string(pid) + "/" + what);
+  const std::string text = test_support::procFile(pid, what);
   std::vector<std::string> out;
   std::size_t begin = 0;
   while (begin < text.size()) {

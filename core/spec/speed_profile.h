@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// SpeedProfile: a worker's emulated speed (net/client's worker loop).
-// Threading: one worker thread.
+// SpeedProfile: a worker's emulated speed (the worker loop of net/client, and the spec's
+// property test, which checks that every accepted value is a wait the worker honours).
+// Threading: one thread per object.
 
+#include "core/common/durations.h"
 #include "core/spec/spec.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <random>
 
-namespace dasp::net {
+namespace dasp {
 
 // The node's emulated iteration time: slowdown × base (or × the real compute), jittered,
 // with scheduled changes by server time and live overrides from the server.
@@ -27,6 +30,11 @@ class SpeedProfile {
     if (m_node.speed().jitter() > 0) factor = std::max(0.1, 1.0 + m_node.speed().jitter() * m_normal(m_rng));
     return slowdown * base * factor;
   }
+  // What the worker sleeps after a real compute of `computeS` so that its iteration takes
+  // `targetS`: through the one conversion, so a target beyond any run is a wait for ever.
+  static std::chrono::nanoseconds restOfIteration(double targetS, double computeS) {
+    return durationFromSeconds(targetS - computeS);
+  }
 
  private:
   v1::NodeSpec m_node;
@@ -34,4 +42,4 @@ class SpeedProfile {
   std::normal_distribution<double> m_normal{0.0, 1.0};
 };
 
-}  // namespace dasp::net
+}  // namespace dasp
