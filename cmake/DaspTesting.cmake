@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # dasp_add_test(NAME core.run_store SOURCES tst_run_store.cpp LIBS dasp_core
-#               [LABELS core] [TIMEOUT 60] [PLAIN] [NODE_PROCESSES]
+#               [LABELS core] [TIMEOUT 60] [PLAIN] [NODE_PROCESSES [NODE_SLOTS n]]
 #               [PARTS part=function,function ...])
 # One Qt Test executable per unit, registered with CTest, headless, with a timeout. A Qt
 # Test unit reuses the precompiled header of its kind (dasp_add_test_pch): that of the
@@ -12,12 +12,14 @@
 # are left out and dasp_add_test returns without defining anything.
 # NODE_PROCESSES: the unit starts real node processes (`dasp run`, servers, workers), whose
 # checks of timing want the machine not too busy: at most three such tests run at once
-# (the resource node_processes of tests/resources.json, which ./test.sh gives ctest).
+# (the resource node_processes of tests/resources.json, which ./test.sh gives ctest);
+# NODE_SLOTS n: the unit takes n of the three, for a schedule that needs its restarts
+# quick (a restart is mostly a process start, which is CPU-bound).
 # PARTS: CTest runs the unit as several tests, NAME.part for each part (its test
 # functions), then NAME.others for every function no part names, so that a new function
 # always runs (tests/support/run_test_part.sh). TIMEOUT is each part's.
 function(dasp_add_test)
-  cmake_parse_arguments(T "PLAIN;NODE_PROCESSES" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;PARTS" ${ARGN})
+  cmake_parse_arguments(T "PLAIN;NODE_PROCESSES" "NAME;TIMEOUT;NODE_SLOTS" "SOURCES;LIBS;LABELS;PARTS" ${ARGN})
   if(NOT T_PLAIN AND NOT TARGET Qt6::Test)
     return()
   endif()
@@ -78,7 +80,15 @@ function(dasp_add_test)
     set_tests_properties(${_tests} PROPERTIES SKIP_RETURN_CODE 77)
   endif()
   if(T_NODE_PROCESSES)
-    set_tests_properties(${_tests} PROPERTIES RESOURCE_GROUPS "node_processes:1")
+    if(NOT T_NODE_SLOTS)
+      set(T_NODE_SLOTS 1)
+    endif()
+    if(DASP_SANITIZER)
+      # Every node process is several times slower under a sanitizer, and a drill's
+      # recovery must still fit in its run: one such test at a time.
+      set(T_NODE_SLOTS 3)
+    endif()
+    set_tests_properties(${_tests} PROPERTIES RESOURCE_GROUPS "node_processes:${T_NODE_SLOTS}")
   endif()
 endfunction()
 

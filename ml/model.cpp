@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -587,15 +588,16 @@ void configureThreads(int intraOpThreads) {
   if (auto* setBlasThreads = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
     setBlasThreads(std::max(1, intraOpThreads));
   }
-  static bool interopSet = false;
-  if (!interopSet) {
-    interopSet = true;
+  // Once per process, whichever thread gets here first (workers of one process may make
+  // their sources on several threads: a plain flag here was a data race).
+  static std::once_flag interopSet;
+  std::call_once(interopSet, [] {
     try {
       torch::set_num_interop_threads(1);
     } catch (const c10::Error&) {
       // Already started by an earlier parallel region; one more thread is harmless.
     }
-  }
+  });
 }
 
 }  // namespace dasp::ml

@@ -7,6 +7,7 @@
 //   <!-- dasp-tables diagnosis NAME=FILE NAME=FILE ... -->
 //   <!-- dasp-tables validation REAL.jsonl SIM.jsonl -->
 //   <!-- dasp-tables recovery FILE FILE ... -->  (the fault drills' recovery table)
+//   <!-- dasp-tables setup-timings results/fresh-clone/timings.jsonl -->
 //   ... generated ...
 //   <!-- /dasp-tables -->
 // with paths relative to the root. --check changes nothing and exits 1 when a table differs
@@ -77,7 +78,16 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
     }
     return recoveryTableMarkdown(runFaultsOf(all));
   }
-  return Status::error("unknown table kind '" + kind + "' (known: suite, matrix, diagnosis, validation, recovery)");
+  if (kind == "setup-timings") {
+    if (args.size() != 1) return Status::error("setup-timings needs one timings file");
+    auto text = readText(root / args[0]);
+    if (!text) return text.status();
+    auto timings = parseSetupTimingLines(text.value(), args[0]);
+    if (!timings) return timings.status();
+    return setupTimingTableMarkdown(timings.value());
+  }
+  return Status::error("unknown table kind '" + kind +
+                       "' (known: suite, matrix, diagnosis, validation, recovery, setup-timings)");
 }
 
 int tablesCommand(const fs::path& root, bool check) {

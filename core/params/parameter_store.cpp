@@ -7,36 +7,38 @@
 #include <thread>
 
 namespace dasp {
-namespace {
-
-// No snapshot holds `buffer` but the store's own pointer. A reader drops its snapshot with
-// an acquire-release decrement; the fence after seeing the count it left orders this
-// thread's writes after that reader's last reads.
-bool unheld(const std::shared_ptr<std::vector<float>>& buffer) {
-  if (buffer.use_count() != 1) return false;
-  std::atomic_thread_fence(std::memory_order_acquire);
-  return true;
+// No snapshot holds `buffer`: every reader's decrement is seen, and with it their reads.
+bool ParameterStore::unheld(const std::shared_ptr<Buffer>& buffer) {
+  return buffer->snapshots.load(std::memory_order_acquire) == 0;
 }
 
-}  // namespace
+ParameterStore::Snapshot ParameterStore::snapshot() const {
+  m_params->snapshots.fetch_add(1, std::memory_order_relaxed);  // under the server's lock, as every write
+  std::shared_ptr<Buffer> hold = m_params;  // a snapshot outlives even the store
+  const std::vector<float>* values = &hold->values;
+  return Snapshot(values, [hold = std::move(hold)](const std::vector<float>*) {
+    hold->snapshots.fetch_sub(1, std::memory_order_release);
+  });
+}
 
 ParameterStore::ParameterStore(std::vector<float> initial, double momentum, double weightDecay)
-    : m_params(std::make_shared<std::vector<float>>(std::move(initial))),
-      m_momentum(m_params->size(), 0.0f),
+    : m_params(std::make_shared<Buffer>(std::move(initial))),
+      m_size(static_cast<std::int64_t>(m_params->values.size())),
+      m_momentum(m_params->values.size(), 0.0f),
       m_mu(momentum),
       m_lambda(weightDecay) {}
 
 float* ParameterStore::writableParameters(bool keepValues) {
-  if (unheld(m_params)) return m_params->data();
+  if (unheld(m_params)) return m_params->values.data();
   auto spare = std::find_if(m_spares.begin(), m_spares.end(), unheld);
   if (spare == m_spares.end()) {
-    m_spares.push_back(std::make_shared<std::vector<float>>(m_params->size()));
+    m_spares.push_back(std::make_shared<Buffer>(std::vector<float>(m_params->values.size())));
     spare = m_spares.end() - 1;
   }
-  if (keepValues) std::memcpy((*spare)->data(), m_params->data(), m_params->size() * sizeof(float));
+  if (keepValues) std::memcpy((*spare)->values.data(), m_params->values.data(), m_params->values.size() * sizeof(float));
   std::swap(*spare, m_params);  // the held buffer becomes a spare, free once its readers are done
   ++m_copiesOnWrite;
-  return m_params->data();
+  return m_params->values.data();
 }
 
 namespace {
@@ -57,7 +59,7 @@ void ParameterStore::setApplyThreads(int threads) {
 
 std::int64_t ParameterStore::apply(const float* const* gradients, const double* weights, int count,
                                    double lr, float* mirror) {
-  const std::size_t n = m_params->size();
+  const std::size_t n = m_params->values.size();
   float* theta = writableParameters(true);
   const float eta = static_cast<float>(lr);
   if (m_team && n >= kParallelFloats) {
@@ -114,7 +116,7 @@ void ParameterStore::applyRange(std::size_t begin, std::size_t end, float* theta
 }
 
 void ParameterStore::combine(const float* const* gradients, const double* weights, int count, float* out) const {
-  const std::size_t n = m_params->size();
+  const std::size_t n = m_params->values.size();
   if (count == 0) {
     std::memset(out, 0, n * sizeof(float));
     return;
@@ -129,7 +131,7 @@ void ParameterStore::combine(const float* const* gradients, const double* weight
 }
 
 void ParameterStore::restore(const float* params, const float* momentum, std::int64_t version) {
-  std::memcpy(writableParameters(false), params, m_params->size() * sizeof(float));
+  std::memcpy(writableParameters(false), params, m_params->values.size() * sizeof(float));
   if (momentum != nullptr) {
     std::memcpy(m_momentum.data(), momentum, m_momentum.size() * sizeof(float));
   } else {

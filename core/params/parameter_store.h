@@ -16,6 +16,7 @@
 
 #include "core/params/range_team.h"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -28,14 +29,16 @@ class ParameterStore {
 
   using Snapshot = std::shared_ptr<const std::vector<float>>;
 
-  std::int64_t size() const { return static_cast<std::int64_t>(m_params->size()); }
+  // Constant, so it may be read without the server's lock (the buffer it was read from
+  // before is swapped under the lock).
+  std::int64_t size() const { return m_size; }
   std::int64_t version() const { return m_version; }
   // Changes with every apply() and restore(), unlike the version, which a restore may set
   // back: parameters copied at one revision are the current ones while it is unchanged.
   std::int64_t revision() const { return m_revision; }
-  const float* parameters() const { return m_params->data(); }
+  const float* parameters() const { return m_params->values.data(); }
   // The current version's parameters, unchanged for as long as the snapshot is held.
-  Snapshot snapshot() const { return m_params; }
+  Snapshot snapshot() const;
   const std::vector<float>& momentumBuffer() const { return m_momentum; }
 
   // Applies one update of `count` gradients (each `size()` floats) weighted by `weights`,
@@ -75,8 +78,20 @@ class ParameterStore {
   void applyRange(std::size_t begin, std::size_t end, float* theta, const float* const* gradients,
                   const double* weights, int count, float eta, float* mirror);
 
-  std::shared_ptr<std::vector<float>> m_params;
-  std::vector<std::shared_ptr<std::vector<float>>> m_spares;
+  // A parameter buffer and the number of snapshots that hold it. A reader drops its
+  // snapshot with a release decrement, which the writer's acquire load of the count sees
+  // before it writes the buffer again (an ordering ThreadSanitizer follows, as it does not
+  // a fence after shared_ptr's relaxed use_count()).
+  struct Buffer {
+    explicit Buffer(std::vector<float> v) : values(std::move(v)) {}
+    std::vector<float> values;
+    mutable std::atomic<std::int64_t> snapshots{0};
+  };
+  static bool unheld(const std::shared_ptr<Buffer>& buffer);
+
+  std::shared_ptr<Buffer> m_params;
+  std::vector<std::shared_ptr<Buffer>> m_spares;
+  std::int64_t m_size;
   std::int64_t m_copiesOnWrite = 0;
   std::vector<float> m_momentum;
   double m_mu;

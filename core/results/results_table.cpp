@@ -383,6 +383,43 @@ Result<std::vector<v1::RunResult>> parseResultLines(const std::string& text, con
   return out;
 }
 
+Result<std::vector<v1::SetupTiming>> parseSetupTimingLines(const std::string& text, const std::string& source) {
+  std::vector<v1::SetupTiming> out;
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    v1::SetupTiming t;
+    const auto status = google::protobuf::util::JsonStringToMessage(line, &t);
+    if (!status.ok()) {
+      return Status::error(source + ":" + std::to_string(number) + ": not a set-up timing: " +
+                           std::string(status.message()));
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::string setupTimingTableMarkdown(const std::vector<v1::SetupTiming>& timings) {
+  std::ostringstream os;
+  os << "| date | commit | machine | set-up and build | tests | tests passed |\n";
+  os << "| --- | --- | --- | --- | --- | --- |\n";
+  auto minutes = [](double s) {
+    const long whole = std::lround(s);
+    return std::to_string(whole / 60) + " min " + std::to_string(whole % 60) + " s";
+  };
+  for (const auto& t : timings) {
+    std::string setup = minutes(t.build_s());
+    if (t.cold_cache()) setup += ", cold ccache";
+    if (t.packages_installed()) setup += ", packages already installed";
+    os << "| " << t.date() << " | `" << t.commit() << "` | " << t.machine() << " | " << setup << " | "
+       << minutes(t.tests_s()) << " | " << (t.tests() - t.failed()) << " of " << t.tests() << " |\n";
+  }
+  return os.str();
+}
+
 Result<std::string> regenerateBlocks(
     const std::string& text,
     const std::function<Result<std::string>(const std::string& kind, const std::vector<std::string>& args)>& generate) {

@@ -76,6 +76,9 @@ std::string validationTableMarkdown(const std::vector<v1::RunResult>& real, cons
 // Reads JSON Lines of RunResult (unknown fields ignored, blank lines skipped). Errors name
 // `source` and the line.
 Result<std::vector<v1::RunResult>> parseResultLines(const std::string& text, const std::string& source);
+// results/fresh-clone/timings.jsonl: SetupTiming lines, and their table (newest last).
+Result<std::vector<v1::SetupTiming>> parseSetupTimingLines(const std::string& text, const std::string& source);
+std::string setupTimingTableMarkdown(const std::vector<v1::SetupTiming>& timings);
 
 // Regenerates the generated blocks of a markdown text:
 //   <!-- dasp-tables KIND ARG... -->  ...  <!-- /dasp-tables -->

@@ -264,9 +264,10 @@ Status validateLaunch(const ExperimentSpec& spec) {
   if (launch.has_connect_timeout_s() && !(timeout > 0 && std::isfinite(timeout))) {
     return Status::error("launch.connect_timeout_s: must be > 0 (got " + num(timeout) + ")");
   }
-  const int replicas = spec.recovery().mode() == v1::RecoverySpec::CHAIN
-                           ? (spec.recovery().has_replicas() ? spec.recovery().replicas() : 3)
-                           : 1;
+  // In 64 bits: a port near INT32_MAX plus the replicas would overflow an int.
+  const std::int64_t replicas = spec.recovery().mode() == v1::RecoverySpec::CHAIN
+                                    ? (spec.recovery().has_replicas() ? spec.recovery().replicas() : 3)
+                                    : 1;
   if (launch.server_port() < 0 || launch.server_port() + replicas - 1 > 65535) {
     return Status::error("launch.server_port: must be in [0, 65535] for every replica (got " +
                          std::to_string(launch.server_port()) + ")");

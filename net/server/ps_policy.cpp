@@ -149,7 +149,7 @@ bool ParameterServer::Impl::mayAnswerLocked(PendingPull* r, double t) {
 void ParameterServer::Impl::maybeStartLocked() {
   if (started || adopting || std::count(joined.begin(), joined.end(), 1) < options.workers) return;
   const double shift = sinceStart();
-  start = after<Clock>(start, shift);
+  setStartPoint(after<Clock>(startPoint(), shift));
   for (auto& v : lastContact) v = 0.0;
   started = true;
   if (auto* e = newEventLocked()) {

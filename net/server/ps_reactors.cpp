@@ -95,6 +95,7 @@ void ParameterServer::Impl::PushStreamReactor::sumLanded(bool all) {
 }
 
 void ParameterServer::Impl::PushStreamReactor::OnReadDone(bool ok) {
+  std::unique_lock<std::mutex> order(m_readOrder);  // not held into Finish or StartRead
   if (!ok) {  // the client has sent everything
     if (!m_failed) sumLanded(true);
     const grpc::Status status =
@@ -105,6 +106,7 @@ void ParameterServer::Impl::PushStreamReactor::OnReadDone(bool ok) {
       bool own = false;
       (void)grpc::SerializationTraits<pb::PushReply>::Serialize(m_reply, m_response, &own);
     }
+    order.unlock();
     Finish(status);
     return;
   }
@@ -122,6 +124,7 @@ void ParameterServer::Impl::PushStreamReactor::OnReadDone(bool ok) {
     if (!wrong.empty() && !m_failed) fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, wrong));
     if (!m_failed) sumLanded(false);
   }
+  order.unlock();
   StartRead(&m_chunk);
 }
 

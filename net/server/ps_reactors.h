@@ -155,6 +155,11 @@ class ParameterServer::Impl::PushStreamReactor final : public grpc::ServerReadRe
   int m_claimed = -1;  // the rank whose receive buffer this call holds
   bool m_failed = false;
   grpc::Status m_status;
+  // Held by each OnReadDone. gRPC runs them one at a time, but on any of its threads and
+  // ordered by its own synchronization, which ThreadSanitizer does not see (gRPC is not
+  // built with it): the lock states the order, so the chunks one thread gathered happen
+  // before the push another thread applies. Never contended.
+  std::mutex m_readOrder;
 };
 
 // One Watch subscriber: events are appended under Impl::mu and written in batches, one

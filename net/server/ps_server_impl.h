@@ -31,9 +31,10 @@
 //   afterwards, from any thread, without the lock. `store` and `policy` are such pointers;
 //   the objects they point to are guarded by mu, except `store->size()` (constant).
 // - `isHead` is atomic: written under mu (promotion), read by the handlers without it.
-// - Known unlocked reads, kept as they were: a call's arrival time (`now()` in Pull,
-//   PushPull, PullChunks and Join's probe) reads the clock fields (`start`, `started`,
-//   `clockRunning`) without the lock.
+// - The run clock's fields (`startTicks`, `started`, `clockRunning`) are atomic: written
+//   under mu, read also without it, where a call's arrival time is taken (`now()` in Pull,
+//   PushPull, PullChunks and Join's probe). A reader that sees `started` sees the origin
+//   it was set with (the origin is stored first; both are sequentially consistent).
 // - The checkpoint copy (`checkpointParams` ... `checkpointT`) is handed over by
 //   `checkpointDue`: written under mu only while it is false; while it is true the writer
 //   thread reads the copy without the lock, and nobody writes it.
@@ -151,11 +152,11 @@ struct ParameterServer::Impl final : ChunkedRawService {
   std::condition_variable stopCv;            // waitForStop()
   std::condition_variable checkpointCv;      // wakes the checkpoint writer
   PolicyOutput out;                          // the policy's output of one decision (reused)
-  Clock::time_point start = Clock::now();    // the run clock's origin
+  std::atomic<Clock::rep> startTicks{Clock::now().time_since_epoch().count()};  // the run clock's origin
   bool stopping = false;
   bool shuttingDown = false;
-  bool started = false;  // every worker joined: the run's clock runs
-  bool clockRunning = false;                 // now() runs (a resumed server: from the start)
+  std::atomic<bool> started{false};       // every worker joined: the run's clock runs
+  std::atomic<bool> clockRunning{false};  // now() runs (a resumed server: from the start)
   std::uint64_t incarnation = 0;             // changes on every (re)start and promotion
   std::vector<PendingPull*> parked;
   std::vector<std::vector<float>> held;      // per rank: a gradient the policy holds
@@ -269,13 +270,15 @@ struct ParameterServer::Impl final : ChunkedRawService {
   std::thread socketAcceptor;
 
   // --- clock and small helpers (here) --------------------------------------------------------
-  double sinceStart() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+  Clock::time_point startPoint() const { return Clock::time_point(Clock::duration(startTicks.load())); }
+  void setStartPoint(Clock::time_point t) { startTicks.store(t.time_since_epoch().count()); }
+  double sinceStart() const { return std::chrono::duration<double>(Clock::now() - startPoint()).count(); }
   // Run time: 0 until every worker has joined (so nothing before the start, such as join
   // events or the evaluator's first report, carries start-up time), then seconds since.
   // A resumed server continues the run's clock from the moment it starts.
   double now() const { return started || clockRunning ? sinceStart() : 0.0; }
   void setClock(double t) {
-    start = Clock::now() - std::chrono::duration_cast<Clock::duration>(durationFromSeconds(t));
+    setStartPoint(Clock::now() - std::chrono::duration_cast<Clock::duration>(durationFromSeconds(t)));
     clockRunning = true;
   }
   void say(const std::string& text) const {

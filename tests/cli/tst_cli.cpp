@@ -283,7 +283,7 @@ void TestCli::trainsAndRecordsRun() {
 void TestCli::sigtermLeavesStoppedRun() {
   const auto db = m_dir.filePath("stop.sqlite");
   QProcess p;
-  p.start(daspBinary(), {"train", "--dataset", "synthetic", "--model", "mlp", "--epochs", "100000", "--db", db,
+  test_support::startDasp(p, {"train", "--dataset", "synthetic", "--model", "mlp", "--epochs", "100000", "--db", db,
                       "--quiet"});
   QVERIFY(p.waitForStarted());
   // Wait until the run is in the store and has written at least one evaluation.

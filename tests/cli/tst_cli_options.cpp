@@ -102,7 +102,7 @@ Outcome runToEnd(const QStringList& args) {
 Outcome serveAndStop(const QStringList& args) {
   QProcess p;
   p.setProcessChannelMode(QProcess::MergedChannels);
-  p.start(test_support::daspBinary(), args);
+  test_support::startDasp(p, args);
   if (!p.waitForStarted(10000)) return {"did not start"};
   QByteArray said;
   while (!said.contains("dasp-server listening")) {

@@ -256,8 +256,8 @@ std::string runEngine(const ExperimentSpec& spec) {
   // A run with a target evaluates its new versions on its schedule (the final evaluation
   // aside), when it lasts longer than the period or the step interval.
   const auto& eval = spec.evaluation();
-  const bool byTime = eval.every_s() > 0 && s.seconds > 2 * eval.every_s();
-  const bool bySteps = eval.every_steps() > 0 && s.updates > 2 * eval.every_steps();
+  const bool byTime = eval.every_s() > 0 && s.seconds / 2 > eval.every_s();
+  const bool bySteps = eval.every_steps() > 0 && s.updates / 2 > eval.every_steps();
   if (spec.stop().target_accuracy() > 0 && s.updates > 0 && (byTime || bySteps) && evaluatedAt.size() < 2) {
     return "no evaluation on the schedule before the end: a target could never be seen";
   }

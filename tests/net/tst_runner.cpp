@@ -103,8 +103,7 @@ void TestRunner::shortRunIsRecorded() {
   const auto db = m_dir.filePath("runs-" + strategy + "-" + over + ".sqlite");
   const int payloadPort = transport == "TCP" && strategy == "bsp" ? freePort() : 0;
   QProcess p;
-  p.start(test_support::daspBinary(),
-          {"run", writeSpec(m_dir, name, strategy, 3, transport, payloadPort), "--db", db, "--json", "--quiet"});
+  test_support::startDasp(p, {"run", writeSpec(m_dir, name, strategy, 3, transport, payloadPort), "--db", db, "--json", "--quiet"});
   QVERIFY(p.waitForFinished(60000));
   const auto err = QString::fromUtf8(p.readAllStandardError());
   QVERIFY2(p.exitCode() == 0, qPrintable(err));
@@ -152,7 +151,7 @@ void TestRunner::shortRunIsRecorded() {
 void TestRunner::killedWorkerIsMarkedDown() {
   const auto db = m_dir.filePath("kill.sqlite");
   QProcess p;
-  p.start(test_support::daspBinary(), {"run", writeSpec(m_dir, "kill", "bsp", 6), "--db", db, "--json", "--quiet"});
+  test_support::startDasp(p, {"run", writeSpec(m_dir, "kill", "bsp", 6), "--db", db, "--json", "--quiet"});
   QVERIFY(p.waitForStarted());
   // Wait until the run has worker processes and has applied updates, then kill worker-1.
   std::int64_t victim = 0, runId = 0;
@@ -194,7 +193,7 @@ void TestRunner::killedWorkerIsMarkedDown() {
 void TestRunner::interruptStopsCleanly() {
   const auto db = m_dir.filePath("interrupt.sqlite");
   QProcess p;
-  p.start(test_support::daspBinary(), {"run", writeSpec(m_dir, "interrupt", "asp", 120), "--db", db, "--quiet"});
+  test_support::startDasp(p, {"run", writeSpec(m_dir, "interrupt", "asp", 120), "--db", db, "--quiet"});
   QVERIFY(p.waitForStarted());
   std::int64_t runId = 0;
   auto running = [&]() -> bool {

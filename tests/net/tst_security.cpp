@@ -214,7 +214,7 @@ void TestSecurity::manualServerWritesItsTokenFile() {
   {
     QProcess worker;
     worker.setProcessEnvironment(env);
-    worker.start(test_support::daspBinary(), {"worker", "--server", "127.0.0.1:1"});
+    test_support::startDasp(worker, {"worker", "--server", "127.0.0.1:1"});
     QVERIFY(worker.waitForFinished(30000));
     QVERIFY(worker.exitCode() != 0);
     const auto err = QString::fromUtf8(worker.readAllStandardError());
@@ -223,7 +223,7 @@ void TestSecurity::manualServerWritesItsTokenFile() {
   }
   QProcess server;
   server.setProcessEnvironment(env);
-  server.start(test_support::daspBinary(), {"server", "--spec", specPath, "--workers", "1", "--port", "0"});
+  test_support::startDasp(server, {"server", "--spec", specPath, "--workers", "1", "--port", "0"});
   QVERIFY(server.waitForStarted());
   QString out;
   const QRegularExpression listening(QStringLiteral("dasp-server listening (\\S+) "));

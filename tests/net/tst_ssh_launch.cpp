@@ -493,7 +493,7 @@ void TestSshLaunch::sshRunCompletes() {
                                                      {"workers", QJsonArray{"localhost"}}}}};
   const auto db = m_dir.filePath("ssh-a.sqlite");
   QProcess p;
-  p.start(test_support::daspBinary(), {"run", writeSpec("ssh-short", 3, launch), "--db", db, "--json", "--quiet"});
+  test_support::startDasp(p, {"run", writeSpec("ssh-short", 3, launch), "--db", db, "--json", "--quiet"});
   QVERIFY(p.waitForFinished(120000));
   const auto err = QString::fromUtf8(p.readAllStandardError());
   QVERIFY2(p.exitCode() == 0, qPrintable(err));
@@ -530,7 +530,7 @@ void TestSshLaunch::killedClientsLeaveNoNodes() {
   const QJsonObject launch{{"launcher", "SSH"}, {"hosts", QJsonArray{sshHost("localhost", m_port, work)}}};
   const auto db = m_dir.filePath("ssh-b.sqlite");
   QProcess p;
-  p.start(test_support::daspBinary(), {"run", writeSpec("ssh-long", 120, launch), "--db", db, "--quiet"});
+  test_support::startDasp(p, {"run", writeSpec("ssh-long", 120, launch), "--db", db, "--quiet"});
   QVERIFY(p.waitForStarted());
   const std::string marker = "DASP_RUN_DIR=" + work.toStdString() + "/";
   // Training runs: four node processes on the "host" and evaluations in the store.
@@ -608,7 +608,7 @@ void TestSshLaunch::unreachableHostFailsFast() {
   QElapsedTimer timer;
   timer.start();
   QProcess p;
-  p.start(test_support::daspBinary(), {"run", writeSpec("ssh-unreachable", 60, launch), "--db", db, "--quiet"});
+  test_support::startDasp(p, {"run", writeSpec("ssh-unreachable", 60, launch), "--db", db, "--quiet"});
   QVERIFY(p.waitForFinished(60000));
   QVERIFY(timer.elapsed() < 30000);
   QVERIFY(p.exitCode() != 0);

@@ -125,7 +125,7 @@ void TestStoreFull::startRun(QProcess& p, const QString& name, double seconds) {
   base.workers = 2;
   base.maxSeconds = seconds;
   const auto spec = test_support::writeSpecFile(m_dir.path(), name, base.json());
-  p.start(test_support::daspBinary(), {"run", spec, "--db", m_db, "--json"});
+  test_support::startDasp(p, {"run", spec, "--db", m_db, "--json"});
   QVERIFY(p.waitForStarted(10000));
   // The run trains and its rows reach the store before the disk fills.
   QTRY_VERIFY2_WITH_TIMEOUT(ReadOnlyStore(m_db).number("SELECT COUNT(*) FROM evaluations") >= 3,

@@ -170,7 +170,7 @@ void TestTls::unreadableTlsFilesStopTheStart() {
                 .toUtf8());
   }
   QProcess run;
-  run.start(test_support::daspBinary(), {"run", specPath, "--db", m_dir.filePath("unreadable.sqlite"), "--quiet"});
+  test_support::startDasp(run, {"run", specPath, "--db", m_dir.filePath("unreadable.sqlite"), "--quiet"});
   QVERIFY(run.waitForFinished(60000));
   QVERIFY(run.exitCode() != 0);
   auto err = QString::fromUtf8(run.readAllStandardError());
@@ -181,7 +181,7 @@ void TestTls::unreadableTlsFilesStopTheStart() {
   const auto cert = makeLabCert(m_dir.filePath("unreadable-key"), {}, &error);
   QVERIFY2(error.isEmpty(), qPrintable(error));
   QProcess server;
-  server.start(test_support::daspBinary(), {"server", "--spec", specPath, "--workers", "1", "--port", "0", "--tls-cert", cert.cert,
+  test_support::startDasp(server, {"server", "--spec", specPath, "--workers", "1", "--port", "0", "--tls-cert", cert.cert,
                            "--tls-key", missingKey});
   QVERIFY(server.waitForFinished(60000));
   QVERIFY(server.exitCode() != 0);
@@ -214,7 +214,7 @@ void TestTls::tlsRunCompletes() {
   }
   const auto db = m_dir.filePath("tls-run.sqlite");
   QProcess p;
-  p.start(test_support::daspBinary(), {"run", specPath, "--db", db, "--json", "--quiet"});
+  test_support::startDasp(p, {"run", specPath, "--db", db, "--json", "--quiet"});
   QVERIFY(p.waitForStarted());
   // Once it trains: every node got the token in its environment, none on its command line;
   // then an intruder with the certificate but another token calls the server.

@@ -31,7 +31,7 @@ DrillRun runDrill(const QString& spec, const QString& db) {
   p.setProcessEnvironment(env);
   QElapsedTimer timer;
   timer.start();
-  p.start(daspBinary(), {"run", spec, "--db", db, "--json", "--quiet"});
+  startDasp(p, {"run", spec, "--db", db, "--json", "--quiet"});
   r.finished = p.waitForFinished(90000);
   if (!r.finished) {
     p.kill();

@@ -2,6 +2,8 @@
 #include "tests/support/processes.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,9 +14,20 @@ namespace test_support {
 
 QString daspBinary() { return qEnvironmentVariable("DASP_BIN", QStringLiteral(DASP_BINARY_DIR "/bin/dasp")); }
 
+namespace {
+// Run in the child between fork and exec: it dies with its parent (this test).
+void dieWithParent() { ::prctl(PR_SET_PDEATHSIG, SIGKILL); }
+}  // namespace
+
+void startDasp(QProcess& process, const QStringList& args) {
+  process.setChildProcessModifier(dieWithParent);
+  process.start(daspBinary(), args);
+}
+
 Finished runProgram(const QString& program, const QStringList& args, int timeoutMs, const QProcessEnvironment& env) {
   QProcess p;
   p.setProcessEnvironment(env);
+  p.setChildProcessModifier(dieWithParent);
   p.start(program, args);
   Finished f;
   if (!p.waitForStarted(10000)) {
