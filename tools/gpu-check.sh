@@ -90,12 +90,13 @@ while [ $# -gt 0 ]; do
 done
 
 # The Debian 12 (bookworm) packages the Qt-free build needs beyond a compiler and cmake:
-# gRPC, Protobuf, SQLite, zlib, OpenSSL and their libraries. glibc, libstdc++ and the
-# compiler's own packages are left out on purpose: they must be the host's.
+# gRPC, Protobuf, SQLite, zlib, OpenSSL and their libraries, and CLI11 (headers only).
+# glibc, libstdc++ and the compiler's own packages are left out on purpose: they must be
+# the host's.
 debs=(libgrpc++-dev libgrpc-dev libgrpc++1.51 libgrpc29 protobuf-compiler-grpc
       protobuf-compiler libprotobuf-dev libprotobuf32 libprotobuf-lite32 libprotoc32
       libabsl-dev libabsl20220623 libc-ares-dev libc-ares2 libre2-dev libre2-9
-      libsqlite3-dev libsqlite3-0 libssl-dev libssl3 zlib1g-dev zlib1g)
+      libsqlite3-dev libsqlite3-0 libssl-dev libssl3 zlib1g-dev zlib1g libcli11-dev)
 fmnist_files=(train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz
               t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz)
 
@@ -300,12 +301,13 @@ else
 fi
 write_json
 
-# --- 3. gRPC, Protobuf, SQLite, zlib, OpenSSL: the system's, or Debian's unpacked privately ---
+# --- 3. gRPC, Protobuf, SQLite, zlib, OpenSSL, CLI11: the system's, or Debian's unpacked privately ---
 system_has_deps() {
   command -v protoc >/dev/null && command -v grpc_cpp_plugin >/dev/null &&
     { compgen -G '/usr/lib/*/cmake/grpc/gRPCConfig.cmake' >/dev/null ||
       [ -f /usr/lib/cmake/grpc/gRPCConfig.cmake ] || [ -f /usr/local/lib/cmake/grpc/gRPCConfig.cmake ]; } &&
-    [ -f /usr/include/sqlite3.h ] && [ -f /usr/include/zlib.h ] && [ -f /usr/include/openssl/ssl.h ]
+    [ -f /usr/include/sqlite3.h ] && [ -f /usr/include/zlib.h ] && [ -f /usr/include/openssl/ssl.h ] &&
+    [ -f /usr/include/CLI/CLI.hpp ]
 }
 unpack_debs() {  # unpack_debs DIR: every .deb in DIR into $prefix, without dpkg's database
   local f n=0 stamp
@@ -346,7 +348,7 @@ if [ $use_prefix -eq 1 ] || ! system_has_deps; then
     unpack_debs "$build/debs"
     deps_source=apt-download
   else
-    fail_now "this machine lacks gRPC/Protobuf/SQLite/zlib/OpenSSL development files. Either run 'tools/gpu-check.sh --pack DIR' on a Debian 12 machine (copies ${#debs[@]} .debs and Fashion-MNIST, ~51 MB), carry DIR here and pass --deps DIR; or, with apt and network here, pass --fetch (apt-get download, unpacked into $prefix, nothing installed)"
+    fail_now "this machine lacks gRPC/Protobuf/SQLite/zlib/OpenSSL/CLI11 development files. Either run 'tools/gpu-check.sh --pack DIR' on a Debian 12 machine (copies ${#debs[@]} .debs and Fashion-MNIST, ~51 MB), carry DIR here and pass --deps DIR; or, with apt and network here, pass --fetch (apt-get download, unpacked into $prefix, nothing installed)"
   fi
   arch=x86_64-linux-gnu
   lib=$prefix/usr/lib/$arch
@@ -363,6 +365,7 @@ if [ $use_prefix -eq 1 ] || ! system_has_deps; then
     "-DZLIB_INCLUDE_DIR=$prefix/usr/include" "-DZLIB_LIBRARY=$lib/libz.so"
     "-DOPENSSL_ROOT_DIR=$prefix/usr" "-DOPENSSL_INCLUDE_DIR=$prefix/usr/include"
     "-DOPENSSL_SSL_LIBRARY=$lib/libssl.so" "-DOPENSSL_CRYPTO_LIBRARY=$lib/libcrypto.so"
+    "-DCLI11_DIR=$prefix/usr/share/cmake/CLI11"
     "-DCMAKE_LIBRARY_PATH=$lib" "-DCMAKE_INCLUDE_PATH=$prefix/usr/include")
 fi
 set_fact deps "{\"source\":$(json_str "$deps_source"),\"prefix\":$(json_str "$([ $deps_source = system ] || echo "$prefix")")}"
@@ -466,7 +469,7 @@ train() {  # train NAME MODEL DEVICE CAP MIN ARGS...
   local name=$1 model=$2 device=$3 cap=$4 min=$5
   shift 5
   run_step "$name" "$cap" "$min" "$dasp" train --model "$model" --device "$device" --dataset-path "$dataset" \
-    --set evaluation.every_steps=0 --no-store --json --quiet "$@" || true
+    --set evaluation.every_steps=1000000000 --no-store --json --quiet "$@" || true
 }
 # The same 300 updates (same seed, same batches) on the GPU and on the CPU: the accuracies
 # should agree and the samples/s differ; then the GPU for 2 whole epochs.
