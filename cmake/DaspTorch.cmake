@@ -115,3 +115,10 @@ else()
   set(_dasp_cuda_text "CPU only")
 endif()
 message(STATUS "LibTorch ${DASP_TORCH_VERSION} (${_dasp_cuda_text}, _GLIBCXX_USE_CXX11_ABI=${_dasp_torch_abi}) at ${_dasp_torch_where}")
+
+# A PyTorch wheel's libtorch.so carries its own copy of parts of libstdc++ (std::filesystem,
+# from the manylinux toolchain's static libstdc++_nonshared.a) and exports it. A program
+# linked with libtorch before libstdc++ binds its own calls to that copy: on the first GPU
+# host the runner's std::filesystem::remove_all jumped to address 0. So libstdc++ comes
+# first on the link line (the order is harmless with Debian's LibTorch).
+set(TORCH_LIBRARIES "-Wl,--push-state,--no-as-needed" stdc++ "-Wl,--pop-state" ${TORCH_LIBRARIES})

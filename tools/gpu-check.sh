@@ -329,6 +329,11 @@ unpack_debs() {  # unpack_debs DIR: every .deb in DIR into $prefix, without dpkg
     n=$((n + 1))
   done
   [ $n -gt 0 ] || fail_now "no .deb files in $1"
+  # Links to absolute paths (zlib1g-dev's libz.so -> /lib/x86_64-linux-gnu/libz.so.1.2.13)
+  # point at the host's files, or at nothing: point them inside the prefix.
+  find "$prefix" -type l -lname '/*' | while read -r f; do
+    ln -sfn "$prefix$(readlink "$f")" "$f"
+  done
   printf '%s' "$stamp" >"$prefix/.debs"
   say "unpacked $n .debs into $prefix"
 }
@@ -355,9 +360,21 @@ if [ $use_prefix -eq 1 ] || ! system_has_deps; then
   # Debian's CMake packages compute their paths relative to themselves, so they work from
   # the private prefix; protoc, grpc_cpp_plugin and dasp find the libraries through
   # LD_LIBRARY_PATH (set for this script's children only).
-  export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LD_LIBRARY_PATH=$lib:$prefix/lib/$arch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export PATH=$prefix/usr/bin:$PATH
+  # Debian's gRPC package finds RE2 through pkg-config, whose re2.pc names /usr: a host
+  # without Debian's libre2-dev (or without pkg-config) would not find the private one.
+  # A CMake package file of our own, which gRPC's Findre2 looks for first, names it.
+  mkdir -p "$build/re2-cmake"
+  cat >"$build/re2-cmake/re2Config.cmake" <<RE2
+if(NOT TARGET re2::re2)
+  add_library(re2::re2 SHARED IMPORTED)
+  set_target_properties(re2::re2 PROPERTIES IMPORTED_LOCATION "$lib/libre2.so"
+                        INTERFACE_INCLUDE_DIRECTORIES "$prefix/usr/include")
+endif()
+RE2
   cmake_dep_args=(
+    "-Dre2_DIR=$build/re2-cmake"
     "-DgRPC_DIR=$lib/cmake/grpc" "-Dabsl_DIR=$lib/cmake/absl"
     "-DProtobuf_INCLUDE_DIR=$prefix/usr/include" "-DProtobuf_LIBRARY=$lib/libprotobuf.so"
     "-DProtobuf_PROTOC_LIBRARY=$lib/libprotoc.so" "-DProtobuf_PROTOC_EXECUTABLE=$prefix/usr/bin/protoc"
@@ -391,7 +408,9 @@ if [ -f "$build/CMakeCache.txt" ] && ! grep -q "CMAKE_GENERATOR:INTERNAL=${gen[1
 fi
 extra_args=()
 read -r -a extra_args <<<"${DASP_CMAKE_ARGS:-}" || true
-base_args=(-S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DDASP_BUILD_GUI=OFF -DBUILD_TESTING=ON
+# The host's default linker (DASP_LINKER empty), not gold: a GPU host's LibTorch was only
+# ever linked with it.
+base_args=(-S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DDASP_BUILD_GUI=OFF -DBUILD_TESTING=ON -DDASP_LINKER=
            "${cmake_dep_args[@]}" "${extra_args[@]}")
 [ $cpu_only -eq 1 ] || base_args+=(-DDASP_REQUIRE_CUDA=ON)
 torch_mode=default
