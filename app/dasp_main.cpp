@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `dasp`: the Qt-free command line and every node role. Thin: it sets up the process
 // (allocator, OpenMP policy), declares the subcommands of app/cli and runs the one given.
-#include "app/cli/cli.h"
+#include "app/cli/run_dasp.h"
 
 #include <malloc.h>
 
@@ -22,12 +22,5 @@ void tuneProcess() {
 
 int main(int argc, char** argv) {
   tuneProcess();
-  CLI::App dasp("dasp: distributed training over heterogeneous clusters: a parameter server, its workers and "
-                "evaluator, the virtual-cluster engine, the run store and the results tables.",
-                "dasp");
-  dasp.require_subcommand(1);
-  dasp.footer("Run 'dasp <command> --help' for the options of a command.");
-  int exitCode = 0;
-  dasp::cli::addCommands(dasp, exitCode);
-  return dasp::cli::parseAndRun(dasp, argc, argv, exitCode);
+  return dasp::cli::runDasp(argc, argv);
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "app/cli/cli.h"
+#include "app/cli/run_dasp.h"
 
 #include <cerrno>
 #include <cmath>
@@ -200,6 +201,17 @@ int parseAndRun(CLI::App& dasp, int argc, char** argv, const int& exitCode) {
     return fail(std::string(e.what()) + " (see '" + commandPath(dasp) + " --help')");
   }
   return exitCode;
+}
+
+int runDasp(int argc, char** argv) {
+  CLI::App dasp("dasp: distributed training over heterogeneous clusters: a parameter server, its workers and "
+                "evaluator, the virtual-cluster engine, the run store and the results tables.",
+                "dasp");
+  dasp.require_subcommand(1);
+  dasp.footer("Run 'dasp <command> --help' for the options of a command.");
+  int exitCode = 0;
+  addCommands(dasp, exitCode);
+  return parseAndRun(dasp, argc, argv, exitCode);
 }
 
 }  // namespace dasp::cli
