@@ -52,6 +52,11 @@ function(dasp_add_test)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 60)
   endif()
+  if(DASP_SANITIZER)
+    # Every node process is about 2.5 times slower under a sanitizer (kProcessTimeScale in
+    # tests/support/processes.h), and so is the unit that waits for them.
+    math(EXPR T_TIMEOUT "${T_TIMEOUT} * 5 / 2")
+  endif()
   set(_tests ${T_NAME})
   if(T_PARTS)
     set(_tests "")

@@ -187,10 +187,12 @@ Result<RoundTimes> interleavedRound(const ExperimentSpec& spec, const TrainTest&
   worker.transport = net::LocalTransport::Auto;  // what `dasp run` gives a local worker
   auto join = net::joinServer(worker, "worker");
   if (!join) return join.status();
-  if (join->client->transport() != net::LocalTransport::Shm) {
-    return Status::error("bench ps: the local worker did not get shared memory: " + join->client->transportFallback());
+  auto* client = dynamic_cast<net::PsClient*>(join->client.get());  // one server: a PsClient
+  if (client == nullptr || client->transport() != net::LocalTransport::Shm) {
+    return Status::error("bench ps: the local worker did not get shared memory: " +
+                         (client == nullptr ? std::string("a sharded server") : client->transportFallback()));
   }
-  join->client->useDoorbell(doorbell);
+  client->useDoorbell(doorbell);
   auto source = ml::ShardGradientSource::create(spec, data.train, 0, 1);
   if (!source) return source.status();
   for (int i = 0; i < kWarmUp; ++i) {

@@ -11,6 +11,7 @@
 #include "net/client/link_emulation.h"
 #include "net/client/nodes.h"
 #include "net/server/ps_server.h"
+#include "core/params/shard_layout.h"
 
 #include <unistd.h>
 
@@ -48,7 +49,21 @@ struct ServerFlags {
   std::string chainNext;
   std::optional<std::string> tokenFile, tlsCert, tlsKey;
   std::string recordPath;
+  int shards = 0;  // 0: the spec's ps.shards
+  int shard = 0;
+  std::string shardPeers;
 };
+
+// "a,b,c" as its non-empty parts.
+std::vector<std::string> commaList(const std::string& list) {
+  std::vector<std::string> parts;
+  for (std::size_t begin = 0; begin <= list.size();) {
+    const auto comma = std::min(list.find(',', begin), list.size());
+    if (comma > begin) parts.push_back(list.substr(begin, comma - begin));
+    begin = comma + 1;
+  }
+  return parts;
+}
 
 void logLine(const std::string& text) {
   std::fprintf(stderr, "%s\n", text.c_str());
@@ -100,12 +115,7 @@ struct NodeSetup {
 Result<NodeSetup> prepareNode(const ClientFlags& flags, const std::string& role) {
   NodeSetup s;
   // --server HOST:PORT[,HOST:PORT...]: several addresses are a chain's servers, in order.
-  const std::string& list = flags.servers;
-  for (std::size_t begin = 0; begin <= list.size();) {
-    const auto comma = std::min(list.find(',', begin), list.size());
-    if (comma > begin) s.options.servers.push_back(list.substr(begin, comma - begin));
-    begin = comma + 1;
-  }
+  s.options.servers = commaList(flags.servers);
   if (s.options.servers.empty()) return Status::error(role + ": --server HOST:PORT[,HOST:PORT...] is required");
   s.options.server = s.options.servers.front();
   s.options.name = flags.name.empty() ? role : flags.name;
@@ -179,7 +189,23 @@ int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_poin
   const auto parameters = initial->size();
   const auto trainCount = data->train.count;
   options.modelName = options.spec.model().name();
-  options.initialParameters = std::move(initial).value();
+  // A sharded server: this process owns one range of the model (ps.shards, or --shards).
+  const int shards = flags.shards > 0 ? flags.shards : options.spec.ps().shards();
+  if (flags.shard >= shards) {
+    return fail("server: --shard " + std::to_string(flags.shard) + " is not one of the " + std::to_string(shards) +
+                " shards (ps.shards, or --shards)");
+  }
+  auto layout = shardLayout(static_cast<std::int64_t>(parameters), shards);
+  if (!layout) return fail("server: " + layout.message());
+  options.shard = flags.shard;
+  options.layout = layout.value();
+  options.shardAddresses = commaList(flags.shardPeers);
+  if (shards > 1) {
+    const auto from = initial->begin() + layout->offset(flags.shard);
+    options.initialParameters.assign(from, from + layout->size(flags.shard));
+  } else {
+    options.initialParameters = std::move(initial).value();
+  }
 
   if (options.resumeAtS >= 0) {
     options.resumeAtS += std::chrono::duration<double>(std::chrono::steady_clock::now() - processStart).count();
@@ -210,9 +236,9 @@ int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_poin
   // The address clients on this machine dial (loopback for a wildcard bind); the bind
   // address and TLS follow.
   const std::string& bind = flags.bind;
-  std::printf("dasp-server listening %s parameters=%zu train_count=%lld bind=%s tls=%s\n",
+  std::printf("dasp-server listening %s parameters=%zu train_count=%lld bind=%s tls=%s shard=%d/%d\n",
               net::hostPort(net::dialableHost(bind), server.value()->port()).c_str(), parameters,
-              static_cast<long long>(trainCount), bind.c_str(), tls ? "on" : "off");
+              static_cast<long long>(trainCount), bind.c_str(), tls ? "on" : "off", flags.shard, shards);
   std::fflush(stdout);
   waitForStopSignal();
   server.value()->shutdown(2.0);
@@ -227,6 +253,8 @@ int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_poin
       static_cast<long long>(stats.guardRefused), static_cast<long long>(stats.guardClipped), stats.guardMaxRatio);
   std::printf("dasp-node-stats bytes_sent=%lld bytes_received=%lld\n", static_cast<long long>(stats.bytesSent),
               static_cast<long long>(stats.bytesReceived));
+  // The run ended by the server itself (a shard stopped following shard 0): say why.
+  if (const std::string failure = server.value()->failure(); !failure.empty()) return fail("server: " + failure, 1);
   return 0;
 }
 
@@ -321,6 +349,15 @@ void addNodeCommands(CLI::App& dasp, int& exitCode) {
   server->add_option("--tls-key", serverFlags->tlsKey, "TLS: its private key (PEM)");
   server->add_option("--record", serverFlags->recordPath,
                      "append every state held and every update applied to FILE (an update record)");
+  server->add_option("--shards", serverFlags->shards,
+                     "a sharded server: its number of shards (0 = the spec's ps.shards)")
+      ->capture_default_str()
+      ->check(integerIn(0, kMaxShards));
+  server->add_option("--shard", serverFlags->shard, "a sharded server: the range this process owns (0 decides)")
+      ->capture_default_str()
+      ->check(integerIn(0, kMaxShards - 1));
+  server->add_option("--shard-peers", serverFlags->shardPeers,
+                     "shard 0 of a sharded server: HOST:PORT of shards 1..S-1, in order, comma-separated");
   server->callback([serverFlags, processStart, &exitCode] { exitCode = serverCommand(*serverFlags, processStart); });
 
   auto workerFlags = std::make_shared<ClientFlags>();

@@ -14,24 +14,59 @@ double gradientNorm(const float* values, std::int64_t count) {
 }
 
 void GradientNormSum::add(const float* values, std::int64_t count) {
-  // Four partial sums: the loop vectorizes without -ffast-math reassociation, and a NaN or
-  // Inf anywhere makes the sum NaN or Inf (a float squared never overflows a double).
-  double s[4] = {m_sums[0], m_sums[1], m_sums[2], m_sums[3]};
   std::int64_t i = 0;
-  for (; i + 4 <= count; i += 4) {
-    for (int k = 0; k < 4; ++k) {
-      const double v = values[i + k];
-      s[k] += v * v;
+  while (i < count) {
+    // The open block's rest, or what is left of the values.
+    const std::int64_t n = std::min(count - i, kNormBlock - m_inBlock);
+    // Lane k takes the values at block offsets ≡ k (mod 4): where a piece starts inside a
+    // block, its first value goes to lane (m_inBlock mod 4). A NaN or Inf anywhere makes
+    // the sum NaN or Inf (a float squared never overflows a double).
+    double s[4] = {m_lanes[0], m_lanes[1], m_lanes[2], m_lanes[3]};
+    const float* v = values + i;
+    std::int64_t j = 0;
+    int lane = static_cast<int>(m_inBlock & 3);
+    for (; j < n && lane != 0; ++j, lane = (lane + 1) & 3) {
+      const double x = v[j];
+      s[lane] += x * x;
     }
+    for (; j + 4 <= n; j += 4) {
+      for (int k = 0; k < 4; ++k) {
+        const double x = v[j + k];
+        s[k] += x * x;
+      }
+    }
+    for (int k = 0; j < n; ++j, ++k) {
+      const double x = v[j];
+      s[k] += x * x;
+    }
+    for (int k = 0; k < 4; ++k) m_lanes[k] = s[k];
+    m_inBlock += n;
+    i += n;
+    if (m_inBlock == kNormBlock) closeBlock();
   }
-  for (; i < count; ++i) {
-    const double v = values[i];
-    s[0] += v * v;
-  }
-  for (int k = 0; k < 4; ++k) m_sums[k] = s[k];
 }
 
-double GradientNormSum::norm() const { return std::sqrt((m_sums[0] + m_sums[1]) + (m_sums[2] + m_sums[3])); }
+void GradientNormSum::closeBlock() {
+  const double sum = openBlockSum();
+  m_total += sum;
+  if (m_keep) m_blockSums.push_back(sum);
+  for (double& l : m_lanes) l = 0;
+  m_inBlock = 0;
+}
+
+void GradientNormSum::addBlockSums(const double* sums, std::size_t count) {
+  for (std::size_t b = 0; b < count; ++b) m_total += sums[b];
+}
+
+double GradientNormSum::squaredNorm() const { return m_inBlock > 0 ? m_total + openBlockSum() : m_total; }
+
+double GradientNormSum::norm() const { return std::sqrt(squaredNorm()); }
+
+std::vector<double> GradientNormSum::blockSums() const {
+  std::vector<double> sums = m_blockSums;
+  if (m_inBlock > 0) sums.push_back(openBlockSum());
+  return sums;
+}
 
 v1::GradientGuardSpec resolvedGuardSpec(const v1::GradientGuardSpec& spec) {
   v1::GradientGuardSpec g = spec;

@@ -25,19 +25,46 @@ namespace dasp {
 
 // The L2 norm of `count` floats, summed in double; +inf or nan when a value is not finite
 // (and +inf when the sum overflows double, which finite floats cannot make).
+//
+// The sum has one fixed order, whatever pieces it is taken in and however the values are
+// split among the shards of a sharded server: the values fall into blocks of kNormBlock
+// (the last may be shorter); a block's squares are summed in four lanes (the loop then
+// vectorizes without reassociation) and its sum is ((l0 + l1) + (l2 + l3)); the squared
+// norm is the blocks' sums added in block order, starting from 0. A shard whose range
+// begins at a multiple of kNormBlock sums whole blocks of the model, so shard 0 continues
+// the sum with the other shards' block sums (relayed in order) and gets the bits of one
+// server.
+inline constexpr std::int64_t kNormBlock = 1024;
 double gradientNorm(const float* values, std::int64_t count);
 
-// gradientNorm() taken a piece at a time, in order: a receiver takes the norm of a
-// gradient as its chunks land, while they are still in cache, instead of in a pass of its
-// own after the last one. When every piece but the last is a multiple of 4 values long,
-// norm() equals gradientNorm() of them all bit for bit.
+// gradientNorm() taken a piece at a time, in order (pieces of any length): a receiver
+// takes the norm of a gradient as its chunks land, while they are still in cache, instead
+// of in a pass of its own after the last one. norm() equals gradientNorm() of all the
+// values added, bit for bit.
 class GradientNormSum {
  public:
   void add(const float* values, std::int64_t count);
+  // Continues the sum with blocks summed elsewhere (another shard's blockSums(), in order).
+  // Only at a block boundary: after whole blocks (or nothing) were added here.
+  void addBlockSums(const double* sums, std::size_t count);
+  double squaredNorm() const;
   double norm() const;
+  // Records the sum of every block as it completes, for blockSums().
+  void keepBlockSums() { m_keep = true; }
+  // The sums of the blocks added so far, the open (last, shorter) block's included.
+  std::vector<double> blockSums() const;
+  // Whether the sum stands at a block boundary (addBlockSums() may follow).
+  bool atBlockBoundary() const { return m_inBlock == 0; }
 
  private:
-  double m_sums[4] = {0, 0, 0, 0};
+  double openBlockSum() const { return (m_lanes[0] + m_lanes[1]) + (m_lanes[2] + m_lanes[3]); }
+  void closeBlock();
+
+  double m_total = 0;                  // the completed blocks' sums, folded in order
+  double m_lanes[4] = {0, 0, 0, 0};    // the open block's lanes
+  std::int64_t m_inBlock = 0;          // values of the open block added so far
+  bool m_keep = false;
+  std::vector<double> m_blockSums;     // keepBlockSums(): the completed blocks'
 };
 
 // The guard's spec with every default filled in (the values a run uses).

@@ -51,11 +51,36 @@ void SimRun::release(int rank, double t) {
   w.loss = loss.value();
   ++w.pulls;
   m_serverBytesOut += static_cast<std::int64_t>(m_bytes);
-  w.pullS = w.link.transfer(m_bytes) + replicationDelay();
+  w.pullS = pullSeconds(w, t) + replicationDelay();
   w.computeS = iterationSeconds(w, t + w.pullS);
   w.pushS = w.link.transfer(m_bytes);
   w.phase = Worker::Phase::InFlight;
-  schedule(t + w.pullS + w.computeS + w.pushS, Ev::PushArrive, rank, w.gen);
+  if (m_modelServerLinks) {
+    schedule(t + w.pullS + w.computeS, Ev::PushSend, rank, w.gen);
+  } else {
+    schedule(t + w.pullS + w.computeS + w.pushS, Ev::PushArrive, rank, w.gen);
+  }
+}
+
+double SimRun::pushArrival(const Worker& w, double t0) {
+  double arrival = t0 + w.link.transfer(m_bytes);  // through the worker's own link
+  if (std::isfinite(m_shardLink.bytesPerS)) {
+    const double start = std::max(m_shardInFree, t0 + m_shardLink.latencyS);
+    m_shardInFree = start + m_shardBytes / m_shardLink.bytesPerS;
+    arrival = std::max(arrival, m_shardInFree);
+  }
+  // Sharded: the other shards' block sums come back before shard 0 takes the push (the
+  // gradient guard judges the whole gradient), one more round trip of the worker's link.
+  if (m_shards > 1) arrival += 2 * w.link.latencyS;
+  return arrival;
+}
+
+double SimRun::pullSeconds(const Worker& w, double t) {
+  const double own = w.link.transfer(m_bytes);
+  if (!std::isfinite(m_shardLink.bytesPerS)) return own;
+  const double start = std::max(m_shardOutFree, t);
+  m_shardOutFree = start + m_shardBytes / m_shardLink.bytesPerS;
+  return std::max(own, m_shardOutFree + m_shardLink.latencyS - t);
 }
 
 void SimRun::park(int rank, double t) {
@@ -132,9 +157,10 @@ void SimRun::serveNext(double t) {
     m_lastPusher = rank;
   }
   m_busy = true;
+  // Every shard takes in the push and applies its range of the updates at once: the
+  // largest range's apply is the server's time (one shard: the whole model).
   const double cost = m_spec.sim().push_overhead_ms() / 1000.0 +
-                      static_cast<double>(applied) * static_cast<double>(m_store->size()) *
-                          m_spec.sim().apply_ns_per_param() * 1e-9;
+                      static_cast<double>(applied) * m_shardParams * m_spec.sim().apply_ns_per_param() * 1e-9;
   schedule(t + cost, Ev::ServerDone, 0, m_serverGen);
 }
 

@@ -58,6 +58,15 @@ Status SimRun::prepare() {
 
   m_workers.resize(static_cast<std::size_t>(n));
   m_serverLink = linkOf(m_spec.cluster().link());
+  m_shards = std::max(1, m_spec.ps().shards());
+  auto layout = shardLayout(p, m_shards);
+  if (!layout) return layout.status();
+  std::int64_t largest = 0;
+  for (int s = 0; s < m_shards; ++s) largest = std::max(largest, layout->size(s));
+  m_shardParams = static_cast<double>(largest);
+  m_shardBytes = m_shardParams * sizeof(float);
+  m_shardLink = linkOf(m_spec.sim().server_link());
+  m_modelServerLinks = m_shards > 1 || std::isfinite(m_shardLink.bytesPerS) || m_shardLink.latencyS > 0;
   for (int r = 0; r < n; ++r) {
     auto& w = m_workers[static_cast<std::size_t>(r)];
     const auto& node = nodes[static_cast<std::size_t>(r)];
@@ -165,6 +174,18 @@ Result<RunSummary> SimRun::run() {
 
 void SimRun::handle(const Event& e) {
   switch (e.kind) {
+    case Ev::PushSend: {
+      auto& w = m_workers[static_cast<std::size_t>(e.a)];
+      if (e.gen != w.gen || w.phase != Worker::Phase::InFlight) return;  // a void iteration
+      if (w.paused) {
+        // Sent when it resumes: the rest of its iteration and its transfer then.
+        w.deferred = true;
+        w.deferredRemaining = e.t - std::max(w.pausedAt, w.releaseT) + w.pushS;
+        return;
+      }
+      schedule(pushArrival(w, e.t), Ev::PushArrive, e.a, w.gen);
+      break;
+    }
     case Ev::PushArrive: {
       auto& w = m_workers[static_cast<std::size_t>(e.a)];
       if (e.gen != w.gen || w.phase != Worker::Phase::InFlight) return;  // a void iteration

@@ -8,6 +8,7 @@
 #include "core/common/build_info.h"
 #include "core/params/gradient_guard.h"
 #include "core/params/parameter_store.h"
+#include "core/params/shard_layout.h"
 #include "core/results/recovery_metrics.h"
 #include "core/policy/sync_policy.h"
 
@@ -26,6 +27,8 @@ using RE = v1::RunEvent;
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 enum class Ev : std::uint8_t {
+  PushSend,      // a = rank: a worker's push leaves it (modelled server links: its place in
+                 // the servers' queue is taken in the order pushes are sent)
   PushArrive,    // a = rank: a worker's push (and its next pull) reaches the server
   ServerDone,    // the server finished taking in a push: answer parked pulls, take the next
   ServerUp,      // a restarted server (or a promoted replica) answers
@@ -141,6 +144,11 @@ class SimRun {
   void scheduleTick();
   double iterationSeconds(Worker& w, double t);
   double replicationDelay() const;
+  // Modelled server links (sim.server_link, ps.shards): when a push sent at `t0` has
+  // reached the servers, and when a pull released at `t` has reached its worker; each
+  // takes its turn on the shards' links. Without them: the worker's own link only.
+  double pushArrival(const Worker& w, double t0);
+  double pullSeconds(const Worker& w, double t);
   bool serverAnswers() const { return m_serverUp && !m_serverPaused; }
   void serverLost(double t, const std::string& node);
   // `how`: RESTORED, STARTED_FRESH or PROMOTED (of `promoted`), said in `text`.
@@ -188,6 +196,17 @@ class SimRun {
   std::deque<std::pair<int, std::uint32_t>> m_pushQueue;
   double m_bytes = 0;  // one parameter (or gradient) vector
   Link m_serverLink;
+  // ps.shards and sim.server_link: every shard gets its range of every push and sends its
+  // range of every pull, over a link of its own, and applies its range of every update;
+  // the shards see the same traffic in the same order, so the largest range stands for
+  // all. Off (one shard, an unlimited link): pushes and pulls cost the workers' links only.
+  int m_shards = 1;
+  bool m_modelServerLinks = false;
+  Link m_shardLink;
+  double m_shardBytes = 0;      // the largest range, in bytes
+  double m_shardParams = 0;     // and in parameters
+  double m_shardInFree = 0;     // when the shards' links take the next push in
+  double m_shardOutFree = 0;    // ... and send the next pull out
 
   bool m_serverUp = true, m_serverPaused = false, m_busy = false;
   // As the server: parked pulls are re-checked after an update or when the policy says so;

@@ -267,6 +267,7 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
   if (!recovery->has_reconnect_timeout_s()) recovery->set_reconnect_timeout_s(120);
 
   if (!spec.has_seed()) spec.set_seed(1);
+  if (!spec.ps().has_shards()) spec.mutable_ps()->set_shards(1);
   if (spec.device().empty()) spec.set_device("auto");
   if (!spec.has_threads()) spec.set_threads(1);
   if (spec.engine().empty()) spec.set_engine("real");

@@ -4,6 +4,7 @@
 #include "core/spec/spec_text.h"
 
 #include "core/params/gradient_guard.h"
+#include "core/params/shard_layout.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
@@ -138,6 +139,7 @@ Status validateEngine(const ExperimentSpec& spec) {
     return Status::error("engine: must be real or sim (got '" + engine + "')");
   }
   if (auto st = checkLink(spec.cluster().link(), "cluster.link"); !st) return st;
+  if (auto st = checkLink(spec.sim().server_link(), "sim.server_link"); !st) return st;
   for (int i = 0; i < spec.cluster().workers_size(); ++i) {
     if (auto st = checkLink(spec.cluster().workers(i).link(), "cluster.workers[" + std::to_string(i) + "].link"); !st) {
       return st;
@@ -561,6 +563,33 @@ Status validateFaults(const ExperimentSpec& spec) {
   return Status::ok();
 }
 
+// The parameter server's shards (ps.shards): what a sharded server runs with.
+Status validateShards(const ExperimentSpec& spec) {
+  if (!spec.ps().has_shards()) return Status::ok();
+  const int shards = spec.ps().shards();
+  if (shards < 1 || shards > kMaxShards) {
+    return bad("ps.shards", "must be in [1, " + std::to_string(kMaxShards) + "] (got " + std::to_string(shards) + ")");
+  }
+  if (shards == 1) return Status::ok();
+  const std::string why = "a sharded server (ps.shards " + std::to_string(shards) + ")";
+  auto modeOf = [](const v1::RecoverySpec& r) { return r.mode(); };
+  if (modeOf(spec.recovery()) != v1::RecoverySpec::NONE) {
+    return bad("recovery.mode", why + " runs with NONE only: checkpoints, chains and stateless recovery per shard "
+                                      "are not built yet");
+  }
+  for (int i = 0; i < spec.suite_size(); ++i) {
+    if (modeOf(spec.suite(i).recovery()) != v1::RecoverySpec::NONE) {
+      return bad("suite[" + std::to_string(i) + "].recovery.mode", why + " runs with NONE only");
+    }
+  }
+  for (int i = 0; i < spec.faults_size(); ++i) {
+    if (spec.faults(i).node() == "server") {
+      return bad("faults[" + std::to_string(i) + "].node", why + ": drills on its shards are not built yet");
+    }
+  }
+  return Status::ok();
+}
+
 // Node security.
 Status validateSecurity(const ExperimentSpec& spec) {
   // Node traffic security: TLS needs both PEM files (whether they can be read is checked
@@ -611,7 +640,7 @@ Status validateSpec(const ExperimentSpec& spec) {
   if (auto st = checkFinite(spec, ""); !st) return st;
   // (The batch against the data after the cluster: its worker count is checked first.)
   for (auto* check : {validateModelAndData, validateOptimizer, validateCluster, checkBatchAgainstData, validateStrategies,
-                      validateStopAndEvaluation, validateRecoveries, validateFaults, validateSecurity,
+                      validateStopAndEvaluation, validateRecoveries, validateFaults, validateShards, validateSecurity,
                       validateEngine, validateLaunch}) {
     if (auto st = check(spec); !st) return st;
   }

@@ -1,16 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "net/client/nodes.h"
+
 #include "core/common/durations.h"
+#include "core/params/update_record.h"
 #include "core/spec/speed_profile.h"
-
 #include "net/client/gradient_backlog.h"
-
 #include "net/client/link_emulation.h"
-
 #include "net/client/ps_client.h"
 #include "net/client/recovery_line.h"
-
-#include "core/params/update_record.h"
+#include "net/client/sharded_link.h"
 
 #include <chrono>
 #include <cmath>
@@ -109,6 +107,17 @@ Result<JoinInfo> joinServer(const WorkerOptions& options, const std::string& rol
   info.worldSize = reply.world_size();
   info.spec = reply.spec();
   info.serverTimeAtJoin = reply.server_t_s();
+  if (role != "probe" && reply.shard_addresses_size() > 0) {
+    // A sharded server: join every other shard too; the node goes on over all of them.
+    auto link = ShardedLink::join(joined, request, reply, options.security, transport,
+                                  std::max(1.0, options.connectTimeoutS));
+    if (!link) return Status::error(options.name + ": " + link.message());
+    say(options, options.name + ": joined " + std::to_string(link.value()->layout().shards()) + " shards as rank " +
+                     std::to_string(reply.rank()) + " over " + link.value()->describeTransports());
+    info.client = std::move(link).value();
+    info.sharded = true;
+    return info;
+  }
   if (role == "worker") {
     const std::string& fallback = joined->transportFallback();
     say(options, options.name + ": joined as rank " + std::to_string(reply.rank()) + " over " +
@@ -182,7 +191,7 @@ class WorkerLoop {
   GradientSource& m_source;
   const std::vector<std::string> m_servers;
   std::size_t m_current = 0;
-  std::shared_ptr<PsClient> m_client;
+  std::shared_ptr<ServerLink> m_client;
   NodeStats m_stats;
   const Clock::time_point m_joinedAt = Clock::now();
   v1::NodeSpec m_node;
@@ -234,7 +243,8 @@ WorkerLoop::WorkerLoop(const WorkerOptions& options, const JoinInfo& join, Gradi
       m_source(source),
       m_servers(serverList(options)),
       m_client(join.client ? join.client
-                           : std::make_shared<PsClient>(m_servers[0], options.parameters, options.security)),
+                           : std::shared_ptr<ServerLink>(
+                                 std::make_shared<PsClient>(m_servers[0], options.parameters, options.security))),
       m_node(nodeOf(join)),
       m_profile(m_node, join.spec.seed() * 7919 + static_cast<std::uint64_t>(join.rank)),
       // The spec's link of this worker (if any), emulated here in the sender: every push
@@ -345,6 +355,10 @@ Status WorkerLoop::flushBacklog(double outageS) {
 }
 
 Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
+  if (m_join.sharded) {
+    return Status::error(m_options.name + ": a shard of the server failed (" + describe(why) +
+                         "); a sharded server does not recover yet (recovery.mode NONE)");
+  }
   ++m_stats.outages;
   const auto outageStart = Clock::now();
   recoveryLine(m_options, outageReport(m_options, m_servers[m_current], why, m_ackedVersion));
@@ -584,7 +598,11 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
                                ParameterEvaluator& finalEvaluator) {
   const auto servers = serverList(options);
   std::size_t current = 0;
-  auto client = std::make_unique<PsClient>(servers[current], options.parameters, options.security);
+  // A sharded server's evaluator pulls every range (its join made the link); else shard 0's.
+  std::shared_ptr<ServerLink> client =
+      join.client ? join.client
+                  : std::shared_ptr<ServerLink>(std::make_shared<PsClient>(servers[current], options.parameters,
+                                                                           options.security));
   NodeStats stats;
   const auto& eval = join.spec.evaluation();
   const std::int64_t everyVersions = eval.every_steps() > 0 ? eval.every_steps() : 0;
@@ -597,7 +615,7 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
   // answers (a restarted server may hold an older version: the schedule starts over).
   auto pull = [&](pb::PullRequest& request, pb::PullReply& reply, const float*& params, double timeout) {
     auto status = client->pullParameters(request, reply, params, timeout);
-    if (!isOutage(status) || cancelled(options)) return status;
+    if (!isOutage(status) || cancelled(options) || join.sharded) return status;
     ++stats.outages;
     const auto outageStart = Clock::now();
     recoveryLine(options, outageReport(options, servers[current], status, -1));
@@ -606,7 +624,7 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       for (std::size_t k = 0; k < servers.size(); ++k) {
         const std::size_t i = (current + k) % servers.size();
-        auto candidate = std::make_unique<PsClient>(servers[i], options.parameters, options.security);
+        auto candidate = std::make_shared<PsClient>(servers[i], options.parameters, options.security);
         reply.Clear();
         status = candidate->pullParameters(request, reply, params, 5.0);
         if (!isOutage(status)) {

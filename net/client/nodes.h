@@ -18,6 +18,7 @@
 #include "core/common/result.h"
 #include "core/spec/spec.h"
 #include "net/client/ps_client.h"
+#include "net/client/server_link.h"
 #include "net/security/node_security.h"
 
 #include <atomic>
@@ -35,8 +36,10 @@ struct JoinInfo {
   ExperimentSpec spec;
   double serverTimeAtJoin = 0;
   // The connection that joined (a worker goes on with it: a shared-memory region or the
-  // Unix socket belongs to that join).
-  std::shared_ptr<PsClient> client;
+  // Unix socket belongs to that join). A sharded server's: a ShardedLink over every shard
+  // (`sharded`), the evaluator's too.
+  std::shared_ptr<ServerLink> client;
+  bool sharded = false;
 };
 
 struct NodeStats {

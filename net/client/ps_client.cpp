@@ -122,6 +122,12 @@ grpc::Status PsClient::join(const pb::JoinRequest& request, pb::JoinReply& reply
   prepare(context, timeoutS);
   auto status = throughLink(timeoutS, [&] { return m_stub->Join(&context, local ? asking : request, &reply); });
   if (!status.ok()) return status;
+  if (reply.shard_begin_size() >= 2 && request.role() != "probe") {
+    // Shard 0 of a sharded server owns the first range: every payload to and from it is
+    // that range (the channel's limits, set for the whole model, are larger than needed).
+    m_parameters = reply.shard_begin(1);
+    m_chunked = static_cast<std::size_t>(m_parameters) * sizeof(float) > kChunkThreshold;
+  }
   if (local) status = takeOffer(reply);
   if (status.ok() && m_transport == LocalTransport::Tcp && m_payloadSocket && reply.payload_port() > 0 &&
       request.role() == "worker") {

@@ -12,6 +12,7 @@
 #include "core/common/result.h"
 #include "dasp/ps/v1/parameter_server.grpc.pb.h"
 #include "net/client/payload_link.h"
+#include "net/client/server_link.h"
 #include "net/security/node_security.h"
 #include "net/transport/shared_region.h"
 
@@ -37,14 +38,14 @@ enum class LocalTransport { Tcp, Unix, Shm, Auto };
 std::optional<LocalTransport> localTransportNamed(const std::string& name);
 const char* nameOf(LocalTransport transport);
 
-class PsClient {
+class PsClient final : public ServerLink {
  public:
   // `address` is host:port. `parameters` sizes the message limits. `security`: the run's
   // token and TLS (default: this process's token, plaintext). `transport` takes effect
   // when a worker joins (join()): the calls after it go the way the server offered.
   PsClient(const std::string& address, std::int64_t parameters, NodeSecurity security = NodeSecurity(),
            LocalTransport transport = LocalTransport::Tcp);
-  ~PsClient();
+  ~PsClient() override;
 
   const std::string& address() const { return m_address; }
   // The transport in use now (after join(): what was asked for and obtained).
@@ -55,28 +56,29 @@ class PsClient {
   grpc::Status join(const pb::JoinRequest& request, pb::JoinReply& reply, double timeoutS);
   grpc::Status pull(const pb::PullRequest& request, pb::PullReply& reply, double timeoutS);
   grpc::Status push(const pb::PushRequest& request, pb::PushReply& reply, double timeoutS);
-  grpc::Status report(const pb::EvaluationReport& request, pb::ReportReply& reply, double timeoutS);
+  grpc::Status report(const pb::EvaluationReport& request, pb::ReportReply& reply, double timeoutS) override;
   grpc::Status control(const pb::ControlRequest& request, pb::ControlReply& reply, double timeoutS);
   // Pull and push that pick the transport by model size: one message up to 4 MB, chunks
   // of 2 MB beyond (gRPC is several times faster on such messages). After a successful
   // pull, `params` points at parameterCount floats, valid until the next pull; `reply`
   // holds the metadata. `request`'s gradient field is filled here for small models.
   grpc::Status pullParameters(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
-                              double timeoutS);
-  grpc::Status pushGradient(pb::PushRequest& request, const float* gradient, pb::PushReply& reply, double timeoutS);
+                              double timeoutS) override;
+  grpc::Status pushGradient(pb::PushRequest& request, const float* gradient, pb::PushReply& reply,
+                            double timeoutS) override;
   // Push and pull in one call (models below the chunking threshold only). With shared
   // memory it rings the region's doorbell (net/transport/doorbell.h) instead of calling
   // gRPC, with the same statuses: DEADLINE_EXCEEDED after `timeoutS` (the call given up),
   // UNAVAILABLE when the server closed the region or its process is gone.
   grpc::Status pushPull(pb::PushRequest& request, const float* gradient, pb::PullReply& reply, const float*& params,
-                        double timeoutS);
-  bool chunked() const { return m_chunked && !m_region && !m_link; }
+                        double timeoutS) override;
+  bool chunked() const override { return m_chunked && !m_region && !m_link; }
   // Shared memory: the region's gradient slot, when the server has answered every call that
   // read it, so the worker may compute its next gradient straight into it (pushing it then
   // copies nothing); null otherwise. After a call the server may not have answered (a
   // deadline, a lost server), the slot stays the server's: the next gradient is computed in
   // the worker's own memory and copied in when it is pushed.
-  float* gradientSlot() const { return m_region && !m_slotHeld ? m_region->gradient() : nullptr; }
+  float* gradientSlot() const override { return m_region && !m_slotHeld ? m_region->gradient() : nullptr; }
   // Shared memory: PushPull through the doorbell (default) or through gRPC (`false`: what
   // `dasp bench ps` compares it with).
   void useDoorbell(bool on) { m_doorbell = on; }
@@ -87,14 +89,14 @@ class PsClient {
   bool onPayloadSocket() const { return m_link != nullptr; }
   // Why the calls left the payload socket for gRPC since the last time this was asked
   // (empty: they did not), for the worker's log.
-  std::string takeTransportNote() { return std::exchange(m_transportNote, std::string()); }
+  std::string takeTransportNote() override { return std::exchange(m_transportNote, std::string()); }
 
   // A Watch stream; the caller reads batches until it ends. `context` must outlive it
   // (the run token is added to it here).
   std::unique_ptr<grpc::ClientReader<pb::EventBatch>> watch(grpc::ClientContext& context);
 
-  std::int64_t bytesSent() const { return m_bytesSent; }
-  std::int64_t bytesReceived() const { return m_bytesReceived; }
+  std::int64_t bytesSent() const override { return m_bytesSent; }
+  std::int64_t bytesReceived() const override { return m_bytesReceived; }
 
  private:
   // A fresh context's deadline and token.

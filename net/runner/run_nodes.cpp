@@ -119,11 +119,21 @@ Result<std::string> RunNodes::startServer(const std::string& name, const std::st
 
 Status RunNodes::startServers(bool chain) {
   const auto& names = m_config.serverNames;
+  const int shards = m_config.spec->ps().shards();
   for (int i = static_cast<int>(names.size()) - 1; i >= 0; --i) {
     std::vector<std::string> extra;
     if (chain && i > 0) extra.push_back("--replica");
     if (chain && i + 1 < static_cast<int>(names.size())) {
       extra.insert(extra.end(), {"--chain-next", m_serverAddress[names[static_cast<std::size_t>(i) + 1]]});
+    }
+    if (shards > 1) {
+      // Shards 1..S-1 first; shard 0 then streams its decisions to each of them.
+      extra.insert(extra.end(), {"--shards", std::to_string(shards), "--shard", std::to_string(i)});
+      if (i == 0) {
+        std::string peers;
+        for (std::size_t k = 1; k < names.size(); ++k) peers += (peers.empty() ? "" : ",") + m_serverAddress[names[k]];
+        extra.insert(extra.end(), {"--shard-peers", peers});
+      }
     }
     // launch.server_port: replica i listens on server_port + i (0: any free port).
     const int fixedPort = m_config.spec->launch().server_port();
@@ -131,8 +141,12 @@ Status RunNodes::startServers(bool chain) {
                                fixedPort > 0 ? std::to_string(fixedPort + i) : std::string("0"), extra);
     if (!started) return started.status();
   }
+  // Clients dial the chain's servers in order, or shard 0 (which names the other shards).
   m_serverList.clear();
-  for (const auto& name : names) m_serverList += (m_serverList.empty() ? "" : ",") + m_serverAddress[name];
+  for (const auto& name : names) {
+    if (!m_serverList.empty() && !chain) break;
+    m_serverList += (m_serverList.empty() ? "" : ",") + m_serverAddress[name];
+  }
   return Status::ok();
 }
 

@@ -102,7 +102,7 @@ class RunNodes {
   NodeLines& m_lines;
   std::map<std::string, std::unique_ptr<NodeProcess>> m_children;
   std::map<std::string, std::string> m_serverAddress;  // node -> host:port
-  std::string m_serverList;  // every server's address, head first: what clients dial
+  std::string m_serverList;  // what clients dial: the chain's servers, head first; else the (shard 0) server
   std::map<std::string, int> m_starts;  // node -> starts so far (update record names)
 };
 

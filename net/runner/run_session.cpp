@@ -30,12 +30,15 @@ std::string tempRunDir() {
   return buf.data();
 }
 
+// The server processes: the chain's replicas (head first), or the shards of a sharded
+// server (shard 0, "server", first), or the one server.
 std::vector<std::string> serverNamesOf(const ExperimentSpec& spec) {
   std::vector<std::string> names;
   if (spec.recovery().mode() == v1::RecoverySpec::CHAIN) {
     for (int i = 0; i < spec.recovery().replicas(); ++i) names.push_back("server-" + std::to_string(i));
   } else {
     names.push_back("server");
+    for (int i = 1; i < spec.ps().shards(); ++i) names.push_back("shard-" + std::to_string(i));
   }
   return names;
 }
@@ -285,7 +288,7 @@ void RunSession::handleExit(const std::string& name, NodeProcess& child, double 
       if (!m_chainMaster->leave(name, runT)) m_failure = "every server replica exited";
     } else if (!expected || !m_tracker.restartPending(name)) {
       std::lock_guard<std::mutex> lock(m_lines.mu);
-      m_failure = "server exited during the run: " + child.exitInfo()->describe() +
+      m_failure = name + " exited during the run: " + child.exitInfo()->describe() +
                   (m_lines.serverStderrTail.empty() ? "" : " (" + m_lines.serverStderrTail + ")");
     }
   } else if (name == "evaluator") {

@@ -117,7 +117,7 @@ void ParameterServer::Impl::DoorbellServer::handle(std::uint32_t call) {
     return;
   }
   m_pull = std::make_unique<DoorbellPull>(m_rank, m_impl->now(), m_region.get(), call);
-  m_impl->admitPull(m_pull.get());
+  m_impl->admitPull(m_pull.get(), m_push.call_seq());
 }
 
 // --- opening and closing ----------------------------------------------------------------------

@@ -53,6 +53,16 @@ void ParameterServer::Impl::applyOutputLocked(double t) {
       store->apply(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), lr, slot);
       recordUpdateLocked(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), lr);
     }
+    if (sharded()) {
+      // Every other shard applies its range of the same update, with the same weights.
+      shardStep.Clear();
+      shardStep.set_kind(pb::ShardStep::APPLY);
+      shardStep.set_version(store->version());
+      shardStep.set_lr(lr);
+      for (std::size_t g = begin; g < end; ++g) shardStep.add_ranks(out.gradients[g].rank);
+      for (const double w : applyWeights) shardStep.add_weights(w);
+      logStepLocked();
+    }
     if (slot != nullptr) slotHolds[static_cast<std::size_t>(pushCallRank)] = {pushCall.region, store->revision()};
     versionTime.push_back(t);
     afterUpdateLocked(t);
@@ -111,11 +121,23 @@ void ParameterServer::Impl::answerPullLocked(PendingPull* r, double t) {
       reply->set_batch_size(policy->batchFor(rank));
     }
   }
+  if (sharded()) {
+    // The other shards answer this node's pull of the same call with the same version.
+    shardStep.Clear();
+    shardStep.set_kind(pb::ShardStep::RELEASE);
+    shardStep.set_rank(rank);
+    shardStep.set_call_seq(r->call);
+    shardStep.set_version(store->version());
+    shardStep.set_stop(stopping);
+    shardStep.set_parameters(!stopping || rank < 0);
+    logStepLocked();
+  }
   r->finished = true;
   r->complete();
 }
 
 void ParameterServer::Impl::releaseParkedLocked(double t) {
+  if (follower()) return;  // shards 1..S-1 answer only what shard 0 released (ps_shards.cpp)
   std::size_t keep = 0;
   for (std::size_t i = 0; i < parked.size(); ++i) {
     PendingPull* r = parked[i];

@@ -99,7 +99,7 @@ void ParameterServer::Impl::PushStreamReactor::OnReadDone(bool ok) {
   if (!ok) {  // the client has sent everything
     if (!m_failed) sumLanded(true);
     const grpc::Status status =
-        m_failed ? m_status : m_impl->handlePush(m_header, m_buffer, m_received, &m_reply, m_norm.norm());
+        m_failed ? m_status : m_impl->handlePush(m_header, m_buffer, m_received, &m_reply, m_norm.squaredNorm());
     if (m_claimed >= 0) m_impl->releaseReceiveBuffer(m_claimed);
     m_claimed = -1;
     if (status.ok()) {

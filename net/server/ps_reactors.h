@@ -44,6 +44,9 @@ class ParameterServer::Impl::PendingPull {
   // Both guarded by Impl::mu.
   bool cleared = false;
   std::int64_t ackVersion = 0;
+  // The node's call number (admitPull): a sharded server's shards answer the same call
+  // with the same version. Guarded by Impl::mu.
+  std::int64_t call = 0;
 
  private:
   int m_rank;
@@ -299,7 +302,7 @@ class ParameterServer::Impl::SocketServer {
   // One call after its header; false when the connection must end.
   bool serve(const SocketCallHeader& header);
   bool servePush(const SocketCallHeader& header, SocketClock::time_point deadline);
-  bool servePull(int rank, std::int64_t minVersion);
+  bool servePull(int rank, std::int64_t minVersion, std::int64_t call);
   // Parks `pull` until it is answered; false (the pull cancelled) when the worker goes or
   // the server closes.
   bool awaitAnswer(SocketPull& pull);

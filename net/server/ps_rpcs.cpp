@@ -5,6 +5,7 @@
 #include "net/server/ps_reactors.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace dasp::net {
@@ -65,6 +66,11 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
                                                       pb::JoinReply* reply) {
   if (auto* refused = refusedUnary(ctx, "Join")) return refused;
   auto* reactor = ctx->DefaultReactor();
+  if (follower()) {
+    std::lock_guard<std::mutex> lock(mu);
+    reactor->Finish(followerJoinLocked(*req, reply));
+    return reactor;
+  }
   if (!isHead) {
     reactor->Finish(notHead());
     return reactor;
@@ -83,12 +89,12 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
-  if (req->model() != options.modelName || req->parameter_count() != store->size()) {
+  if (req->model() != options.modelName || req->parameter_count() != options.layout.parameters()) {
     reactor->Finish(grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
         "join rejected: node " + req->name() + " runs model " + req->model() + " with " +
             std::to_string(req->parameter_count()) + " parameters, the server has " + options.modelName +
-            " with " + std::to_string(store->size())));
+            " with " + std::to_string(options.layout.parameters())));
     return reactor;
   }
   std::lock_guard<std::mutex> lock(mu);
@@ -142,6 +148,10 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
   *reply->mutable_spec() = options.spec;
   reply->set_shard_seed(options.spec.seed());
   reply->set_incarnation(incarnation);
+  if (sharded()) {
+    for (const auto& a : options.shardAddresses) reply->add_shard_addresses(a);
+    for (const auto b : options.layout.begin) reply->add_shard_begin(b);
+  }
   if (adopting && req->role() == "worker") {
     // Answered once the parameters are adopted (every worker rejoined, or the wait ended):
     // the highest version any of them holds wins, whichever rejoins first.
@@ -157,8 +167,14 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
 // Parks or answers a new pull.
 // Parks or answers a new pull; refuses it (RESOURCE_EXHAUSTED) when its rank already has
 // kParkedPullsPerRank parked (a worker has one, the evaluator one or two).
-void ParameterServer::Impl::admitPull(PendingPull* reactor) {
+void ParameterServer::Impl::admitPull(PendingPull* reactor, std::int64_t call) {
   std::lock_guard<std::mutex> lock(mu);
+  reactor->call = call;
+  ++counters.pullsAdmitted;
+  if (follower()) {
+    admitFollowerPullLocked(reactor);
+    return;
+  }
   const double t = now();
   if (reactor->rank() >= 0) lastContact[static_cast<std::size_t>(reactor->rank())] = t;
   if (stopping || mayAnswerLocked(reactor, t)) {
@@ -200,7 +216,7 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Pull(grpc::CallbackServerContex
     return reactor;
   }
   auto* reactor = new PullReactor(this, rank, reply, now(), req->min_version(), std::move(region));
-  admitPull(reactor);
+  admitPull(reactor, req->call_seq());
   return reactor;
 }
 
@@ -223,7 +239,7 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::PushPull(grpc::CallbackServerCo
     return reactor;
   }
   auto* reactor = new PullReactor(this, req->rank(), reply, now(), -1, std::move(region));
-  admitPull(reactor);
+  admitPull(reactor, req->call_seq());
   return reactor;
 }
 
@@ -248,7 +264,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ParameterServer::Impl::PullChunks(gr
                                  "pull from unknown rank " + std::to_string(req->rank())));
     return reactor;
   }
-  admitPull(reactor);
+  admitPull(reactor, req->call_seq());
   return reactor;
 }
 
@@ -283,6 +299,8 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* ParameterServer::Impl::PushChunks(grp
 grpc::Status ParameterServer::Impl::rejectLocked(int rank, const std::string& why, pb::PushRefusal::Reason reason,
                                                  const pb::PushRequest& req, EventCode code, double norm) {
   ++counters.rejected;
+  // The other shards' pulls of this call get no answer (the worker pulls again).
+  if (sharded() && rank >= 0 && rank < options.workers) logRankStepLocked(pb::ShardStep::ABANDON, rank, req.call_seq());
   if (auto* e = newEventLocked()) {
     e->set_kind(pb::ClusterEvent::REJECT);
     e->set_t_s(now());
@@ -305,8 +323,9 @@ grpc::Status ParameterServer::Impl::rejectLocked(int rank, const std::string& wh
 // `norm` its norm when the caller took it already (a chunked push, as the chunks landed).
 // Every refusal is INVALID_ARGUMENT; the gradient guard's also a REJECT event with its code.
 grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes,
-                                               pb::PushReply* reply, std::optional<double> norm,
+                                               pb::PushReply* reply, std::optional<double> squaredNorm,
                                                DoorbellCall doorbell) {
+  if (follower()) return receiveRange(req, grad, bytes, reply);
   const int rank = req.rank();
   auto reject = [&](pb::PushRefusal::Reason reason, const std::string& why) {
     std::lock_guard<std::mutex> lock(mu);
@@ -323,8 +342,24 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
                                                   " parameters");
   }
   if (auto st = checkPushFields(req); !st.ok()) return reject(pb::PushRefusal::MALFORMED, st.error_message());
+  if (const auto& refused = req.shard_refusal(); refused.shard() > 0) {
+    // Another shard refused its range: the push is refused here, as its own refusals are.
+    std::lock_guard<std::mutex> lock(mu);
+    if (refused.reason() == pb::PushRefusal::NON_FINITE) counters.guardRefused += 1;
+    return rejectLocked(rank, "shard " + std::to_string(refused.shard()) + ": " + refused.message(),
+                        refused.reason() == pb::PushRefusal::REASON_UNSPECIFIED ? pb::PushRefusal::MALFORMED
+                                                                                : refused.reason(),
+                        req, refused.reason() == pb::PushRefusal::NON_FINITE ? v1::RunEvent::GRADIENT_REFUSED
+                                                                             : v1::RunEvent::CODE_UNSPECIFIED);
+  }
   // The norm outside the lock (one pass over the gradient); the guard decides under it.
-  if (!norm) norm = gradientNorm(grad, store->size());
+  if (!squaredNorm) {
+    GradientNormSum sum;
+    sum.add(grad, store->size());
+    squaredNorm = sum.squaredNorm();
+  }
+  if (auto st = wholeSquaredNorm(req, *squaredNorm); !st.ok()) return reject(pb::PushRefusal::MALFORMED, st.error_message());
+  const std::optional<double> norm = std::sqrt(*squaredNorm);
   std::lock_guard<std::mutex> lock(mu);
   const auto decision = guard->check(*norm);
   if (decision.refused()) {
@@ -392,6 +427,18 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
   const std::int64_t base = std::min(req.base_version(), store->version());
   gradientOf[r] = grad;
   baseVersionOf[r] = base;
+  if (sharded()) {
+    // The other shards take their ranges of this push as the rank's gradient (clipped
+    // by the same factor), where this shard does.
+    logRankStepLocked(pb::ShardStep::TAKE, rank, req.call_seq());
+    if (decision.verdict == GradientGuard::Verdict::Clip) {
+      shardStep.Clear();
+      shardStep.set_kind(pb::ShardStep::CLIP);
+      shardStep.set_rank(rank);
+      shardStep.set_scale(static_cast<float>(decision.scale));
+      logStepLocked();
+    }
+  }
   out.clear();
   const PushOutcome outcome = policy->onPush(rank, base, t, out);
   bool consumed = false;
@@ -403,8 +450,10 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
   if (outcome == PushOutcome::Held && !consumed) {
     held[r].assign(grad, grad + store->size());
     gradientOf[r] = held[r].data();
+    if (sharded()) logRankStepLocked(pb::ShardStep::HOLD, rank);
   } else if (gradientOf[r] == grad) {
     gradientOf[r] = held[r].data();
+    if (sharded()) logRankStepLocked(pb::ShardStep::UNTAKE, rank);
   }
   reply->set_version(store->version());
   reply->set_acked_version(vouchedVersionLocked());

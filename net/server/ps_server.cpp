@@ -83,6 +83,27 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   if (options.security.tls && options.security.tls->keyPem.empty()) {
     return Status::error(options.name + ": TLS needs the server's key (security.tls_key)");
   }
+  if (options.layout.parameters() == 0) {
+    options.layout.begin = {0, static_cast<std::int64_t>(options.initialParameters.size())};
+  }
+  const int shards = options.layout.shards();
+  if (options.shard < 0 || options.shard >= shards ||
+      options.layout.size(options.shard) != static_cast<std::int64_t>(options.initialParameters.size())) {
+    return Status::error(options.name + ": shard " + std::to_string(options.shard) + " of " + std::to_string(shards) +
+                         " does not own the " + std::to_string(options.initialParameters.size()) +
+                         " parameters it was given");
+  }
+  if (shards > 1) {
+    if (options.spec.recovery().mode() != v1::RecoverySpec::NONE) {
+      return Status::error("ps.shards: a sharded server runs with recovery.mode NONE only (checkpoints, chains and "
+                           "stateless recovery per shard are not built yet)");
+    }
+    if (options.shard == 0 && static_cast<int>(options.shardAddresses.size()) != shards - 1) {
+      return Status::error(options.name + ": shard 0 of " + std::to_string(shards) + " needs the addresses of the " +
+                           std::to_string(shards - 1) + " other shards (got " +
+                           std::to_string(options.shardAddresses.size()) + ")");
+    }
+  }
   auto policy = makePolicy(options.spec.strategy(), options.spec.batch_size());
   if (!policy) return policy.status();
   impl->policy = std::move(policy).value();
@@ -148,7 +169,9 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
     impl->say(st.message() + "; workers push and pull through gRPC");
   }
   auto* raw = impl.get();
-  impl->ticker = std::thread([raw] { raw->tickLoop(); });
+  impl->setUpShards();
+  // Shards 1..S-1 decide nothing: shard 0's ticker drives the policy's time-based decisions.
+  if (!impl->follower()) impl->ticker = std::thread([raw] { raw->tickLoop(); });
   if (impl->checkpoints) impl->checkpointWriter = std::thread([raw] { raw->writeCheckpoints(); });
   return std::unique_ptr<ParameterServer>(new ParameterServer(std::move(impl)));
 }
@@ -175,6 +198,7 @@ void ParameterServer::waitForStop() {
 void ParameterServer::shutdown(double graceSeconds) {
   if (!m_impl || !m_impl->server) return;
   std::unique_ptr<Replicator> replicator;
+  std::vector<std::unique_ptr<ShardLogSender>> shardLogs;
   std::vector<std::unique_ptr<Impl::DoorbellServer>> doorbells;
   {
     std::lock_guard<std::mutex> lock(m_impl->mu);
@@ -190,9 +214,17 @@ void ParameterServer::shutdown(double graceSeconds) {
     m_impl->stopCv.notify_all();
     m_impl->checkpointCv.notify_all();
     replicator = std::move(m_impl->replicator);
+    shardLogs = std::move(m_impl->shardLogs);  // after the release: its answers are logged
+    for (auto* p : m_impl->parked) {           // a shard's pulls shard 0 never released
+      p->finished = true;
+      p->refuse(grpc::Status(grpc::StatusCode::UNAVAILABLE, m_impl->options.name + " is shutting down"));
+    }
+    m_impl->parked.clear();
   }
-  // The replicator's callbacks and the doorbells' threads take the lock: stop them outside.
+  // The replicator's and the shard logs' callbacks and the doorbells' threads take the
+  // lock: stop them outside (a shard log writes what is queued and ends its stream).
   replicator.reset();
+  shardLogs.clear();
   doorbells.clear();
   m_impl->closePayloadSocket(graceSeconds);
   if (m_impl->checkpointWriter.joinable()) m_impl->checkpointWriter.join();
@@ -210,6 +242,11 @@ ServerStats ParameterServer::stats() const {
   s.version = m_impl->store->version();
   s.guardMaxRatio = m_impl->guard->maxAcceptedRatio();
   return s;
+}
+
+std::string ParameterServer::failure() const {
+  std::lock_guard<std::mutex> lock(m_impl->mu);
+  return m_impl->failure;
 }
 
 std::int64_t ParameterServer::snapshot(std::vector<float>& out) const {

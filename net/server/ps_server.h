@@ -25,11 +25,19 @@
 // refused calls cannot fill the event queue). With TLS material the server listens with
 // TLS only.
 //
+// Sharding (options.layout, ps.shards): every shard is a ParameterServer owning one range.
+// Shard 0 is the server above for the whole model: joins, the policy, the gradient guard
+// (on the whole gradient's norm: the other shards' block sums, relayed by the worker),
+// events; it streams each decision to the other shards (net/server/shard_log.h), which
+// carry them out on their ranges and answer a node's pull with the version shard 0
+// released it at (PullRequest.call_seq). No recovery mode but none works sharded yet.
+//
 // Threading: start() and shutdown() from one owning thread; the RPC handlers run on gRPC's
 // threads and share one mutex; a ticker thread drives the policy's time-based decisions;
-// the checkpoint writer and the replicator have a thread each.
+// the checkpoint writer, the replicator and each shard log sender have a thread each.
 
 #include "core/common/result.h"
+#include "core/params/shard_layout.h"
 #include "core/spec/spec.h"
 #include "net/security/node_security.h"
 
@@ -68,6 +76,17 @@ struct ServerOptions {
   // The run's token every call must carry (never empty), and TLS (null: plaintext). The
   // chain replicator uses the same to reach the successor.
   NodeSecurity security;
+  // A sharded server (ps.shards > 1): this process owns range `shard` of `layout`, and
+  // `initialParameters` are that range's. Shard 0 decides every update for the whole model
+  // and streams its decisions to the others, which listen at `shardAddresses` (shards
+  // 1..S-1, in order) and were started first. Default: one shard, the whole model.
+  int shard = 0;
+  ShardLayout layout;  // begin {0, 0}: set to the whole model by start()
+  std::vector<std::string> shardAddresses;
+  // Tests: the run's time, in seconds, from this instead of the wall clock (once every
+  // worker has joined), so that two servers given the same calls at the same scripted
+  // times decide the same. Called from any thread. Empty: the wall clock.
+  std::function<double()> clock;
 };
 
 struct ServerStats {
@@ -85,6 +104,7 @@ struct ServerStats {
   std::int64_t guardRefused = 0;        // pushes the gradient guard refused (also in `rejected`)
   std::int64_t guardClipped = 0;        // gradients the gradient guard clipped (applied)
   std::int64_t watchersCutOff = 0;      // Watch streams finished for not reading
+  std::int64_t pullsAdmitted = 0;       // pulls answered at once or parked
   double guardMaxRatio = 0;             // the guard's largest accepted norm ÷ running median
 };
 
@@ -104,8 +124,11 @@ class ParameterServer {
   // Stops serving (after the deadline, open calls are cancelled) and joins threads.
   void shutdown(double graceSeconds = 2.0);
   ServerStats stats() const;
-  // A copy of the current parameters and their version.
+  // A copy of the current parameters (of this shard's range) and their version.
   std::int64_t snapshot(std::vector<float>& out) const;
+  // Why the server ended the run itself (a shard that stopped following shard 0); empty:
+  // it did not.
+  std::string failure() const;
 
  private:
   struct Impl;

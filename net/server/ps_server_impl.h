@@ -21,6 +21,8 @@
 //   ps_transport.cpp    the same-host transports: the Unix socket, the shared-memory regions
 //   ps_doorbell.cpp     the PushPull calls rung on a region's doorbell (its thread per region)
 //   ps_socket.cpp       the payload socket: its acceptor, and a thread per connection
+//   ps_shards.cpp       sharding: shard 0's log of decisions; the other shards' joins,
+//                       ranges, FollowShard and pulls
 //
 // Locking contract (one mutex, `mu`; the groups of fields below say what each is under):
 // - Every field in "guarded by mu" is read and written only with `mu` held, by the RPC
@@ -52,6 +54,7 @@
 #include "core/params/update_record.h"
 #include "core/policy/sync_policy.h"
 #include "net/server/replicator.h"
+#include "net/server/shard_log.h"
 #include "net/transport/chunk_codec.h"
 #include "net/transport/shared_region.h"
 #include "dasp/ps/v1/parameter_server.grpc.pb.h"
@@ -63,6 +66,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -98,6 +102,7 @@ struct ParameterServer::Impl final : ChunkedRawService {
   class RefusedWriter;      // a server-streaming call refused for its token
   template <typename Message>
   class RefusedReader;      // a client-streaming call refused for its token
+  class ShardLogReader;     // shards 1..S-1: shard 0's FollowShard stream
 
   // REJECT events for refused calls: a burst of this many, then at most one per second
   // (each says how many were refused meanwhile without an event).
@@ -241,6 +246,31 @@ struct ParameterServer::Impl final : ChunkedRawService {
   // The update record (options.recordPath; null: none) and its scratch buffer.
   std::unique_ptr<UpdateRecordWriter> record;
   std::vector<float> recordScratch;
+  // Sharding, shard 0: a sender of the decisions to each other shard (start(); the
+  // pointers are moved out by shutdown()); a step, reused; why the run ended when a shard
+  // stopped following (empty: it did not).
+  std::vector<std::unique_ptr<ShardLogSender>> shardLogs;
+  pb::ShardStep shardStep;
+  std::string failure;
+  // Sharding, shards 1..S-1: per rank, the range of its latest push and the call that
+  // pushed it (-1: none); per rank + 1 (0: the evaluator), the answers shard 0 released
+  // that await their pulls, newest last (a few); whether shard 0's stream is open.
+  struct Released {
+    std::int64_t call = 0;
+    std::int64_t version = 0;
+    bool stop = false;
+    bool abandoned = false;               // shard 0 refused the call's push: no answer
+    ParameterStore::Snapshot parameters;  // null: none to send (a worker's pull after stop)
+  };
+  static constexpr std::size_t kReleasedKept = 8;
+  std::vector<std::vector<float>> receivedRange;
+  std::vector<std::int64_t> receivedCall;
+  // Per rank, the buffer a push is being received into (swapped with receivedRange when
+  // whole), and whether one is (a rank has one push in flight).
+  std::vector<std::vector<float>> receivingRange;
+  std::vector<char> receiving;
+  std::vector<std::deque<Released>> released;
+  bool followingShard = false;
   // Checkpoints: when the last copy was taken, and whether one waits for the writer.
   bool checkpointDue = false;                // a copy waits for the writer
   std::int64_t lastCheckpointVersion = 0;
@@ -276,7 +306,10 @@ struct ParameterServer::Impl final : ChunkedRawService {
   // Run time: 0 until every worker has joined (so nothing before the start, such as join
   // events or the evaluator's first report, carries start-up time), then seconds since.
   // A resumed server continues the run's clock from the moment it starts.
-  double now() const { return started || clockRunning ? sinceStart() : 0.0; }
+  double now() const {
+    if (!started && !clockRunning) return 0.0;
+    return options.clock ? options.clock() : sinceStart();
+  }
   void setClock(double t) {
     setStartPoint(Clock::now() - std::chrono::duration_cast<Clock::duration>(durationFromSeconds(t)));
     clockRunning = true;
@@ -294,6 +327,9 @@ struct ParameterServer::Impl final : ChunkedRawService {
                         options.name + " is a chain replica, not the head");
   }
   std::size_t gradientBytes() const { return static_cast<std::size_t>(store->size()) * sizeof(float); }
+  // Sharding: whether there are other shards, and whether this is one of them (not 0).
+  bool sharded() const { return options.layout.shards() > 1; }
+  bool follower() const { return options.shard > 0; }
   void restartVersionTimesLocked(std::int64_t version, double t) {
     versionTime.assign(1, t);
     versionTimeBase = version;
@@ -338,11 +374,16 @@ struct ParameterServer::Impl final : ChunkedRawService {
   grpc::ServerWriteReactor<pb::EventBatch>* Watch(grpc::CallbackServerContext* ctx, const pb::WatchRequest*) override;
   grpc::ServerUnaryReactor* Replicate(grpc::CallbackServerContext* ctx, const pb::ReplicaUpdate* req,
                                       pb::ReplicaAck* reply) override;
-  void admitPull(PendingPull* reactor);
+  grpc::ServerReadReactor<pb::ShardLog>* FollowShard(grpc::CallbackServerContext* ctx,
+                                                     pb::ShardLogReply* reply) override;
+  // `call`: the node's PullRequest/PushRequest call_seq (a sharded server's other shards
+  // answer the pull shard 0 released with that number).
+  void admitPull(PendingPull* reactor, std::int64_t call);
+  // `squaredNorm`: the gradient's, when the caller summed it already (as chunks landed).
   // `doorbell`: the push of a doorbell call, whose update is also written into the
   // region's parameter slot (slotHolds).
   grpc::Status handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes, pb::PushReply* reply,
-                          std::optional<double> norm = std::nullopt, DoorbellCall doorbell = {});
+                          std::optional<double> squaredNorm = std::nullopt, DoorbellCall doorbell = {});
   grpc::Status handlePushOf(const pb::PushRequest& req, SharedRegion* region, pb::PushReply* reply,
                             DoorbellCall doorbell = {});
   // A refused push: counted, a REJECT event (with the push's version and loss; `code` and
@@ -395,6 +436,26 @@ struct ParameterServer::Impl final : ChunkedRawService {
   void snapshotState(pb::ReplicaUpdate& u);
   void promoteLocked(double t);
   bool setNextLocked(const std::string& address, pb::ControlReply* reply, std::string& detail);
+
+  // --- sharding (ps_shards.cpp) ------------------------------------------------------------------
+  // start(): the per-rank state of shards 1..S-1, or shard 0's senders (the others listen).
+  void setUpShards();
+  // Shard 0: appends `shardStep` (filled by the caller) to every other shard's log.
+  void logStepLocked();
+  void logRankStepLocked(pb::ShardStep::Kind kind, int rank, std::int64_t call = 0);
+  // Shard 0's gradient guard judges the whole gradient: this range's squared norm (at a
+  // block boundary) continued with the other shards' block sums the push relays; an
+  // error when they do not fit the layout.
+  grpc::Status wholeSquaredNorm(const pb::PushRequest& req, double& squaredNorm) const;
+  // Shards 1..S-1: a worker's join (the rank shard 0 gave it; transports), its push of this
+  // shard's range (kept; answered with the block sums), a pull (answered with what shard 0
+  // released for its call), and one of shard 0's steps (an error when it cannot be carried
+  // out: the shards would no longer hold one model).
+  grpc::Status followerJoinLocked(const pb::JoinRequest& req, pb::JoinReply* reply);
+  grpc::Status receiveRange(const pb::PushRequest& req, const float* grad, std::size_t bytes, pb::PushReply* reply);
+  void admitFollowerPullLocked(PendingPull* r);
+  bool answerReleasedLocked(PendingPull* r);
+  grpc::Status applyShardStepLocked(const pb::ShardStep& step);
 
   // --- the update record and the acknowledged version (ps_record.cpp) ---------------------------
   Status openRecord();

@@ -107,7 +107,7 @@ bool ParameterServer::Impl::SocketServer::serve(const SocketCallHeader& header) 
       return refuse(invalid("pull from unknown rank " + std::to_string(rank)));
     }
     if (m_pull.parameters_in_shm()) return refuse(invalid("payload socket: a pull asking for shared memory"));
-    return servePull(rank, m_pull.min_version());
+    return servePull(rank, m_pull.min_version(), m_pull.call_seq());
   }
   return servePush(header, deadline);
 }
@@ -138,18 +138,18 @@ bool ParameterServer::Impl::SocketServer::servePush(const SocketCallHeader& head
   }
   m_pushed.Clear();
   if (!whole) return false;
-  const grpc::Status status = m_impl->handlePush(m_push, buffer, bytes, &m_pushed, norm.norm());
+  const grpc::Status status = m_impl->handlePush(m_push, buffer, bytes, &m_pushed, norm.squaredNorm());
   if (static_cast<SocketCall>(header.call) == SocketCall::Push || !status.ok()) {
     m_body.clear();
     if (status.ok()) (void)m_pushed.SerializeToString(&m_body);
     return reply(status, m_body, nullptr, 0);
   }
-  return servePull(rank, -1);
+  return servePull(rank, -1, m_push.call_seq());
 }
 
-bool ParameterServer::Impl::SocketServer::servePull(int rank, std::int64_t minVersion) {
+bool ParameterServer::Impl::SocketServer::servePull(int rank, std::int64_t minVersion, std::int64_t call) {
   SocketPull pull(rank, m_impl->now(), minVersion, m_answered);
-  m_impl->admitPull(&pull);
+  m_impl->admitPull(&pull, call);
   if (!awaitAnswer(pull)) return false;
   m_body.clear();
   if (pull.status().ok()) (void)pull.header().SerializeToString(&m_body);

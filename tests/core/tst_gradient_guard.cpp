@@ -23,6 +23,7 @@ class TestGradientGuard : public QObject {
  private slots:
   void norm();
   void normInPiecesIsTheSame();
+  void shardsBlockSumsGiveTheWholeNorm();
   void defaults();
   void hardCapFromTheFirstGradient();
   void outliersAfterWarmup();
@@ -66,20 +67,43 @@ void TestGradientGuard::norm() {
 }
 
 void TestGradientGuard::normInPiecesIsTheSame() {
-  // A chunked push's norm is summed as its chunks land: pieces of multiples of 4 values
-  // and a last piece of any length give gradientNorm()'s bits exactly.
+  // A chunked push's norm is summed as its chunks land: pieces of any length give
+  // gradientNorm()'s bits exactly.
   std::vector<float> v(10'007);
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(static_cast<float>(i)) * (1.0f + static_cast<float>(i % 13));
   const double whole = dasp::gradientNorm(v.data(), static_cast<std::int64_t>(v.size()));
   dasp::GradientNormSum pieces;
   std::size_t at = 0;
-  for (std::size_t piece : {std::size_t{4}, std::size_t{1000}, std::size_t{0}, std::size_t{4096}, std::size_t{4000}}) {
+  for (std::size_t piece : {std::size_t{3}, std::size_t{1001}, std::size_t{0}, std::size_t{4096}, std::size_t{3999}}) {
     pieces.add(v.data() + at, static_cast<std::int64_t>(piece));
     at += piece;
   }
   pieces.add(v.data() + at, static_cast<std::int64_t>(v.size() - at));  // the last 907
   QVERIFY(pieces.norm() == whole);  // bit for bit, not QCOMPARE's fuzzy equality
   QCOMPARE(dasp::GradientNormSum().norm(), 0.0);
+}
+
+void TestGradientGuard::shardsBlockSumsGiveTheWholeNorm() {
+  // A sharded server: shard 0 sums its range and continues with the block sums the other
+  // shards took of theirs (ranges of whole blocks), in shard order: the bits of one server.
+  std::vector<float> v(10 * dasp::kNormBlock + 77);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::cos(0.37f * static_cast<float>(i)) * (1.0f + static_cast<float>(i % 7));
+  const auto n = static_cast<std::int64_t>(v.size());
+  const double whole = dasp::gradientNorm(v.data(), n);
+  const std::int64_t cuts[] = {0, 3 * dasp::kNormBlock, 4 * dasp::kNormBlock, 8 * dasp::kNormBlock, n};
+  dasp::GradientNormSum shard0;
+  shard0.add(v.data(), cuts[1]);
+  for (int s = 1; s + 1 < static_cast<int>(std::size(cuts)); ++s) {
+    dasp::GradientNormSum shard;
+    shard.keepBlockSums();
+    shard.add(v.data() + cuts[s], 10);  // in pieces, as a chunked push lands
+    shard.add(v.data() + cuts[s] + 10, cuts[s + 1] - cuts[s] - 10);
+    const auto sums = shard.blockSums();
+    QCOMPARE(static_cast<std::int64_t>(sums.size()), (cuts[s + 1] - cuts[s] + dasp::kNormBlock - 1) / dasp::kNormBlock);
+    QVERIFY(shard0.atBlockBoundary());
+    shard0.addBlockSums(sums.data(), sums.size());
+  }
+  QVERIFY(shard0.norm() == whole);
 }
 
 void TestGradientGuard::defaults() {

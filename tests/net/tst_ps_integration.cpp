@@ -150,8 +150,9 @@ void TestPsIntegration::everyStrategyTrains() {
         errors[static_cast<std::size_t>(r)] = join.message();
         return;
       }
-      if (join->client->transport() != asked) {
-        errors[static_cast<std::size_t>(r)] = std::string("joined over ") + dasp::net::nameOf(join->client->transport());
+      const auto* client = dynamic_cast<const dasp::net::PsClient*>(join->client.get());
+      if (client->transport() != asked) {
+        errors[static_cast<std::size_t>(r)] = std::string("joined over ") + dasp::net::nameOf(client->transport());
         return;
       }
       auto source = dasp::ml::ShardGradientSource::create(f->spec, f->data.train, r, 3).value();

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+#include "net/client/sharded_link.h"
+
+#include <cstring>
+#include <utility>
+
+namespace dasp::net {
+
+// A thread that runs one task at a time for its shard (a push or a pull of its range):
+// run() hands it over, wait() returns once it is done. A thread kept for the link's life,
+// so an iteration starts none.
+class ShardedLink::Caller {
+ public:
+  Caller() : m_thread([this] { loop(); }) {}
+  ~Caller() {
+    {
+      std::lock_guard<std::mutex> lock(m_mu);
+      m_stop = true;
+    }
+    m_cv.notify_all();
+    m_thread.join();
+  }
+  void run(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(m_mu);
+      m_task = std::move(task);
+      m_busy = true;
+    }
+    m_cv.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(m_mu);
+    m_cv.wait(lock, [this] { return !m_busy; });
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(m_mu);
+    while (true) {
+      m_cv.wait(lock, [this] { return m_stop || m_task; });
+      if (!m_task) return;  // stopping, nothing left to run
+      auto task = std::move(m_task);
+      m_task = nullptr;
+      lock.unlock();
+      task();
+      lock.lock();
+      m_busy = false;
+      m_cv.notify_all();
+    }
+  }
+
+  std::mutex m_mu;
+  std::condition_variable m_cv;
+  std::function<void()> m_task;  // guarded by m_mu
+  bool m_busy = false;           // guarded by m_mu
+  bool m_stop = false;           // guarded by m_mu
+  std::thread m_thread;
+};
+
+Result<std::unique_ptr<ShardedLink>> ShardedLink::join(std::shared_ptr<PsClient> shard0, const pb::JoinRequest& request,
+                                                        const pb::JoinReply& reply, const NodeSecurity& security,
+                                                        LocalTransport transport, double timeoutS) {
+  const std::vector<std::int64_t> begin(reply.shard_begin().begin(), reply.shard_begin().end());
+  auto layout = shardLayoutFrom(begin);
+  if (!layout) return Status::error("the server's join reply: " + layout.message());
+  const int shards = layout->shards();
+  if (reply.shard_addresses_size() != shards - 1) {
+    return Status::error("the server's join reply names " + std::to_string(reply.shard_addresses_size()) +
+                         " other shards for a layout of " + std::to_string(shards));
+  }
+  if (layout->parameters() != request.parameter_count()) {
+    return Status::error("the server's shards hold " + std::to_string(layout->parameters()) + " parameters, the model " +
+                         std::to_string(request.parameter_count()));
+  }
+  std::vector<std::shared_ptr<PsClient>> clients{std::move(shard0)};
+  pb::JoinRequest rangeJoin = request;
+  rangeJoin.set_requested_rank(reply.rank());
+  for (int i = 1; i < shards; ++i) {
+    const std::string& address = reply.shard_addresses(i - 1);
+    auto client = std::make_shared<PsClient>(address, layout->size(i), security, transport);
+    pb::JoinReply joined;
+    const grpc::Status st = client->join(rangeJoin, joined, timeoutS);
+    if (!st.ok()) {
+      return Status::error("cannot join shard " + std::to_string(i) + " at " + address + ": " + describe(st));
+    }
+    clients.push_back(std::move(client));
+  }
+  return std::unique_ptr<ShardedLink>(new ShardedLink(std::move(layout).value(), std::move(clients)));
+}
+
+ShardedLink::ShardedLink(ShardLayout layout, std::vector<std::shared_ptr<PsClient>> clients)
+    : m_layout(std::move(layout)), m_clients(std::move(clients)) {
+  const auto s = static_cast<std::size_t>(shards());
+  m_callers.resize(s);
+  for (std::size_t i = 1; i < s; ++i) m_callers[i] = std::make_unique<Caller>();
+  m_params.resize(static_cast<std::size_t>(m_layout.parameters()));
+  m_rangePush.resize(s);
+  m_pushReplies.resize(s);
+  m_pullReplies.resize(s);
+  m_rangeParams.assign(s, nullptr);
+  m_status.resize(s);
+}
+
+ShardedLink::~ShardedLink() = default;
+
+void ShardedLink::startOnOtherShards(const std::function<void(int)>& call) {
+  for (int i = 1; i < shards(); ++i) m_callers[static_cast<std::size_t>(i)]->run([&call, i] { call(i); });
+}
+
+void ShardedLink::waitForOtherShards() {
+  for (int i = 1; i < shards(); ++i) m_callers[static_cast<std::size_t>(i)]->wait();
+}
+
+void ShardedLink::onOtherShards(const std::function<void(int)>& call) {
+  startOnOtherShards(call);
+  waitForOtherShards();
+}
+
+void ShardedLink::clearRelayed(pb::PushRequest& request) {
+  request.clear_relayed_block_sums();
+  request.clear_shard_refusal();
+}
+
+grpc::Status ShardedLink::pushOtherRanges(pb::PushRequest& request, const float* gradient, std::int64_t call,
+                                          double timeoutS) {
+  request.set_call_seq(call);
+  clearRelayed(request);
+  const std::function<void(int)> push = [&](int i) {
+    const auto s = static_cast<std::size_t>(i);
+    pb::PushRequest& range = m_rangePush[s];
+    range.set_rank(request.rank());
+    range.set_call_seq(call);
+    range.set_base_version(request.base_version());
+    range.set_batch_size(request.batch_size());
+    m_pushReplies[s].Clear();
+    m_status[s] = m_clients[s]->pushGradient(range, gradient + m_layout.offset(i), m_pushReplies[s], timeoutS);
+  };
+  onOtherShards(push);
+  for (int i = 1; i < shards(); ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    if (m_status[s].ok()) continue;
+    const auto reason = pushRefusalOf(m_status[s]);
+    if (!reason) return m_status[s];  // the range went nowhere: the caller recovers as from any failed push
+    // Shard 0 refuses the push for it, and counts and reports it as its own refusals.
+    auto* refusal = request.mutable_shard_refusal();
+    refusal->set_shard(i);
+    refusal->set_reason(*reason);
+    refusal->set_message(m_status[s].error_message());
+    return grpc::Status::OK;
+  }
+  for (int i = 1; i < shards(); ++i) {
+    for (const double sum : m_pushReplies[static_cast<std::size_t>(i)].block_sums()) request.add_relayed_block_sums(sum);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ShardedLink::assemble(const grpc::Status& status0, const pb::PullReply& reply, const float* params0,
+                                   const float*& params) {
+  params = nullptr;
+  if (!status0.ok()) return status0;
+  for (int i = 1; i < shards(); ++i) {
+    const auto& st = m_status[static_cast<std::size_t>(i)];
+    if (!st.ok()) return grpc::Status(st.error_code(), "shard " + std::to_string(i) + ": " + st.error_message());
+  }
+  for (int i = 1; i < shards(); ++i) {
+    const auto& other = m_pullReplies[static_cast<std::size_t>(i)];
+    if (other.version() != reply.version() || other.stop() != reply.stop()) {
+      return grpc::Status(grpc::StatusCode::INTERNAL,
+                          "a torn pull: shard " + std::to_string(i) + " answered version " +
+                              std::to_string(other.version()) + (other.stop() ? " (stop)" : "") + ", shard 0 " +
+                              std::to_string(reply.version()) + (reply.stop() ? " (stop)" : ""));
+    }
+  }
+  if (params0 == nullptr) return grpc::Status::OK;  // a worker's pull after stop: no parameters
+  m_rangeParams[0] = params0;
+  for (int i = 0; i < shards(); ++i) {
+    const float* range = m_rangeParams[static_cast<std::size_t>(i)];
+    if (range == nullptr) {
+      return grpc::Status(grpc::StatusCode::INTERNAL,
+                          "shard " + std::to_string(i) + " answered version " + std::to_string(reply.version()) +
+                              " without its range of the parameters");
+    }
+    std::memcpy(m_params.data() + m_layout.offset(i), range, static_cast<std::size_t>(m_layout.size(i)) * sizeof(float));
+  }
+  ++m_assembled;
+  params = m_params.data();
+  return grpc::Status::OK;
+}
+
+grpc::Status ShardedLink::pullParameters(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
+                                         double timeoutS) {
+  const std::int64_t call = ++m_call;
+  m_rangePull.set_rank(request.rank());
+  m_rangePull.set_call_seq(call);
+  m_rangePull.set_min_version(-1);
+  pb::PullRequest first = request;
+  first.set_call_seq(call);
+  const std::function<void(int)> pull = [&](int i) {
+    const auto s = static_cast<std::size_t>(i);
+    m_pullReplies[s].Clear();
+    m_status[s] = m_clients[s]->pullParameters(m_rangePull, m_pullReplies[s], m_rangeParams[s], timeoutS);
+  };
+  startOnOtherShards(pull);
+  const float* params0 = nullptr;
+  const grpc::Status status0 = m_clients[0]->pullParameters(first, reply, params0, timeoutS);
+  waitForOtherShards();
+  return assemble(status0, reply, params0, params);
+}
+
+grpc::Status ShardedLink::pushGradient(pb::PushRequest& request, const float* gradient, pb::PushReply& reply,
+                                       double timeoutS) {
+  const std::int64_t call = ++m_call;
+  grpc::Status status = pushOtherRanges(request, gradient, call, timeoutS);
+  if (status.ok()) status = m_clients[0]->pushGradient(request, gradient, reply, timeoutS);
+  clearRelayed(request);
+  return status;
+}
+
+grpc::Status ShardedLink::pushPull(pb::PushRequest& request, const float* gradient, pb::PullReply& reply,
+                                   const float*& params, double timeoutS) {
+  params = nullptr;
+  const std::int64_t call = ++m_call;
+  if (grpc::Status st = pushOtherRanges(request, gradient, call, timeoutS); !st.ok()) {
+    clearRelayed(request);
+    return st;
+  }
+  if (request.shard_refusal().shard() > 0) {
+    // Shard 0 refuses the push: no shard answers a pull of this call.
+    const float* none = nullptr;
+    const grpc::Status refused = m_clients[0]->pushPull(request, gradient, reply, none, timeoutS);
+    clearRelayed(request);
+    return refused;
+  }
+  m_rangePull.set_rank(request.rank());
+  m_rangePull.set_call_seq(call);
+  m_rangePull.set_min_version(-1);
+  const std::function<void(int)> pull = [&](int i) {
+    const auto s = static_cast<std::size_t>(i);
+    m_pullReplies[s].Clear();
+    m_status[s] = m_clients[s]->pullParameters(m_rangePull, m_pullReplies[s], m_rangeParams[s], timeoutS);
+  };
+  startOnOtherShards(pull);
+  const float* params0 = nullptr;
+  const grpc::Status status0 = m_clients[0]->pushPull(request, gradient, reply, params0, timeoutS);
+  waitForOtherShards();
+  clearRelayed(request);
+  return assemble(status0, reply, params0, params);
+}
+
+grpc::Status ShardedLink::report(const pb::EvaluationReport& request, pb::ReportReply& reply, double timeoutS) {
+  return m_clients[0]->report(request, reply, timeoutS);
+}
+
+std::string ShardedLink::takeTransportNote() {
+  std::string notes;
+  for (int i = 0; i < shards(); ++i) {
+    const std::string note = m_clients[static_cast<std::size_t>(i)]->takeTransportNote();
+    if (!note.empty()) notes += (notes.empty() ? "" : "; ") + ("shard " + std::to_string(i) + ": " + note);
+  }
+  return notes;
+}
+
+std::int64_t ShardedLink::bytesSent() const {
+  std::int64_t sum = 0;
+  for (const auto& c : m_clients) sum += c->bytesSent();
+  return sum;
+}
+
+std::int64_t ShardedLink::bytesReceived() const {
+  std::int64_t sum = 0;
+  for (const auto& c : m_clients) sum += c->bytesReceived();
+  return sum;
+}
+
+std::string ShardedLink::describeTransports() const {
+  std::string text;
+  for (const auto& c : m_clients) {
+    text += (text.empty() ? "" : ", ") + std::string(nameOf(c->transport())) +
+            (c->onPayloadSocket() ? " (payload socket)" : "");
+  }
+  return text;
+}
+
+}  // namespace dasp::net
