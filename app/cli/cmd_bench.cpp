@@ -14,6 +14,7 @@
 #include "core/bench/policy_bench.h"
 #include "core/params/parameter_store.h"
 #include "net/client/nodes.h"
+#include "net/server/local_shards.h"
 #include "net/server/ps_server.h"
 #include "net/bench/transfer_bench.h"
 
@@ -163,8 +164,10 @@ struct RoundTimes {
 // One worker + server (the default local transport: shared memory) until `iterations`
 // updates, interleaved with as many single-process trainer steps. The worker has as many
 // warm-up computations as the trainer has warm-up steps. `doorbell` false: its PushPull
-// goes through gRPC, not the region's doorbell (what the doorbell saves).
-Result<RoundTimes> interleavedRound(const ExperimentSpec& spec, const TrainTest& data, bool doorbell) {
+// goes through gRPC, not the region's doorbell (what the doorbell saves). `shards` > 1: a
+// sharded server of that many shards in this process, the worker over shared memory to
+// each.
+Result<RoundTimes> interleavedRound(const ExperimentSpec& spec, const TrainTest& data, bool doorbell, int shards) {
   auto trainer = ml::SingleNodeTrainer::create(spec, data);
   if (!trainer) return trainer.status();
   for (int i = 0; i < kWarmUp; ++i) (void)trainer.value()->step();
@@ -176,10 +179,10 @@ Result<RoundTimes> interleavedRound(const ExperimentSpec& spec, const TrainTest&
   if (!initial) return initial.status();
   options.initialParameters = std::move(initial).value();
   std::vector<float> params = options.initialParameters, scratch(params.size());
-  auto server = net::ParameterServer::start(std::move(options));
-  if (!server) return server.status();
+  auto servers = net::startLocalShards(options, shards);
+  if (!servers) return servers.status();
   net::WorkerOptions worker;
-  worker.server = "127.0.0.1:" + std::to_string(server.value()->port());
+  worker.server = "127.0.0.1:" + std::to_string(servers->front()->port());
   worker.name = "bench-worker";
   worker.requestedRank = 0;
   worker.model = spec.model().name();
@@ -187,12 +190,12 @@ Result<RoundTimes> interleavedRound(const ExperimentSpec& spec, const TrainTest&
   worker.transport = net::LocalTransport::Auto;  // what `dasp run` gives a local worker
   auto join = net::joinServer(worker, "worker");
   if (!join) return join.status();
-  auto* client = dynamic_cast<net::PsClient*>(join->client.get());  // one server: a PsClient
-  if (client == nullptr || client->transport() != net::LocalTransport::Shm) {
-    return Status::error("bench ps: the local worker did not get shared memory: " +
-                         (client == nullptr ? std::string("a sharded server") : client->transportFallback()));
+  if (auto* client = dynamic_cast<net::PsClient*>(join->client.get())) {  // one server
+    if (client->transport() != net::LocalTransport::Shm) {
+      return Status::error("bench ps: the local worker did not get shared memory: " + client->transportFallback());
+    }
+    client->useDoorbell(doorbell);
   }
-  client->useDoorbell(doorbell);
   auto source = ml::ShardGradientSource::create(spec, data.train, 0, 1);
   if (!source) return source.status();
   for (int i = 0; i < kWarmUp; ++i) {
@@ -202,7 +205,7 @@ Result<RoundTimes> interleavedRound(const ExperimentSpec& spec, const TrainTest&
   const auto t0 = std::chrono::steady_clock::now();
   auto stats = net::runWorker(worker, join.value(), interleaved);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  server.value()->shutdown(1.0);
+  for (auto& server : servers.value()) server->shutdown(1.0);
   if (!stats) return stats.status();
   if (!interleaved.trainerStatus()) return interleaved.trainerStatus();
   const double iterations = static_cast<double>(std::max<std::int64_t>(1, stats->iterations));
@@ -214,7 +217,7 @@ Result<RoundTimes> interleavedRound(const ExperimentSpec& spec, const TrainTest&
 }
 
 Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& model, int batch, int iterations,
-                                  int rounds, bool doorbell = true) {
+                                  int rounds, bool doorbell = true, int shards = 1) {
   ExperimentSpec spec;
   spec.mutable_model()->set_name(model);
   spec.mutable_dataset()->set_name("fashion-mnist");
@@ -226,7 +229,7 @@ Result<ModelRatio> iterationTimes(const TrainTest& data, const std::string& mode
   std::vector<double> single, distributed, pushPull, compute, ratios;
   std::int64_t refused = 0;
   for (int round = 0; round < rounds; ++round) {
-    auto times = interleavedRound(spec, data, doorbell);
+    auto times = interleavedRound(spec, data, doorbell, shards);
     if (!times) return times.status();
     single.push_back(times->singleS);
     distributed.push_back(times->totalS);
@@ -254,7 +257,8 @@ std::string jsonObject(const Items& items, Name&& name, Value&& value) {
   return out + "}";
 }
 
-void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoorbell, const net::TransferRates& rates,
+void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoorbell, const ModelRatio& twoShards,
+             const net::TransferRates& rates,
              const std::vector<LatencyCase>& latencies,
              const MemoryBench& copy, const MemoryBench& apply, int applyThreads, const MemoryBench& applyOneThread,
              const PolicyBenchResult& ssp,
@@ -271,6 +275,8 @@ void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoo
   std::printf("    %-8s without the doorbell (PushPull through gRPC): %.3f ms vs %.3f ms: ratio %.3f\n",
               withoutDoorbell.model.c_str(), withoutDoorbell.distributedS * 1e3, withoutDoorbell.singleS * 1e3,
               withoutDoorbell.ratio);
+  std::printf("    %-8s with a server of 2 shards (shared memory to each): %.3f ms vs %.3f ms: ratio %.3f\n",
+              twoShards.model.c_str(), twoShards.distributedS * 1e3, twoShards.singleS * 1e3, twoShards.ratio);
   std::printf("(b) 10M floats, medians of %d rounds: memcpy %.2f GB/s, TCP echo %.2f GB/s, gRPC echo %.2f GB/s "
               "(%.2f x the TCP echo)\n",
               rates.rounds, copy.gbps, rates.tcpEchoGbps, rates.grpcEchoGbps, rates.grpcEchoVsTcp);
@@ -307,6 +313,10 @@ int benchPs(const BenchPsFlags& flags) {
   auto plain = iterationTimes(data.value(), "lenet", 64, 200, 5, false);
   if (!plain) return fail(plain.message(), 1);
   const ModelRatio withoutDoorbell = plain.value();
+  note("(a) lenet iteration again, with a server of 2 shards (ps.shards 2) in this process");
+  auto sharded = iterationTimes(data.value(), "lenet", 64, 200, 5, true, 2);
+  if (!sharded) return fail(sharded.message(), 1);
+  const ModelRatio twoShards = sharded.value();
   note("(b) push+pull of 10M floats over tcp (the payload socket, and gRPC), unix and shm vs memcpy, a raw TCP "
        "echo and a gRPC echo of the same bytes");
   const std::int64_t floats = 10'000'000;
@@ -349,7 +359,7 @@ int benchPs(const BenchPsFlags& flags) {
     if (t.path.transport != net::LocalTransport::Tcp && (!sameHost || t.vsTcpEcho > sameHost->vsTcpEcho)) sameHost = &t;
   }
   if (!json) {
-    printPs(models, withoutDoorbell, rates, latencies, copy, apply, applyThreads, applyOneThread, ssp, dasp);
+    printPs(models, withoutDoorbell, twoShards, rates, latencies, copy, apply, applyThreads, applyOneThread, ssp, dasp);
     return 0;
   }
   // The fields of earlier versions keep their meaning (lenet; push+pull over TCP, now the
@@ -386,6 +396,7 @@ int benchPs(const BenchPsFlags& flags) {
             << jsonObject(models, [](const ModelRatio& m) { return m.model; },
                           [](const ModelRatio& m) { return static_cast<double>(m.refusedPushes); })
             << ",\"iteration_time_ratio_without_doorbell\":" << jsonNumber(withoutDoorbell.ratio)
+            << ",\"iteration_time_ratio_two_shards\":" << jsonNumber(twoShards.ratio)
             << ",\"call_latency_us\":"
             << jsonObject(latencies, [](const LatencyCase& l) { return l.name; },
                           [](const LatencyCase& l) { return l.latency.backToBackUs; })

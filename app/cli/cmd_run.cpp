@@ -120,6 +120,7 @@ v1::RunResult toRunResult(const RunSummary& r, const PlannedRun& planned) {
   out.set_lr(planned.spec.optimizer().lr());
   out.set_target(planned.spec.stop().target_accuracy());
   out.set_spec_name(planned.spec.name());
+  out.set_shards(planned.spec.ps().shards());
   if (r.speedChangeDip) out.set_speed_change_dip(*r.speedChangeDip);
   if (r.divergence) {
     out.set_divergence_cause(toString(r.divergence->cause));
@@ -257,7 +258,7 @@ int runCommand(const RunFlags& flags) {
       std::cout << "{\"run_id\":" << r.runId << ",\"label\":" << jsonString(done[i].label)
                 << ",\"engine\":" << jsonString(r.engine) << ",\"wall_s\":" << jsonNumber(r.wallS)
                 << ",\"strategy\":" << jsonString(r.strategy) << ",\"recovery\":" << jsonString(r.recovery)
-                << ",\"workers\":" << r.workers << ",\"seed\":" << r.seed << ",\"status\":" << jsonString(r.status)
+                << ",\"workers\":" << r.workers << ",\"shards\":" << line.shards() << ",\"seed\":" << r.seed << ",\"status\":" << jsonString(r.status)
                 << ",\"stop_reason\":" << jsonString(r.stopReason)
                 << ",\"time_to_target_s\":" << (r.timeToTargetS ? jsonNumber(*r.timeToTargetS) : "null")
                 << ",\"final_accuracy\":" << jsonNumber(r.finalAccuracy) << ",\"final_loss\":" << jsonNumber(r.finalLoss)

@@ -49,7 +49,7 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
     if (!runs) return runs.status();
     return suiteTableMarkdown(runs.value());
   }
-  if (kind == "matrix" || kind == "diagnosis") {
+  if (kind == "matrix" || kind == "diagnosis" || kind == "shards") {
     std::vector<MatrixCase> cases;
     for (const auto& a : args) {
       const auto eq = a.find('=');
@@ -58,6 +58,7 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
       if (!runs) return runs.status();
       cases.push_back({a.substr(0, eq), std::move(runs).value()});
     }
+    if (kind == "shards") return shardsTableMarkdown(cases);
     return kind == "matrix" ? matrixTableMarkdown(cases) : diagnosisTableMarkdown(cases);
   }
   if (kind == "validation") {
@@ -87,7 +88,7 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
     return setupTimingTableMarkdown(timings.value());
   }
   return Status::error("unknown table kind '" + kind +
-                       "' (known: suite, matrix, diagnosis, validation, recovery, setup-timings)");
+                       "' (known: suite, matrix, diagnosis, shards, validation, recovery, setup-timings)");
 }
 
 int tablesCommand(const fs::path& root, bool check) {

@@ -68,6 +68,10 @@ std::string matrixTableMarkdown(const std::vector<MatrixCase>& cases);
 // Why the times differ: per case and strategy (at its best rate), the updates per second,
 // gradients per update, dropped gradients, wait share, staleness and the speed-change dip.
 std::string diagnosisTableMarkdown(const std::vector<MatrixCase>& cases);
+// Scale with server shards: per case, each strategy and shard count (ps.shards, a suite
+// entry's `shards`) at its best rate: time to target, updates per second, wait share and
+// final accuracy.
+std::string shardsTableMarkdown(const std::vector<MatrixCase>& cases);
 // The same strategies in two engines (the real runs and the virtual-cluster engine):
 // times, their ratio, and how many of the pairs the real runs separate (means further
 // apart than the sum of their stds) the engine orders the same way.

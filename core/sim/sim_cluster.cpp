@@ -23,7 +23,7 @@ double SimRun::iterationSeconds(Worker& w, double t) {
 double SimRun::replicationDelay() const {
   if (!m_chain || m_spec.recovery().forward_every() > 1 || m_chainOrder.size() < 2) return 0.0;
   const double perHop = m_serverLink.transfer(m_bytes) +
-                        static_cast<double>(m_store->size()) * m_spec.sim().apply_ns_per_param() * 1e-9;
+                        m_shardParams * m_spec.sim().apply_ns_per_param() * 1e-9;
   return static_cast<double>(m_chainOrder.size() - 1) * perHop;
 }
 

@@ -39,7 +39,9 @@ Status SimRun::prepare() {
   if (m_compute.evaluator == nullptr) return Status::error("sim: no evaluator");
   const std::int64_t p = static_cast<std::int64_t>(m_compute.initialParameters.size());
   if (p <= 0) return Status::error("sim: the model has no parameters");
-  m_bytes = static_cast<double>(p) * sizeof(float);
+  // What the links and the server's apply are charged for: the model, or sim.payload_parameters.
+  const std::int64_t payload = m_spec.sim().has_payload_parameters() ? m_spec.sim().payload_parameters() : p;
+  m_bytes = static_cast<double>(payload) * sizeof(float);
 
   // The measured compute cost goes into the spec before the run is stored: the stored
   // spec then reruns the same run.
@@ -59,7 +61,7 @@ Status SimRun::prepare() {
   m_workers.resize(static_cast<std::size_t>(n));
   m_serverLink = linkOf(m_spec.cluster().link());
   m_shards = std::max(1, m_spec.ps().shards());
-  auto layout = shardLayout(p, m_shards);
+  auto layout = shardLayout(payload, m_shards);
   if (!layout) return layout.status();
   std::int64_t largest = 0;
   for (int s = 0; s < m_shards; ++s) largest = std::max(largest, layout->size(s));
@@ -233,6 +235,22 @@ void SimRun::handle(const Event& e) {
 
 // --- the end ------------------------------------------------------------------------------
 
+// What the iterations in progress at the end have waited and computed so far: a wait is
+// counted when its iteration completes, so without these a run that ends on its first
+// round (every worker waiting for it) would show no wait at all.
+std::pair<double, double> SimRun::openWaitAndCompute() const {
+  double wait = 0, compute = 0;
+  for (const auto& w : m_workers) {
+    if (w.phase == Worker::Phase::Parked) {
+      wait += std::max(0.0, m_now - w.parkedSince);
+    } else if (w.phase == Worker::Phase::InFlight) {
+      wait += w.lastWait;
+      compute += std::clamp(m_now - w.releaseT - w.pullS, 0.0, w.computeS);
+    }
+  }
+  return {wait, compute};
+}
+
 Result<RunSummary> SimRun::finish(const std::string& failure) {
   RunSummary s;
   s.runId = m_runId;
@@ -251,7 +269,9 @@ Result<RunSummary> SimRun::finish(const std::string& failure) {
   s.applied = m_applied;
   s.dropped = m_dropped;
   s.meanWaitS = m_gradients > 0 ? m_waitSum / static_cast<double>(m_gradients) : 0;
-  s.waitFraction = m_waitSum + m_computeSum > 0 ? m_waitSum / (m_waitSum + m_computeSum) : 0;
+  const auto [openWait, openCompute] = openWaitAndCompute();
+  const double wait = m_waitSum + openWait, busy = wait + m_computeSum + openCompute;
+  s.waitFraction = busy > 0 ? wait / busy : 0;
   s.meanStaleness = m_applied > 0 ? m_stalenessSum / static_cast<double>(m_applied) : 0;
   s.maxStaleness = m_maxStaleness;
   s.epochs = static_cast<double>(m_samples) / static_cast<double>(std::max<std::int64_t>(1, m_compute.trainCount));

@@ -169,6 +169,7 @@ class SimRun {
   void say(const std::string& line) {
     if (m_options.log) m_options.log(line);
   }
+  std::pair<double, double> openWaitAndCompute() const;
   Result<RunSummary> finish(const std::string& failure);
 
   ExperimentSpec m_spec;

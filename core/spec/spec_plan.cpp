@@ -89,6 +89,7 @@ Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& base, const std::
           *s.mutable_strategy() = strategy;
         }
         if (entry.has_recovery()) *s.mutable_recovery() = entry.recovery();
+        if (entry.shards() > 0) s.mutable_ps()->set_shards(entry.shards());
         if (entry.workers() > 0) {
           auto* cluster = s.mutable_cluster();
           if (cluster->workers_size() > 0) {
@@ -102,6 +103,7 @@ Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& base, const std::
         std::string label = strategyLabel(s.strategy());
         if (entry.has_recovery()) label += " " + recoveryName(s.recovery().mode());
         if (entry.workers() > 0) label += " w=" + std::to_string(entry.workers());
+        if (entry.shards() > 0) label += " S=" + std::to_string(entry.shards());
         if (!gridLabel.empty()) label += " " + gridLabel;
         out.push_back({s, label});
       }

@@ -565,6 +565,18 @@ Status validateFaults(const ExperimentSpec& spec) {
 
 // The parameter server's shards (ps.shards): what a sharded server runs with.
 Status validateShards(const ExperimentSpec& spec) {
+  for (int i = 0; i < spec.suite_size(); ++i) {
+    const int s = spec.suite(i).shards();
+    if (s < 0 || s > kMaxShards) {
+      return bad("suite[" + std::to_string(i) + "].shards",
+                 "must be in [0, " + std::to_string(kMaxShards) + "] (0: ps.shards; got " + std::to_string(s) + ")");
+    }
+  }
+  if (spec.sim().has_payload_parameters() && (spec.sim().payload_parameters() < 1 ||
+                                               spec.sim().payload_parameters() > (std::int64_t{1} << 40))) {
+    return bad("sim.payload_parameters",
+               "must be in [1, 2^40] (got " + std::to_string(spec.sim().payload_parameters()) + ")");
+  }
   if (!spec.ps().has_shards()) return Status::ok();
   const int shards = spec.ps().shards();
   if (shards < 1 || shards > kMaxShards) {

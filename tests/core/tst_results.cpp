@@ -109,6 +109,26 @@ class TestResults : public QObject {
              table.c_str());
   }
 
+  void shardsTableNamesEachShardCount() {
+    std::vector<v1::RunResult> a;
+    for (std::uint64_t s : {1, 2}) {
+      for (int shards : {1, 16}) {
+        auto r = run(shards == 1 ? "bsp S=1" : "bsp S=16", 0.01, s, shards == 1 ? 8.0 : 2.0);
+        r.set_shards(shards);
+        r.set_seconds(4);
+        r.set_updates(shards == 1 ? 8 : 40);  // 2 and 10 per second
+        r.set_wait_fraction(shards == 1 ? 0.9 : 0.3);
+        a.push_back(r);
+      }
+    }
+    const auto table = shardsTableMarkdown({{"case-a", a}});
+    QVERIFY2(table.find("| case-a | bsp S=1 | 1 | 8.0 ± 0.0 | 2.0 ± 0.0 | 0.90 ± 0.00 |") != std::string::npos,
+             table.c_str());
+    QVERIFY2(table.find("| case-a | bsp S=16 | 16 | 2.0 ± 0.0 | 10.0 ± 0.0 | 0.30 ± 0.00 |") !=
+                 std::string::npos,
+             table.c_str());
+  }
+
   void validationCountsSeparatedPairs() {
     std::vector<v1::RunResult> real, sim;
     for (std::uint64_t s : {1, 2, 3}) {

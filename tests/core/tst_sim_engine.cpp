@@ -137,6 +137,49 @@ class TestSimEngine : public QObject {
     QVERIFY(differs);
   }
 
+  // A large model's traffic (sim.payload_parameters: 800,000 parameters, 3.2 MB each way)
+  // from 64 workers over 10 Gbit/s server links: one shard's link carries every push and
+  // every pull (2.6 ms each), so BSP's rounds wait on the server; 16 shards carry a
+  // sixteenth each and the rounds are the workers' compute again.
+  void serverLinksBindALargeModelAtOneShard() {
+    auto spec = baseSpec("bsp", 64, 20);
+    spec.mutable_sim()->set_payload_parameters(800'000);
+    spec.mutable_stop()->set_max_seconds(3.0);
+    auto unlimited = simulate(spec).summary;
+    spec.mutable_sim()->mutable_server_link()->set_mbit(10'000);
+    const auto one = simulate(spec).summary;
+    spec.mutable_ps()->set_shards(16);
+    const auto sixteen = simulate(spec).summary;
+    qInfo("updates in 3 s: unlimited links %lld, one shard %lld (wait %.2f), 16 shards %lld (wait %.2f)",
+          static_cast<long long>(unlimited.updates), static_cast<long long>(one.updates), one.waitFraction,
+          static_cast<long long>(sixteen.updates), sixteen.waitFraction);
+    // A round at one shard: 64 pulls out and 64 pushes in, 164 ms each way, and the
+    // workers wait on it; with unlimited links the same server is bound by its apply
+    // (64 × 800,000 values at 1 ns: 51 ms a round). 16 shards share both.
+    QVERIFY(one.updates * 2 < unlimited.updates);
+    QVERIFY(one.waitFraction > 0.8);
+    QVERIFY(sixteen.updates > 3 * one.updates);
+    QVERIFY(sixteen.updates > unlimited.updates);
+    QVERIFY(sixteen.waitFraction < 0.5);
+    // One shard of a small model: the links carry it without a queue (the default run).
+    spec.clear_ps();
+    spec.mutable_sim()->clear_payload_parameters();
+    QVERIFY(simulate(withDefaults(spec)).summary.updates * 10 > unlimited.updates * 9);
+  }
+
+  // A run that ends inside its first BSP round: the fast worker has waited since its push
+  // (0.1 s) and the slow one (1 s an iteration) is still computing. Its waits in progress
+  // count: 0.4 s waited of 0.4 + 0.1 + 0.5 s.
+  void waitsInProgressAtTheEndCount() {
+    auto spec = baseSpec("bsp", 2, 100);
+    spec.mutable_cluster()->add_slowdowns(1);
+    spec.mutable_cluster()->add_slowdowns(10);
+    spec.mutable_stop()->set_max_seconds(0.5);
+    const auto s = simulate(spec).summary;
+    QCOMPARE(s.updates, std::int64_t{0});
+    QVERIFY2(std::abs(s.waitFraction - 0.4) < 0.02, qPrintable(QString::number(s.waitFraction)));
+  }
+
   void jitterIsReproducible() {
     auto spec = baseSpec("asp", 3);
     spec.mutable_cluster()->clear_count();

@@ -14,7 +14,7 @@
 #include "core/store/run_store.h"
 #include "net/client/nodes.h"
 #include "net/client/sharded_link.h"
-#include "net/server/ps_server.h"
+#include "net/server/local_shards.h"
 #include "tests/support/processes.h"
 #include "tests/support/specs.h"
 
@@ -69,7 +69,7 @@ void gradientOf(int w, int k, std::vector<float>& g) {
   }
 }
 
-// S shard servers of one run in this process (shards 1..S-1 first, then shard 0).
+// The S shard servers of one run in this process.
 struct Shards {
   std::vector<std::unique_ptr<ParameterServer>> servers;  // [i]: shard i
   std::string address;                                    // shard 0's
@@ -87,28 +87,17 @@ struct Shards {
 
 Shards startShards(const ExperimentSpec& spec, int workers, const std::vector<float>& initial, int shards,
                    std::function<double()> clock = {}) {
-  const auto layout = shardLayout(static_cast<std::int64_t>(initial.size()), shards).value();
+  ServerOptions o;
+  o.spec = spec;
+  o.workers = workers;
+  o.modelName = "flat";
+  o.initialParameters = initial;
+  o.clock = std::move(clock);
+  auto started = startLocalShards(o, shards);
+  if (!started) qFatal("%s", started.message().c_str());
   Shards out;
-  out.servers.resize(static_cast<std::size_t>(shards));
-  std::vector<std::string> peers;
-  for (int i = shards - 1; i >= 0; --i) {
-    ServerOptions o;
-    o.spec = spec;
-    o.workers = workers;
-    o.modelName = "flat";
-    o.name = i == 0 ? "server" : "shard-" + std::to_string(i);
-    o.shard = i;
-    o.layout = layout;
-    o.initialParameters.assign(initial.begin() + layout.offset(i), initial.begin() + layout.offset(i) + layout.size(i));
-    o.clock = clock;
-    if (i == 0) o.shardAddresses = peers;
-    auto started = ParameterServer::start(std::move(o));
-    if (!started) qFatal("shard %d: %s", i, started.message().c_str());
-    const std::string address = "127.0.0.1:" + std::to_string(started.value()->port());
-    if (i > 0) peers.insert(peers.begin(), address);
-    if (i == 0) out.address = address;
-    out.servers[static_cast<std::size_t>(i)] = std::move(started).value();
-  }
+  out.servers = std::move(started).value();
+  out.address = "127.0.0.1:" + std::to_string(out.servers.front()->port());
   return out;
 }
 
@@ -395,6 +384,7 @@ void TestShards::shardedRunThroughProcesses() {
   const auto run = test_support::runDasp({"run", path, "--db", db, "--json", "--quiet"}, 90000);
   QVERIFY2(run.exitCode == 0, qPrintable(run.err));
   QVERIFY2(run.out.contains("\"status\":\"completed\""), qPrintable(run.out));
+  QVERIFY2(run.out.contains("\"shards\":2,"), qPrintable(run.out));
   auto store = RunStore::open(db.toStdString()).value();
   const auto runs = store->listRuns().value();
   QCOMPARE(runs.size(), std::size_t{1});

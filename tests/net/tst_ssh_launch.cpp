@@ -37,6 +37,10 @@ namespace net = dasp::net;
 
 namespace {
 
+// A wait for node processes, stretched under a sanitizer (they are several times slower).
+int scaled(int ms) { return static_cast<int>(ms * test_support::kProcessTimeScale); }
+
+
 
 // argv of a process from /proc (NUL-separated); empty if it is gone.
 std::vector<std::string> cmdlineOf(pid_t pid) {
@@ -494,7 +498,7 @@ void TestSshLaunch::sshRunCompletes() {
   const auto db = m_dir.filePath("ssh-a.sqlite");
   QProcess p;
   test_support::startDasp(p, {"run", writeSpec("ssh-short", 3, launch), "--db", db, "--json", "--quiet"});
-  QVERIFY(p.waitForFinished(120000));
+  QVERIFY(p.waitForFinished(scaled(120000)));
   const auto err = QString::fromUtf8(p.readAllStandardError());
   QVERIFY2(p.exitCode() == 0, qPrintable(err));
   const auto lines = QString::fromUtf8(p.readAllStandardOutput()).trimmed().split('\n');
@@ -515,7 +519,7 @@ void TestSshLaunch::sshRunCompletes() {
   }
   // Nothing of the run is left on the host: no node process, no run directory.
   const std::string marker = "DASP_RUN_DIR=" + work.toStdString() + "/";
-  QTRY_VERIFY_WITH_TIMEOUT(markedDaspProcesses(marker).empty(), 20000);
+  QTRY_VERIFY_WITH_TIMEOUT(markedDaspProcesses(marker).empty(), scaled(20000));
   QVERIFY2(QDir(work).entryList(QDir::AllEntries | QDir::NoDotAndDotDot).isEmpty(),
            qPrintable(QDir(work).entryList(QDir::AllEntries | QDir::NoDotAndDotDot).join(", ")));
 }
@@ -543,7 +547,7 @@ void TestSshLaunch::killedClientsLeaveNoNodes() {
     auto evals = store.value()->evaluations(runs->front().id);
     return evals && evals->size() >= 2;
   };
-  QTRY_VERIFY_WITH_TIMEOUT(training(), 60000);
+  QTRY_VERIFY_WITH_TIMEOUT(training(), scaled(60000));
 
   // The nodes have the run's token in their environment; no command line shows it.
   const auto nodes = markedDaspProcesses(marker);
@@ -582,13 +586,13 @@ void TestSshLaunch::killedClientsLeaveNoNodes() {
   QVERIFY(client > 0);
   QVERIFY(worker1 > 0);
   QCOMPARE(::kill(client, SIGKILL), 0);
-  QTRY_VERIFY_WITH_TIMEOUT(::kill(worker1, 0) != 0 || cmdlineOf(worker1).empty(), 30000);
+  QTRY_VERIFY_WITH_TIMEOUT(::kill(worker1, 0) != 0 || cmdlineOf(worker1).empty(), scaled(30000));
   QCOMPARE(p.state(), QProcess::Running);  // the run goes on without worker-1
 
   // 2. Kill the runner itself: every node of the run goes, however it was started.
   p.kill();
-  QVERIFY(p.waitForFinished(10000));
-  QTRY_VERIFY_WITH_TIMEOUT(markedDaspProcesses(marker).empty(), 40000);
+  QVERIFY(p.waitForFinished(scaled(10000)));
+  QTRY_VERIFY_WITH_TIMEOUT(markedDaspProcesses(marker).empty(), scaled(40000));
 }
 
 void TestSshLaunch::unreachableHostFailsFast() {
@@ -609,7 +613,7 @@ void TestSshLaunch::unreachableHostFailsFast() {
   timer.start();
   QProcess p;
   test_support::startDasp(p, {"run", writeSpec("ssh-unreachable", 60, launch), "--db", db, "--quiet"});
-  QVERIFY(p.waitForFinished(60000));
+  QVERIFY(p.waitForFinished(scaled(60000)));
   QVERIFY(timer.elapsed() < 30000);
   QVERIFY(p.exitCode() != 0);
   const auto err = QString::fromUtf8(p.readAllStandardError());

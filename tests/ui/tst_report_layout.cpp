@@ -107,6 +107,7 @@ class TestReportLayout : public QObject {
   void headersBreakBetweenWordsOnly();
   void blankRunLaysOut();
   void differingEngineGetsAColumn();
+  void shardCountIsShownOnceOrAsAColumn();
 };
 
 void TestReportLayout::sixRunsFitInSixLandscapePages() {
@@ -191,6 +192,21 @@ void TestReportLayout::differingEngineGetsAColumn() {
   QVERIFY(html.contains(QStringLiteral("<th class=\"l\">engine</th>")));
   QVERIFY(html.contains(QStringLiteral("<td class=\"l\">real</td>")));
   QVERIFY(!html.contains(QStringLiteral("engine sim,")));
+}
+
+void TestReportLayout::shardCountIsShownOnceOrAsAColumn() {
+  std::vector<RunData> runs = sixRuns();
+  const int shared = summaryColumnCount(runFigures(runs));
+  QVERIFY(reportHtml(runs).contains(QStringLiteral("engine sim, 1 server shard,")));
+  QJsonObject spec = QJsonDocument::fromJson(runs[2].specJson.toUtf8()).object();
+  spec.insert(QStringLiteral("ps"), QJsonObject{{QStringLiteral("shards"), 4}});
+  runs[2].specJson = QString::fromUtf8(QJsonDocument(spec).toJson(QJsonDocument::Compact));
+  QCOMPARE(runFigures(runs)[2].shards, 4);
+  QCOMPARE(summaryColumnCount(runFigures(runs)), shared + 1);
+  const QString html = reportHtml(runs);
+  QVERIFY(html.contains(QStringLiteral("<th>server shards</th>")));
+  QVERIFY(html.contains(QStringLiteral("<td>4</td>")));
+  QVERIFY(!html.contains(QStringLiteral("1 server shard,")));
 }
 
 QTEST_MAIN(TestReportLayout)

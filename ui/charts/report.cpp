@@ -173,6 +173,7 @@ std::vector<RunFigures> runFigures(const std::vector<RunData>& runs) {
     f.status = r.status;
     f.divergence = r.divergence;
     f.seed = r.seed;
+    f.shards = std::max(1, specObject(r).value(QLatin1String("ps")).toObject().value(QLatin1String("shards")).toInt(1));
     f.target = specTarget(r);
     f.timeToTarget = summaryValue(r, "time_to_target_s");
     if (!f.timeToTarget && f.target) f.timeToTarget = r.timeToTarget(*f.target);

@@ -77,6 +77,7 @@ struct RunFigures {
   QString name, strategy, status, lrConvention;
   QString engine;                      // "real" or "sim"
   std::int64_t seed = 0;
+  int shards = 1;                      // the parameter server's shards (ps.shards)
   std::optional<double> target;        // the spec's target accuracy
   std::optional<double> timeToTarget;  // seconds
   std::optional<double> speedupVsBsp;  // mean BSP time to target / this run's

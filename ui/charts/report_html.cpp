@@ -115,6 +115,7 @@ QStringList summaryHeader(const SharedColumns& differ) {
   if (differ.name) head << QStringLiteral("<th class=\"l\">name</th>");
   head << QStringLiteral("<th class=\"l\">strategy</th>");
   if (differ.engine) head << QStringLiteral("<th class=\"l\">engine</th>");
+  if (differ.shards) head << QStringLiteral("<th>server shards</th>");
   head << QStringLiteral("<th>seed</th>") << QStringLiteral("<th class=\"l\">status</th>");
   if (differ.target) head << QStringLiteral("<th>target</th>");
   for (const char* h : {"time to target (s)", "speedup vs BSP", "heterogeneity cost", "final accuracy", "mean wait (s)",
@@ -137,6 +138,7 @@ QString summaryTable(const std::vector<RunFigures>& figs) {
     if (differ.name) row += left(f.name);
     row += left(f.strategy);
     if (differ.engine) row += left(f.engine);
+    if (differ.shards) row += QStringLiteral("<td>%1</td>").arg(f.shards);
     row += QStringLiteral("<td>%1</td>").arg(f.seed) + left(f.status);
     if (differ.target) row += QStringLiteral("<td>%1</td>").arg(fig(f.target, 3));
     row += QStringLiteral("<td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td><td>%8</td>"

@@ -56,7 +56,7 @@ QString targetSection(const std::vector<RunData>& runs, const std::vector<RunFig
 // What all runs share (name, engine, target, lr convention) in one line: the summary
 // table then shows only the columns that differ between the runs.
 struct SharedColumns {
-  bool name = false, engine = false, target = false, lrConvention = false;  // true: differs, a column
+  bool name = false, engine = false, shards = false, target = false, lrConvention = false;  // true: differs, a column
   QString line;  // "All runs: …" (empty when nothing is shared)
 };
 SharedColumns sharedColumns(const std::vector<RunFigures>& figs);

@@ -63,12 +63,14 @@ SharedColumns sharedColumns(const std::vector<RunFigures>& figs) {
   for (const RunFigures& f : figs) {
     s.name = s.name || f.name != a.name;
     s.engine = s.engine || f.engine != a.engine;
+    s.shards = s.shards || f.shards != a.shards;
     s.target = s.target || f.target != a.target;
     s.lrConvention = s.lrConvention || f.lrConvention != a.lrConvention;
   }
   QStringList shared;
   if (!s.name) shared << QStringLiteral("experiment %1").arg(esc(a.name));
   if (!s.engine) shared << QStringLiteral("engine %1").arg(esc(a.engine));
+  if (!s.shards) shared << QStringLiteral("%1 server shard%2").arg(a.shards).arg(a.shards == 1 ? "" : "s");
   if (!s.target) shared << QStringLiteral("target accuracy %1").arg(fig(a.target, 3));
   if (!s.lrConvention && !a.lrConvention.isEmpty()) shared << QStringLiteral("lr convention %1").arg(esc(a.lrConvention));
   if (!shared.isEmpty()) s.line = QStringLiteral("<p>All runs: %1.</p>\n").arg(shared.join(QStringLiteral(", ")));
