@@ -20,6 +20,8 @@ packages=(
   # The ssh launcher (ssh), its test's own sshd (openssh-server: Debian's package may also
   # enable and start a system sshd, see README) and network namespaces (ip netns).
   openssh-client openssh-server iproute2
+  # The Slurm launcher's test runs a throwaway two-node cluster (tools/slurm-test-cluster.sh).
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()

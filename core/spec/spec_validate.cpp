@@ -266,6 +266,10 @@ Status validateLaunch(const ExperimentSpec& spec) {
   if (launch.has_connect_timeout_s() && !(timeout > 0 && std::isfinite(timeout))) {
     return Status::error("launch.connect_timeout_s: must be > 0 (got " + num(timeout) + ")");
   }
+  const double wait = launch.allocation_wait_s();
+  if (launch.has_allocation_wait_s() && !(wait > 0 && wait <= 86400 * 30)) {
+    return Status::error("launch.allocation_wait_s: must be in (0, 2592000] seconds (got " + num(wait) + ")");
+  }
   // In 64 bits: a port near INT32_MAX plus the replicas would overflow an int.
   const std::int64_t replicas = spec.recovery().mode() == v1::RecoverySpec::CHAIN
                                     ? (spec.recovery().has_replicas() ? spec.recovery().replicas() : 3)

@@ -119,8 +119,8 @@ struct RunRecorder::Impl {
                              "VALUES(?1, ?2, ?3, ?4, ?5)") &&
            replaceNode.prepare(db,
                                "INSERT OR REPLACE INTO nodes(run_id, node, role, host, pid, "
-                               "exit_code, signal, cpu_s, max_rss_kb, bytes_sent, bytes_received) "
-                               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)") &&
+                               "exit_code, signal, cpu_s, max_rss_kb, bytes_sent, bytes_received, slurm_step) "
+                               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)") &&
            replaceSummary.prepare(db,
                                   "INSERT OR REPLACE INTO summaries(run_id, key, value, text) "
                                   "VALUES(?1, ?2, ?3, ?4)") &&
@@ -273,6 +273,7 @@ struct RunRecorder::Impl {
             stmt->bind(9, row.maxRssKb);
             stmt->bind(10, row.bytesSent);
             stmt->bind(11, row.bytesReceived);
+            stmt->bind(12, row.slurmStep);
           } else if constexpr (std::is_same_v<T, FaultsRecord>) {
             // Written by writeFaults() above.
           } else {

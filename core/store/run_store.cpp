@@ -277,7 +277,7 @@ Result<std::vector<NodeRow>> RunStore::nodes(std::int64_t runId) {
   return query<NodeRow>(
       m_path, m_db,
       "SELECT run_id, node, role, host, pid, exit_code, signal, cpu_s, max_rss_kb, bytes_sent, "
-      "bytes_received FROM nodes WHERE run_id = ?1 ORDER BY node",
+      "bytes_received, slurm_step FROM nodes WHERE run_id = ?1 ORDER BY node",
       [&](Stmt& s) { s.bind(1, runId); },
       [](const Stmt& s) {
         NodeRow row;
@@ -292,6 +292,7 @@ Result<std::vector<NodeRow>> RunStore::nodes(std::int64_t runId) {
         row.maxRssKb = s.int64(8);
         row.bytesSent = s.int64(9);
         row.bytesReceived = s.int64(10);
+        row.slurmStep = s.text(11);
         return row;
       });
 }

@@ -143,6 +143,7 @@ struct NodeRow {
   double cpuS = 0;
   std::int64_t maxRssKb = 0;
   std::int64_t bytesSent = 0, bytesReceived = 0;
+  std::string slurmStep;  // "JOB.STEP" of a node run by the SLURM launcher, else ""
 };
 
 struct SummaryRow {

@@ -221,6 +221,11 @@ UPDATE decisions SET kind = CASE
   WHEN decision LIKE 'grant%' THEN 4
 END;
 )sql",
+    // Version 6: where a node ran under Slurm, its step as Slurm names it ("JOB.STEP",
+    // squeue -s / sacct / scancel take it); '' for every other node.
+    R"sql(
+ALTER TABLE nodes ADD COLUMN slurm_step TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kMigrationCount = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));

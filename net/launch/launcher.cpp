@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "net/launch/launcher.h"
+#include "net/launch/slurm_allocation.h"
 #include "core/common/durations.h"
 
 #include "net/security/node_security.h"
@@ -227,6 +228,7 @@ class RemoteLauncher final : public NodeLauncher {
   RemoteLauncher(Tool tool, std::string binary, v1::LaunchSpec launch, const std::string& localRunDir)
       : m_launch(std::move(launch)), m_toolKind(tool), m_binary(std::move(binary)),
         m_tool(tool == Tool::Ssh ? "ssh" : "srun") {
+    if (const char* job = std::getenv("SLURM_JOB_ID"); job != nullptr && tool == Tool::Srun) m_jobId = job;
     const auto slash = localRunDir.rfind('/');
     m_dirName = (slash == std::string::npos ? localRunDir : localRunDir.substr(slash + 1)) + "-" + hostName();
     m_connectTimeoutS = m_launch.has_connect_timeout_s() ? m_launch.connect_timeout_s() : 10.0;
@@ -251,6 +253,15 @@ class RemoteLauncher final : public NodeLauncher {
   const char* kind() const override { return m_toolKind == Tool::Ssh ? "ssh" : "slurm"; }
 
   Status prepare(const std::vector<v1::HostSpec>& hosts) override {
+    if (m_toolKind == Tool::Srun && m_jobId.empty()) {
+      // Not inside an allocation: the run holds its own for as long as it lasts.
+      const std::string salloc = findProgram("salloc");
+      if (salloc.empty()) return Status::error("launch.launcher SLURM: no `salloc` in PATH (package slurm-client)");
+      auto allocation = SlurmAllocation::request(salloc, m_launch, hosts, m_dirName);
+      if (!allocation) return allocation.status();
+      m_allocation = std::move(allocation).value();
+      m_jobId = m_allocation->jobId();
+    }
     // One command per host, all at once: reachable, dasp there, the run directory made.
     static const std::string script =
         "umask 077; case $1 in */*) test -x \"$1\" ;; *) command -v \"$1\" >/dev/null 2>&1 ;; esac || "
@@ -299,7 +310,8 @@ class RemoteLauncher final : public NodeLauncher {
     dasp.insert(dasp.end(), node.args.begin(), node.args.end());
     auto env = node.env;
     env["DASP_RUN_DIR"] = runDir(node.host);
-    auto started = NodeProcess::startWrapped(node.name, node.host.name(), transport(node.host, wrapperArgv(dasp)), env);
+    auto started = NodeProcess::startWrapped(node.name, node.host.name(),
+                                             transport(node.host, wrapperArgv(dasp), node.name), env);
     if (!started) return Status::error(describeHost(node.host) + ": " + node.name + ": " + started.message());
     {
       std::lock_guard<std::mutex> lock(m_mu);
@@ -309,10 +321,12 @@ class RemoteLauncher final : public NodeLauncher {
   }
 
  private:
-  // The argv that runs `argv` (no shell in between) on `host`.
-  std::vector<std::string> transport(const v1::HostSpec& host, const std::vector<std::string>& argv) const {
+  // The argv that runs `argv` (no shell in between) on `host`; `step` names a Slurm step.
+  std::vector<std::string> transport(const v1::HostSpec& host, const std::vector<std::string>& argv,
+                                     const std::string& step = "dasp-setup") const {
     return m_toolKind == Tool::Ssh ? sshCommand(m_binary, m_launch, host, argv)
-                                   : srunCommand(m_binary, m_launch, host, argv);
+                                   : srunCommand(m_binary, m_launch, host, argv,
+                                                 SrunStep{m_allocation ? m_jobId : std::string(), step});
   }
 
   std::string describeHost(const v1::HostSpec& host) const {
@@ -320,8 +334,7 @@ class RemoteLauncher final : public NodeLauncher {
       return "host '" + host.name() + "' (address " + host.address() +
              (host.has_ssh_port() ? ", port " + std::to_string(host.ssh_port()) : std::string()) + ")";
     }
-    const char* job = std::getenv("SLURM_JOB_ID");
-    return "host '" + host.name() + "' (Slurm node of job " + std::string(job ? job : "?") + ")";
+    return "host '" + host.name() + "' (Slurm node of job " + m_jobId + ")";
   }
 
   std::string describeFailure(const CommandResult& r, const std::string& what) const {
@@ -364,6 +377,10 @@ class RemoteLauncher final : public NodeLauncher {
   bool m_stop = false;
   std::vector<std::weak_ptr<ControlChannel>> m_channels;
   std::thread m_heartbeat;
+  // SLURM: the job the steps run in (SLURM_JOB_ID, or the runner's own allocation, which
+  // is released after the clean-up steps of the destructor's body).
+  std::string m_jobId;
+  std::unique_ptr<SlurmAllocation> m_allocation;
 };
 
 }  // namespace
@@ -376,11 +393,6 @@ Result<std::unique_ptr<NodeLauncher>> makeLauncher(const v1::LaunchSpec& launch,
       return std::unique_ptr<NodeLauncher>(new RemoteLauncher(RemoteLauncher::Tool::Ssh, ssh, launch, localRunDir));
     }
     case v1::LaunchSpec::SLURM: {
-      const char* job = std::getenv("SLURM_JOB_ID");
-      if (job == nullptr || *job == '\0') {
-        return Status::error("launch.launcher SLURM: SLURM_JOB_ID is not set; run `dasp run` inside an allocation "
-                             "(sbatch script or salloc; docs/MULTI-HOST.md)");
-      }
       const std::string srun = findProgram("srun");
       if (srun.empty()) return Status::error("launch.launcher SLURM: no `srun` in PATH");
       return std::unique_ptr<NodeLauncher>(new RemoteLauncher(RemoteLauncher::Tool::Srun, srun, launch, localRunDir));

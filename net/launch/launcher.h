@@ -7,8 +7,9 @@
 //   network namespace when HostSpec.netns is set (`ip netns exec NS dasp ...`).
 // - SSH:   the OpenSSH client (`ssh -T -o BatchMode=yes ...`) runs a POSIX sh wrapper on the
 //   host, which starts `dasp` there.
-// - SLURM: `srun --nodes=1 --ntasks=1 --nodelist=HOST ...` runs the same wrapper as a step
-//   of the current allocation.
+// - SLURM: `srun --nodes=1 --ntasks=1 --nodelist=HOST --job-name=NODE ...` runs the same
+//   wrapper as a step of the current allocation, or of the runner's own (SlurmAllocation,
+//   net/launch/slurm_allocation.h) when `dasp run` is not inside one.
 //
 // The wrapper (nodeWrapperScript) is what keeps remote nodes from outliving the run. It
 // reads the node's environment (the run token, ...) as KEY=VALUE lines from its stdin up to
@@ -172,9 +173,16 @@ std::string shellQuote(const std::string& word);
 // ssh's argv that runs `remoteArgv` (quoted for the remote shell) on `host`.
 std::vector<std::string> sshCommand(const std::string& sshBinary, const v1::LaunchSpec& launch,
                                     const v1::HostSpec& host, const std::vector<std::string>& remoteArgv);
-// srun's argv that runs `argv` as one task on `host` inside the current allocation.
+// Which allocation a step runs in (empty: the current one, SLURM_JOB_ID) and its name in
+// squeue (a node's name, so that `scancel` can pick one node's step).
+struct SrunStep {
+  std::string jobId;
+  std::string name;
+};
+// srun's argv that runs `argv` as one task on `host` inside the allocation.
 std::vector<std::string> srunCommand(const std::string& srunBinary, const v1::LaunchSpec& launch,
-                                     const v1::HostSpec& host, const std::vector<std::string>& argv);
+                                     const v1::HostSpec& host, const std::vector<std::string>& argv,
+                                     const SrunStep& step = {});
 // The path of `program` in $PATH (or itself if it holds a '/'); empty if not found.
 std::string findProgram(const std::string& program);
 

@@ -21,8 +21,10 @@ const std::string& nodeWrapperScript() {
   // Background jobs get their stdin explicitly (sh would give them /dev/null), and their
   // output goes to /dev/null so that only dasp holds the client's stdout/stderr (sshd
   // waits for those to close). One line: the remote login shell, whichever, hands it on.
+  // In a Slurm step it first tells the runner the step (run_session.cpp reads the line).
   static const std::string script =
       "while IFS= read -r l && [ -n \"$l\" ]; do export \"$l\"; done; "
+      "[ -z \"${SLURM_STEP_ID:-}\" ] || echo \"dasp-node-slurm-step job=$SLURM_JOB_ID step=$SLURM_STEP_ID\"; "
       "h=${DASP_RUN_DIR:-${TMPDIR:-/tmp}}/alive.$$; "
       "z() { kill -s CONT $p 2>/dev/null; kill -s TERM $p 2>/dev/null; n=0; "
       "while kill -0 $p 2>/dev/null && [ $n -lt 10 ]; do sleep 1; n=$((n+1)); done; "
@@ -91,8 +93,11 @@ std::vector<std::string> sshCommand(const std::string& sshBinary, const v1::Laun
 }
 
 std::vector<std::string> srunCommand(const std::string& srunBinary, const v1::LaunchSpec& launch,
-                                     const v1::HostSpec& host, const std::vector<std::string>& argv) {
+                                     const v1::HostSpec& host, const std::vector<std::string>& argv,
+                                     const SrunStep& step) {
   std::vector<std::string> out{srunBinary, "--nodes=1", "--ntasks=1", "--nodelist=" + host.name()};
+  if (!step.jobId.empty()) out.push_back("--jobid=" + step.jobId);
+  if (!step.name.empty()) out.push_back("--job-name=" + step.name);
   out.insert(out.end(), launch.srun_args().begin(), launch.srun_args().end());
   out.push_back("--kill-on-bad-exit=1");
   out.insert(out.end(), argv.begin(), argv.end());

@@ -39,6 +39,10 @@ struct SpawnOptions {
   // The child's stdin is one end of a socket pair whose other end the caller takes with
   // takeStdin() (the ssh/srun wrappers' control channel); otherwise stdin is inherited.
   bool stdinSocket = false;
+  // The child lives on when the runner dies (no PR_SET_PDEATHSIG), for a child that ends
+  // by itself once its stdin socket closes (the Slurm allocation's holder, which must
+  // release the job rather than be killed before it can).
+  bool outlivesParent = false;
 };
 
 class ChildProcess {

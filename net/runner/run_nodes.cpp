@@ -245,6 +245,7 @@ void RunNodes::recordFinalRows() {
         row.bytesSent = it->second.first;
         row.bytesReceived = it->second.second;
       }
+      if (auto it = m_lines.slurmSteps.find(name); it != m_lines.slurmSteps.end()) row.slurmStep = it->second;
     }
     m_recorder.record(row);
   }

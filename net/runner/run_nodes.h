@@ -26,6 +26,7 @@ struct NodeLines {
   std::int64_t parameters = 0;
   std::int64_t trainCount = 0;
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> bytes;  // node -> sent, received
+  std::map<std::string, std::string> slurmSteps;                        // node -> "JOB.STEP" (its latest start)
   std::string serverStderrTail;
 };
 

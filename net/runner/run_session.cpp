@@ -20,6 +20,8 @@ namespace pb = dasp::ps::v1;
 // Lines a node prints for the runner (everything else is its log).
 const std::regex kListening(R"(^dasp-server listening ([^ ]+) parameters=(\d+) train_count=(\d+))");
 const std::regex kNodeStats(R"(^dasp-node-stats bytes_sent=(\d+) bytes_received=(\d+))");
+// The node wrapper's, in a Slurm step (net/launch/node_wrapper.cpp).
+const std::regex kSlurmStep(R"(^dasp-node-slurm-step job=(\d+) step=(\d+)$)");
 
 std::string tempRunDir() {
   const char* tmp = getenv("TMPDIR");
@@ -215,6 +217,9 @@ void RunSession::onLine(const std::string& node, bool isStderr, const std::strin
   } else if (std::regex_search(line, m, kNodeStats)) {
     std::lock_guard<std::mutex> lock(m_lines.mu);
     m_lines.bytes[node] = {std::stoll(m[1].str()), std::stoll(m[2].str())};
+  } else if (std::regex_search(line, m, kSlurmStep)) {
+    std::lock_guard<std::mutex> lock(m_lines.mu);
+    m_lines.slurmSteps[node] = m[1].str() + "." + m[2].str();
   } else if (line.rfind(kRecoveryLinePrefix, 0) == 0) {
     m_tracker.observeLine(node, line, m_clock.now());
   }

@@ -71,8 +71,8 @@ class TestRunStore : public QObject {
     store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
     QCOMPARE((*store)->run(*first)->status, RunStatus::Running);
-    QCOMPARE(RunStore::schemaVersion(), 5);
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(5));
+    QCOMPARE(RunStore::schemaVersion(), 6);
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(6));
     sqlite3* db = nullptr;
     QCOMPARE(sqlite3_open(path.toStdString().c_str(), &db), SQLITE_OK);
     sqlite3_stmt* stmt = nullptr;
@@ -263,6 +263,7 @@ class TestRunStore : public QObject {
     node.exitCode = 0;
     node.cpuS = 2.5;
     node.bytesSent = 100;
+    node.slurmStep = "17.3";
     (*rec)->record(node);  // replaces the first
     QVERIFY((*rec)->flush().isOk());
 
@@ -280,6 +281,7 @@ class TestRunStore : public QObject {
     QVERIFY(!nodes->front().signal);
     QCOMPARE(nodes->front().cpuS, 2.5);
     QCOMPARE(nodes->front().bytesSent, std::int64_t(100));
+    QCOMPARE(nodes->front().slurmStep, std::string("17.3"));
     QCOMPARE((*reader)->run(id)->status, RunStatus::Running);
 
     // An empty flush returns at once.

@@ -45,7 +45,7 @@ class TestRunStoreFiles : public QObject {
       (*rec)->recordFaults({m});
       QVERIFY((*rec)->flush().isOk());
     }
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(5));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(6));
     QCOMPARE(rawCount(path, "SELECT count(*) FROM schema_version"), qint64(1));
     auto store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
@@ -61,7 +61,7 @@ class TestRunStoreFiles : public QObject {
     QCOMPARE(rawExec(path, kToVersion1), SQLITE_OK);
     store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(5));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(6));
     QVERIFY((*store)->faults(id)->empty());
     QCOMPARE((*store)->evaluations(id)->size(), std::size_t(1));
   }
@@ -84,7 +84,7 @@ class TestRunStoreFiles : public QObject {
     QCOMPARE(rawExec(path, kToVersion3), SQLITE_OK);
     auto store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(5));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(6));
     QCOMPARE((*store)->run(old)->status, RunStatus::Completed);
     QVERIFY(!(*store)->run(old)->divergence);
     QCOMPARE((*store)->evaluations(old)->front().loss, 2.0);
@@ -157,7 +157,7 @@ class TestRunStoreFiles : public QObject {
     }
     auto store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(5));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(6));
     auto rows = (*store)->decisions(id);
     QVERIFY2(rows.isOk(), rows.message().c_str());
     QCOMPARE(rows->size(), std::size(old));
@@ -240,7 +240,7 @@ class TestRunStoreFiles : public QObject {
 
     auto store = RunStore::open(path.toStdString());
     QVERIFY2(store.isOk(), store.message().c_str());
-    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(5));
+    QCOMPARE(rawCount(path, "SELECT version FROM schema_version"), qint64(6));
     auto events = (*store)->events(id);
     QVERIFY2(events.isOk(), events.message().c_str());
     QCOMPARE(events->size(), std::size_t(std::size(old)));

@@ -95,6 +95,8 @@ void TestSpec::invalidValues_data() {
              "faults": [{"node": "worker-1", "action": "DISCONNECT", "at_s": 1, "restart_after_s": 1}]})"
       << "faults[0].action";
   QTest::newRow("call timeout") << R"({"recovery": {"call_timeout_s": 0}})" << "recovery.call_timeout_s";
+  QTest::newRow("allocation wait") << R"({"launch": {"launcher": "SLURM", "hosts": [{"name": "n1"}], "allocation_wait_s": 0}})"
+                                    << "launch.allocation_wait_s";
   QTest::newRow("slowdown inf") << R"({"cluster": {"slowdowns": [1, "Infinity"]}})" << "cluster.slowdowns[1]";
   QTest::newRow("slowdown 1e12") << R"({"cluster": {"slowdowns": [1e12]}})" << "cluster.slowdowns[0]";
   QTest::newRow("nan lr") << R"({"optimizer": {"lr": "NaN"}})" << "optimizer.lr";

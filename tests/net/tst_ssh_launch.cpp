@@ -8,11 +8,11 @@
 #include "core/store/run_store.h"
 #include "core/spec/spec.h"
 #include "net/launch/launcher.h"
+#include "net/launch/slurm_allocation.h"
 #include "tests/support/processes.h"
 #include "tests/support/specs.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
@@ -37,52 +37,12 @@ namespace net = dasp::net;
 
 namespace {
 
+using test_support::allPids;
+using test_support::cmdlineOf;
+using test_support::markedDaspProcesses;
+
 // A wait for node processes, stretched under a sanitizer (they are several times slower).
 int scaled(int ms) { return static_cast<int>(ms * test_support::kProcessTimeScale); }
-
-
-
-// argv of a process from /proc (NUL-separated); empty if it is gone.
-std::vector<std::string> cmdlineOf(pid_t pid) {
-  const std::string raw = test_support::procFile(pid, "cmdline");
-  std::vector<std::string> out;
-  std::string item;
-  for (char c : raw) {
-    if (c == '\0') {
-      out.push_back(item);
-      item.clear();
-    } else {
-      item += c;
-    }
-  }
-  return out;
-}
-
-std::vector<pid_t> allPids() {
-  std::vector<pid_t> out;
-  DIR* d = opendir("/proc");
-  if (d == nullptr) return out;
-  while (dirent* e = readdir(d)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (end != nullptr && *end == '\0' && pid > 0) out.push_back(static_cast<pid_t>(pid));
-  }
-  closedir(d);
-  return out;
-}
-
-// `dasp` node processes whose environment has `marker` (the run's DASP_RUN_DIR prefix).
-std::vector<pid_t> markedDaspProcesses(const std::string& marker) {
-  std::vector<pid_t> out;
-  for (pid_t pid : allPids()) {
-    const auto argv = cmdlineOf(pid);
-    if (argv.empty()) continue;
-    const auto& exe = argv.front();
-    if (exe.size() < 5 || exe.compare(exe.size() - 5, 5, "/dasp") != 0) continue;
-    if (test_support::procFile(pid, "environ").find(marker) != std::string::npos) out.push_back(pid);
-  }
-  return out;
-}
 
 int freePort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -122,7 +82,7 @@ class TestSshLaunch : public QObject {
   void placementErrorsNameFieldAndHosts();
   void specValidation();
   void srunCommandLine();
-  void slurmNeedsAnAllocation();
+  void slurmStepsAndOwnAllocation();
   void sshCommandLine();
   void missingNetnsIsNamed();
   void wrapperForwardsSignalsAndStopsWithoutRunner();
@@ -264,15 +224,25 @@ void TestSshLaunch::srunCommandLine() {
   QCOMPARE(argv, expected);
 }
 
-void TestSshLaunch::slurmNeedsAnAllocation() {
-  const QByteArray saved = qgetenv("SLURM_JOB_ID");
-  qunsetenv("SLURM_JOB_ID");
+void TestSshLaunch::slurmStepsAndOwnAllocation() {
   dasp::v1::LaunchSpec launch;
   launch.set_launcher(dasp::v1::LaunchSpec::SLURM);
-  auto made = net::makeLauncher(launch, "/tmp/x");
-  if (!saved.isEmpty()) qputenv("SLURM_JOB_ID", saved);
-  QVERIFY(!made.isOk());
-  QVERIFY2(made.message().find("SLURM_JOB_ID") != std::string::npos, made.message().c_str());
+  launch.add_salloc_args("--partition=short");
+  launch.add_salloc_args("--time=30");
+  dasp::v1::HostSpec a, b;
+  a.set_name("node1");
+  b.set_name("node2");
+  // A step of the runner's own allocation names its job, and every step its node.
+  const auto step = net::srunCommand("srun", launch, a, {"true"}, net::SrunStep{"42", "worker-3"});
+  const std::vector<std::string> stepHead{"srun", "--nodes=1", "--ntasks=1", "--nodelist=node1", "--jobid=42",
+                                          "--job-name=worker-3", "--kill-on-bad-exit=1", "true"};
+  QCOMPARE(step, stepHead);
+  // The allocation: one node per host, by name, then the holder that keeps it.
+  const auto salloc = net::sallocCommand("salloc", launch, {a, b}, "dasp-run-1");
+  const std::vector<std::string> head{"salloc", "--nodes=2", "--nodelist=node1,node2", "--job-name=dasp-run-1",
+                                      "--partition=short", "--time=30", "/bin/sh", "-c"};
+  QCOMPARE(std::vector<std::string>(salloc.begin(), salloc.end() - 1), head);
+  QVERIFY(QString::fromStdString(salloc.back()).contains("SLURM_JOB_ID"));
 }
 
 void TestSshLaunch::sshCommandLine() {

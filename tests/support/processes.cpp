@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "tests/support/processes.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include <QProcess>
 
@@ -66,6 +68,46 @@ std::string procFile(std::int64_t pid, const char* name) {
   }
   ::close(fd);
   return text;
+}
+
+std::vector<std::string> cmdlineOf(pid_t pid) {
+  const std::string raw = procFile(pid, "cmdline");
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : raw) {
+    if (c == '\0') {
+      out.push_back(item);
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  return out;
+}
+
+std::vector<pid_t> allPids() {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end != nullptr && *end == '\0' && pid > 0) out.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(d);
+  return out;
+}
+
+std::vector<pid_t> markedDaspProcesses(const std::string& marker) {
+  std::vector<pid_t> out;
+  for (pid_t pid : allPids()) {
+    const auto argv = cmdlineOf(pid);
+    if (argv.empty()) continue;
+    const auto& exe = argv.front();
+    if (exe.size() < 5 || exe.compare(exe.size() - 5, 5, "/dasp") != 0) continue;
+    if (procFile(pid, "environ").find(marker) != std::string::npos) out.push_back(pid);
+  }
+  return out;
 }
 
 }  // namespace test_support

@@ -8,8 +8,11 @@
 #include <QString>
 #include <QStringList>
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace test_support {
 
@@ -48,5 +51,12 @@ Finished runDasp(const QStringList& args, int timeoutMs = 60000,
 // before, when the process is gone, as any process may be while it is read (tests scan
 // every process of the machine while others start and end).
 std::string procFile(std::int64_t pid, const char* name);
+
+// argv of a process from /proc (NUL-separated); empty if it is gone.
+std::vector<std::string> cmdlineOf(pid_t pid);
+// Every process of the machine now.
+std::vector<pid_t> allPids();
+// `dasp` processes whose environment has `marker` (a run's DASP_RUN_DIR prefix).
+std::vector<pid_t> markedDaspProcesses(const std::string& marker);
 
 }  // namespace test_support

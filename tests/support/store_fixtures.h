@@ -34,8 +34,9 @@ using RE = dasp::v1::RunEvent;
 // events) added.
 // What version 4 added to the runs table (its nullable losses stay: version 4 rebuilds
 // those tables again, with the same result).
-// What version 5 added: the decisions' typed kind.
-#define DASP_DROP_VERSION_5 "ALTER TABLE decisions DROP COLUMN kind; "
+// What version 5 added: the decisions' typed kind; version 6: the nodes' Slurm step.
+#define DASP_DROP_VERSION_6 "ALTER TABLE nodes DROP COLUMN slurm_step; "
+#define DASP_DROP_VERSION_5 DASP_DROP_VERSION_6 "ALTER TABLE decisions DROP COLUMN kind; "
 #define DASP_DROP_VERSION_4                                                                             \
   DASP_DROP_VERSION_5                                                                                   \
   "ALTER TABLE runs DROP COLUMN divergence_cause; ALTER TABLE runs DROP COLUMN diverged_version; " \
@@ -46,7 +47,6 @@ inline const char* const kToVersion1 =
     DASP_DROP_VERSION_4
     "DROP TABLE faults; ALTER TABLE events DROP COLUMN code; ALTER TABLE events DROP COLUMN target; "
     "UPDATE schema_version SET version = 1";
-
 
 namespace store_fixtures {
 

@@ -215,7 +215,9 @@ void TestCharts::decisionStripMarksOnlyChanges() {
 }
 
 void TestCharts::decisionTooltip() {
-  const RunData run = laneRun();
+  RunData run = laneRun();
+  run.nodes[1].host = QStringLiteral("dasp-b");
+  run.nodes[1].slurmStep = QStringLiteral("5.3");
   NodeLanes lanes;
   lanes.setRun(&run);
   lanes.resize(900, 260);
@@ -230,6 +232,11 @@ void TestCharts::decisionTooltip() {
   // Away from markers the tooltip names the lane's state.
   const QPoint onLane(static_cast<int>(lanes.xForTime(5)), lanes.laneRect(0).center().y());
   QVERIFY2(lanes.toolTipAt(onLane).contains(QStringLiteral("WAIT")), qPrintable(lanes.toolTipAt(onLane)));
+  // A lane names the host and the Slurm step its node ran in, where the run had them.
+  const QPoint onPlacedLane(static_cast<int>(lanes.xForTime(5)), lanes.laneRect(1).center().y());
+  QVERIFY2(lanes.toolTipAt(onPlacedLane).contains(QStringLiteral("worker-1 on dasp-b, Slurm step 5.3")),
+           qPrintable(lanes.toolTipAt(onPlacedLane)));
+  QVERIFY2(!lanes.toolTipAt(onLane).contains(QStringLiteral(" on ")), qPrintable(lanes.toolTipAt(onLane)));
   // The real tooltip event shows it.
   lanes.show();
   QVERIFY(QTest::qWaitForWindowExposed(&lanes));

@@ -374,7 +374,7 @@ void TestWorkbench::launchShortRun() {
   QVERIFY(nodeRows);
   QCOMPARE(nodeRows->rowCount(), 5);  // server, 3 workers, evaluator
   for (int r = 0; r < nodeRows->rowCount(); ++r) {
-    QVERIFY2(nodeRows->item(r, 3)->text().startsWith(QLatin1String("exit")), qPrintable(nodeRows->item(r, 3)->text()));
+    QVERIFY2(nodeRows->item(r, 4)->text().startsWith(QLatin1String("exit")), qPrintable(nodeRows->item(r, 4)->text()));
   }
   auto* logView = logs->findChild<QPlainTextEdit*>(QStringLiteral("nodeLogText"));
   QVERIFY(logView);

@@ -430,7 +430,10 @@ QString NodeLanes::toolTipAt(const QPoint& pos) const {
   const auto [first, last] = candidates(lane, t, t);
   for (std::size_t i = first; i < last; ++i) {
     if (v[i].t0 <= t && t < v[i].t1) {
-      QString s = QStringLiteral("%1  %2 s\n%3").arg(m_run->nodes[static_cast<std::size_t>(lane)].name)
+      const NodeData& node = m_run->nodes[static_cast<std::size_t>(lane)];
+      const QString where = placementText(node.host, node.slurmStep);
+      QString s = QStringLiteral("%1%2  %3 s\n%4")
+                      .arg(node.name, where.isEmpty() ? QString() : tr(" on %1").arg(where))
                       .arg(t, 0, 'f', 3)
                       .arg(QLatin1String(toString(v[i].state)));
       if (v[i].parallel != Parallel::None) s += QStringLiteral(" (%1)").arg(QLatin1String(toString(v[i].parallel)));

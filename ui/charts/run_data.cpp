@@ -102,6 +102,11 @@ EventRow rowFromEvent(const Event& e) {
   return {0, e.t, e.kind, e.node.toStdString(), e.detail.toStdString(), e.code, e.target.toStdString()};
 }
 
+QString placementText(const QString& host, const QString& slurmStep) {
+  if (slurmStep.isEmpty()) return host;
+  return QStringLiteral("%1, Slurm step %2").arg(host, slurmStep);
+}
+
 Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
   auto row = store.run(runId);
   if (!row) return row.status();
@@ -131,7 +136,10 @@ Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
   auto nodes = store.nodes(runId);
   if (!nodes) return nodes.status();
   for (const auto& n : nodes.value()) {
-    if (n.role == "worker" || n.role == "trainer") d.node(QString::fromStdString(n.node));
+    if (n.role != "worker" && n.role != "trainer") continue;
+    NodeData& lane = d.node(QString::fromStdString(n.node));
+    lane.host = QString::fromStdString(n.host);
+    lane.slurmStep = QString::fromStdString(n.slurmStep);
   }
   auto intervals = store.stateIntervals(runId);
   if (!intervals) return intervals.status();

@@ -85,6 +85,8 @@ struct Evaluation {
 
 struct NodeData {
   QString name;                   // "worker-0", ...
+  QString host;                   // the spec's host it ran on ("" for one machine without hosts)
+  QString slurmStep;              // "JOB.STEP" under the SLURM launcher, else ""
   std::vector<Interval> intervals;
   std::vector<Point> wait;        // wait_s per iteration
   std::vector<Point> staleness;   // per applied gradient
@@ -128,6 +130,9 @@ struct RunData {
 void setSpecIdentity(RunData& run, const v1::ExperimentSpec& spec);
 // The same from `run.specJson`; both stay empty when it cannot be read as a spec.
 void setSpecIdentity(RunData& run);
+
+// Where a node ran, for people: "dasp-b, Slurm step 5.3", "dasp-b", or "".
+QString placementText(const QString& host, const QString& slurmStep);
 
 // Reads a whole run from the store.
 Result<RunData> loadRunData(RunStore& store, std::int64_t runId);

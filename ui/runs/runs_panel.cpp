@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/runs/runs_panel.h"
 
+#include "ui/charts/run_data.h"
 #include "ui/runs/run_table_model.h"
 
 #include <QAction>
@@ -342,10 +343,10 @@ QDialog* RunsPanel::showLogs(std::int64_t runId) {
   dialog->resize(900, 600);
   auto* layout = new QVBoxLayout(dialog);
   auto* splitter = new QSplitter(Qt::Vertical, dialog);
-  auto* table = new QTableWidget(static_cast<int>(nodes->size()), 7, splitter);
+  auto* table = new QTableWidget(static_cast<int>(nodes->size()), 8, splitter);
   table->setObjectName(QStringLiteral("nodeTable"));
-  table->setHorizontalHeaderLabels(
-      {tr("Node"), tr("Role"), tr("PID"), tr("Exit"), tr("CPU (s)"), tr("Max RSS (MB)"), tr("Sent / received (MB)")});
+  table->setHorizontalHeaderLabels({tr("Node"), tr("Role"), tr("Host"), tr("PID"), tr("Exit"), tr("CPU (s)"),
+                                    tr("Max RSS (MB)"), tr("Sent / received (MB)")});
   table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table->setSelectionBehavior(QAbstractItemView::SelectRows);
   table->setSelectionMode(QAbstractItemView::SingleSelection);
@@ -355,6 +356,7 @@ QDialog* RunsPanel::showLogs(std::int64_t runId) {
     const NodeRow& n = nodes.value()[static_cast<std::size_t>(row)];
     const QStringList cells{QString::fromStdString(n.node),
                             QString::fromStdString(n.role),
+                            placementText(QString::fromStdString(n.host), QString::fromStdString(n.slurmStep)),
                             QString::number(n.pid),
                             exitText(n),
                             QString::number(n.cpuS, 'f', 1),
