@@ -9,7 +9,7 @@
 # usage: check-skips.sh LOG   exit: 0, or 1 for an untagged skip under DASP_FAIL_ON_SKIP=1
 set -u
 log=$1
-allowed_skips="no-gpu has-gpu"
+allowed_skips="no-gpu has-gpu not-root"
 [ -f "$log" ] || { echo "check-skips: no test log at $log"; exit 0; }
 skips=$(grep -E '^SKIP +: ' "$log" | sed -E 's/^SKIP +: //')
 if [ -z "$skips" ]; then

@@ -180,7 +180,8 @@ Status validateEngine(const ExperimentSpec& spec) {
 }
 
 // Hosts, placement and launcher (spec.launch): host names unique and known to the
-// placement, ssh/Slurm with hosts, values an ssh or srun command line can take.
+// placement, ssh with hosts (Slurm without any takes its allocation's), values an ssh or
+// srun command line can take.
 Status validateLaunch(const ExperimentSpec& spec) {
   const auto& launch = spec.launch();
   const bool local = launch.launcher() == v1::LaunchSpec::LOCAL;
@@ -241,9 +242,9 @@ Status validateLaunch(const ExperimentSpec& spec) {
       }
     }
   }
-  if (!local && names.empty()) {
-    return Status::error(std::string("launch.hosts: the ") + launcherName +
-                         " launcher needs at least one host (name, address) to place nodes on");
+  // SLURM without hosts runs on the nodes of its allocation (placeOnSlurmAllocation).
+  if (launch.launcher() == v1::LaunchSpec::SSH && names.empty()) {
+    return Status::error("launch.hosts: the SSH launcher needs at least one host (name, address) to place nodes on");
   }
   const auto& placement = launch.placement();
   auto known = [&](const std::string& field, const std::string& host) -> Status {

@@ -210,6 +210,9 @@ class LocalLauncher final : public NodeLauncher {
     argv.insert(argv.end(), node.args.begin(), node.args.end());
     auto env = node.env;
     env["DASP_RUN_DIR"] = m_runDir;
+    if (const auto slot = env.find("DASP_GPU_SLOT"); slot != env.end()) {
+      env["CUDA_VISIBLE_DEVICES"] = cudaVisibleDevices(std::stoi(slot->second), std::getenv("CUDA_VISIBLE_DEVICES"));
+    }
     return NodeProcess::startLocal(node.name, node.host.name(), argv, env);
   }
 
@@ -225,10 +228,15 @@ class LocalLauncher final : public NodeLauncher {
 class RemoteLauncher final : public NodeLauncher {
  public:
   enum class Tool { Ssh, Srun };
-  RemoteLauncher(Tool tool, std::string binary, v1::LaunchSpec launch, const std::string& localRunDir)
+  RemoteLauncher(Tool tool, std::string binary, v1::LaunchSpec launch, const std::string& localRunDir,
+                 std::unique_ptr<SlurmAllocation> allocation)
       : m_launch(std::move(launch)), m_toolKind(tool), m_binary(std::move(binary)),
-        m_tool(tool == Tool::Ssh ? "ssh" : "srun") {
-    if (const char* job = std::getenv("SLURM_JOB_ID"); job != nullptr && tool == Tool::Srun) m_jobId = job;
+        m_tool(tool == Tool::Ssh ? "ssh" : "srun"), m_allocation(std::move(allocation)) {
+    if (m_allocation) {
+      m_jobId = m_allocation->jobId();
+    } else if (const char* job = std::getenv("SLURM_JOB_ID"); job != nullptr && tool == Tool::Srun) {
+      m_jobId = job;
+    }
     const auto slash = localRunDir.rfind('/');
     m_dirName = (slash == std::string::npos ? localRunDir : localRunDir.substr(slash + 1)) + "-" + hostName();
     m_connectTimeoutS = m_launch.has_connect_timeout_s() ? m_launch.connect_timeout_s() : 10.0;
@@ -385,17 +393,20 @@ class RemoteLauncher final : public NodeLauncher {
 
 }  // namespace
 
-Result<std::unique_ptr<NodeLauncher>> makeLauncher(const v1::LaunchSpec& launch, const std::string& localRunDir) {
+Result<std::unique_ptr<NodeLauncher>> makeLauncher(const v1::LaunchSpec& launch, const std::string& localRunDir,
+                                                   std::unique_ptr<SlurmAllocation> allocation) {
   switch (launch.launcher()) {
     case v1::LaunchSpec::SSH: {
       const std::string ssh = findProgram("ssh");
       if (ssh.empty()) return Status::error("launch.launcher SSH: no `ssh` in PATH (install openssh-client)");
-      return std::unique_ptr<NodeLauncher>(new RemoteLauncher(RemoteLauncher::Tool::Ssh, ssh, launch, localRunDir));
+      return std::unique_ptr<NodeLauncher>(
+          new RemoteLauncher(RemoteLauncher::Tool::Ssh, ssh, launch, localRunDir, nullptr));
     }
     case v1::LaunchSpec::SLURM: {
       const std::string srun = findProgram("srun");
       if (srun.empty()) return Status::error("launch.launcher SLURM: no `srun` in PATH");
-      return std::unique_ptr<NodeLauncher>(new RemoteLauncher(RemoteLauncher::Tool::Srun, srun, launch, localRunDir));
+      return std::unique_ptr<NodeLauncher>(
+          new RemoteLauncher(RemoteLauncher::Tool::Srun, srun, launch, localRunDir, std::move(allocation)));
     }
     default:
       return std::unique_ptr<NodeLauncher>(new LocalLauncher(localRunDir));

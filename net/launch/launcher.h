@@ -42,6 +42,8 @@
 
 namespace dasp::net {
 
+class SlurmAllocation;
+
 // Which host each node of a run goes to (spec.launch.placement over spec.launch.hosts).
 // Without hosts every node runs on this machine: one host named after it, at 127.0.0.1.
 // With hosts: the servers go to placement.servers (chain replicas cycled over the list;
@@ -52,6 +54,9 @@ struct Placement {
   // runner's own dasp; work_dir: /tmp), in launch.hosts order.
   std::vector<v1::HostSpec> hosts;
   std::map<std::string, std::size_t> nodeHost;  // node name -> index into hosts
+  // Worker name -> its GPU on its host, for hosts with gpus > 0: the host's workers in rank
+  // order take GPUs 0 .. gpus-1, cycled (DASP_GPU_SLOT; cudaVisibleDevices).
+  std::map<std::string, int> gpuSlot;
   bool placed = false;                           // launch.hosts is not empty
   const v1::HostSpec& hostOf(const std::string& node) const;
 };
@@ -155,8 +160,11 @@ class NodeLauncher {
 };
 
 // The launcher spec.launch asks for. `localRunDir` is the runner's own run directory (this
-// machine); remote hosts get `<work_dir>/<its name>-<this host's name>`.
-Result<std::unique_ptr<NodeLauncher>> makeLauncher(const v1::LaunchSpec& launch, const std::string& localRunDir);
+// machine); remote hosts get `<work_dir>/<its name>-<this host's name>`. SLURM: the steps
+// run in `allocation` when given (placeOnSlurmAllocation's), else in the current one or
+// one the launcher asks for.
+Result<std::unique_ptr<NodeLauncher>> makeLauncher(const v1::LaunchSpec& launch, const std::string& localRunDir,
+                                                   std::unique_ptr<SlurmAllocation> allocation = nullptr);
 
 // --- the pieces, public for tests ---
 
@@ -168,6 +176,10 @@ std::vector<std::string> wrapperArgv(const std::vector<std::string>& daspArgv);
 // The text the wrapper reads first: KEY=VALUE lines and an empty line. Keys must be shell
 // names and values one line.
 Result<std::string> wrapperEnvBlock(const std::map<std::string, std::string>& env);
+// CUDA_VISIBLE_DEVICES for the node with GPU slot `slot`: the slot-th entry (cycled) of the
+// list the node would inherit (`inherited`: Slurm's binding, or the user's own), or the
+// slot itself when there is none. The wrapper does the same in sh (nodeWrapperScript).
+std::string cudaVisibleDevices(int slot, const char* inherited);
 // One word for a POSIX shell: 'text' with ' as '\''.
 std::string shellQuote(const std::string& word);
 // ssh's argv that runs `remoteArgv` (quoted for the remote shell) on `host`.

@@ -22,9 +22,14 @@ const std::string& nodeWrapperScript() {
   // output goes to /dev/null so that only dasp holds the client's stdout/stderr (sshd
   // waits for those to close). One line: the remote login shell, whichever, hands it on.
   // In a Slurm step it first tells the runner the step (run_session.cpp reads the line).
+  // A worker with a GPU slot (Placement::gpuSlot) sees one GPU: as cudaVisibleDevices.
   static const std::string script =
       "while IFS= read -r l && [ -n \"$l\" ]; do export \"$l\"; done; "
       "[ -z \"${SLURM_STEP_ID:-}\" ] || echo \"dasp-node-slurm-step job=$SLURM_JOB_ID step=$SLURM_STEP_ID\"; "
+      "if [ -n \"${DASP_GPU_SLOT:-}\" ]; then g=$DASP_GPU_SLOT; if [ -n \"${CUDA_VISIBLE_DEVICES:-}\" ]; then "
+      "n=$(printf %s \"$CUDA_VISIBLE_DEVICES\" | tr , '\\n' | grep -c .); "
+      "g=$(printf %s \"$CUDA_VISIBLE_DEVICES\" | cut -d, -f$((DASP_GPU_SLOT % n + 1))); fi; "
+      "export CUDA_VISIBLE_DEVICES=$g; fi; "
       "h=${DASP_RUN_DIR:-${TMPDIR:-/tmp}}/alive.$$; "
       "z() { kill -s CONT $p 2>/dev/null; kill -s TERM $p 2>/dev/null; n=0; "
       "while kill -0 $p 2>/dev/null && [ $n -lt 10 ]; do sleep 1; n=$((n+1)); done; "
@@ -58,6 +63,24 @@ Result<std::string> wrapperEnvBlock(const std::map<std::string, std::string>& en
     block += key + "=" + value + "\n";
   }
   return block + "\n";
+}
+
+std::string cudaVisibleDevices(int slot, const char* inherited) {
+  std::vector<std::string> list;
+  if (inherited != nullptr) {
+    std::string entry;
+    for (const char* c = inherited;; ++c) {
+      if (*c == ',' || *c == '\0') {
+        if (!entry.empty()) list.push_back(entry);
+        entry.clear();
+        if (*c == '\0') break;
+      } else {
+        entry += *c;
+      }
+    }
+  }
+  if (list.empty()) return std::to_string(slot);
+  return list[static_cast<std::size_t>(slot) % list.size()];
 }
 
 std::string shellQuote(const std::string& word) {

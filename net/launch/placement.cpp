@@ -100,6 +100,13 @@ Result<Placement> placeNodes(const ExperimentSpec& spec, const std::vector<std::
     out.hosts.push_back(host);
   }
   for (const auto& [node, h] : chosen) out.nodeHost[node] = compact[h];
+  std::map<std::size_t, int> placedOn;  // host -> its workers so far
+  for (const auto& w : workers) {
+    const std::size_t h = out.nodeHost[w];
+    const int gpus = out.hosts[h].gpus();
+    const int nth = placedOn[h]++;
+    if (gpus > 0) out.gpuSlot[w] = nth % gpus;
+  }
   return out;
 }
 

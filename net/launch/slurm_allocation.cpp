@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "net/launch/slurm_allocation.h"
+#include "net/launch/launcher.h"
 #include "core/common/durations.h"
 
 #include <poll.h>
@@ -10,6 +11,9 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <utility>
 
 namespace dasp::net {
 
@@ -17,8 +21,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Prints the job id, then holds the allocation until its stdin (the runner's socket) ends.
-const char* const kHolder = "echo \"$SLURM_JOB_ID\"; exec cat >/dev/null";
+// Prints the job id and its nodes, then holds the allocation until its stdin (the
+// runner's socket) ends.
+const char* const kHolder = "echo \"$SLURM_JOB_ID $SLURM_JOB_NODELIST\"; exec cat >/dev/null";
 
 std::string trimmed(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -34,14 +39,47 @@ bool readSome(int fd, std::string& into) {
   return n > 0 || (n < 0 && errno == EINTR);
 }
 
+// Reads `child`'s stdout and stderr until `enough(stdout)`, both close, or `until`, and
+// closes the pipes: what was said by then.
+std::pair<std::string, std::string> readOutput(ChildProcess& child, Clock::time_point until,
+                                               const std::function<bool(const std::string&)>& enough) {
+  std::string out, err;
+  int fds[2] = {child.stdoutFd(), child.stderrFd()};
+  while (!enough(out) && (fds[0] >= 0 || fds[1] >= 0)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0) break;
+    pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+    if (::poll(p, 2, static_cast<int>(std::min<long long>(left, 500))) < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i] >= 0 && (p[i].revents & (POLLIN | POLLHUP)) != 0 && !readSome(fds[i], i == 0 ? out : err)) {
+        ::close(fds[i]);
+        fds[i] = -1;
+      }
+    }
+  }
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+  return {out, err};
+}
+
+// salloc's --nodes / -N in any of getopt's spellings.
+bool asksForNodes(const std::string& arg) {
+  return arg == "-N" || arg == "--nodes" || arg.rfind("--nodes=", 0) == 0 || (arg.size() > 2 && arg.rfind("-N", 0) == 0);
+}
+
 }  // namespace
 
 std::vector<std::string> sallocCommand(const std::string& salloc, const v1::LaunchSpec& launch,
                                        const std::vector<v1::HostSpec>& hosts, const std::string& jobName) {
-  std::string nodes;
-  for (const auto& h : hosts) nodes += (nodes.empty() ? "" : ",") + h.name();
-  std::vector<std::string> argv{salloc, "--nodes=" + std::to_string(hosts.size()), "--nodelist=" + nodes,
-                                "--job-name=" + jobName};
+  std::vector<std::string> argv{salloc, "--job-name=" + jobName};
+  if (!hosts.empty()) {
+    std::string nodes;
+    for (const auto& h : hosts) nodes += (nodes.empty() ? "" : ",") + h.name();
+    argv.insert(argv.end(), {"--nodes=" + std::to_string(hosts.size()), "--nodelist=" + nodes});
+  } else if (std::none_of(launch.salloc_args().begin(), launch.salloc_args().end(), asksForNodes)) {
+    argv.push_back("--nodes=2");  // one for the servers and the evaluator, one for the workers
+  }
   argv.insert(argv.end(), launch.salloc_args().begin(), launch.salloc_args().end());
   argv.insert(argv.end(), {"/bin/sh", "-c", kHolder});
   return argv;
@@ -60,36 +98,23 @@ Result<std::unique_ptr<SlurmAllocation>> SlurmAllocation::request(const std::str
   a->m_salloc = std::move(child).value();
   a->m_hold = a->m_salloc->takeStdin();
   const double waitS = launch.has_allocation_wait_s() ? launch.allocation_wait_s() : 300.0;
-  const auto until = deadlineIn<Clock>(waitS);
-  std::string out, err;
-  int fds[2] = {a->m_salloc->stdoutFd(), a->m_salloc->stderrFd()};
-  while (out.find('\n') == std::string::npos && (fds[0] >= 0 || fds[1] >= 0)) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
-    if (left <= 0) break;
-    pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
-    if (::poll(p, 2, static_cast<int>(std::min<long long>(left, 500))) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i] >= 0 && (p[i].revents & (POLLIN | POLLHUP)) != 0 && !readSome(fds[i], i == 0 ? out : err)) {
-        ::close(fds[i]);
-        fds[i] = -1;
-      }
-    }
-  }
   // salloc's own stderr keeps its messages ("Granted job allocation"); nobody reads it on.
-  for (int fd : fds) {
-    if (fd >= 0) ::close(fd);
-  }
-  const std::string id = trimmed(out.substr(0, out.find('\n')));
+  const auto [out, err] = readOutput(*a->m_salloc, deadlineIn<Clock>(waitS),
+                                     [](const std::string& o) { return o.find('\n') != std::string::npos; });
+  const std::string line = trimmed(out.substr(0, out.find('\n')));
+  const std::string id = line.substr(0, line.find(' '));
   const bool numeric = !id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (out.find('\n') != std::string::npos && numeric) {
     a->m_jobId = id;
+    if (line.size() > id.size()) a->m_nodeList = line.substr(id.size() + 1);
     return a;
   }
   const auto exit = a->m_salloc->waitFor(0.5);
   const std::string said = err.empty() ? std::string("(no message)") : trimmed(err);
   if (exit) {
-    return Status::error("launch.launcher SLURM: Slurm refused the allocation for " + std::to_string(hosts.size()) +
-                         " node(s) (salloc: " + exit->describe() + "): " + said);
+    const std::string nodes = hosts.empty() ? std::string("the job") : std::to_string(hosts.size()) + " node(s)";
+    return Status::error("launch.launcher SLURM: Slurm refused the allocation for " + nodes + " (salloc: " +
+                         exit->describe() + "): " + said);
   }
   a->m_salloc->signal(SIGTERM);  // salloc withdraws the queued request
   return Status::error("launch.launcher SLURM: no allocation within launch.allocation_wait_s " +
@@ -105,6 +130,141 @@ SlurmAllocation::~SlurmAllocation() {
   if (m_salloc->waitFor(5.0)) return;
   m_salloc->signal(SIGKILL);
   (void)m_salloc->waitFor(5.0);
+}
+
+namespace {
+
+// scontrol's stdout for `args`, within `timeoutS`; a failure quotes what it said.
+Result<std::string> scontrol(const std::vector<std::string>& args, double timeoutS) {
+  const std::string program = findProgram("scontrol");
+  if (program.empty()) return Status::error("launch.launcher SLURM: no `scontrol` in PATH (package slurm-client)");
+  std::vector<std::string> argv{program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto child = ChildProcess::spawn("scontrol", argv);
+  if (!child) return child.status();
+  const auto [out, err] = readOutput(*child.value(), deadlineIn<Clock>(timeoutS), [](const std::string&) { return false; });
+  auto exit = child.value()->waitFor(1.0);
+  if (!exit) {
+    child.value()->signal(SIGKILL);
+    exit = child.value()->waitFor(5.0);
+  }
+  std::string command = "scontrol";
+  for (const auto& a : args) command += " " + a;
+  if (!exit || !exit->exitCode || *exit->exitCode != 0) {
+    return Status::error("launch.launcher SLURM: `" + command + "` failed (" +
+                         (exit ? exit->describe() : std::string("no answer")) +
+                         "): " + (err.empty() ? std::string("(no message)") : trimmed(err)));
+  }
+  return out;
+}
+
+// The value of `key` in one line of `scontrol show node -o` ("NodeAddr=10.0.0.7 ...").
+std::string fieldOf(const std::string& line, const std::string& key) {
+  const std::string prefix = key + "=";
+  std::size_t at = 0;
+  while ((at = line.find(prefix, at)) != std::string::npos) {
+    if (at == 0 || line[at - 1] == ' ') {
+      const auto start = at + prefix.size();
+      return line.substr(start, line.find(' ', start) - start);
+    }
+    at += prefix.size();
+  }
+  return {};
+}
+
+// The GPUs in a node's Gres ("gpu:4", "gpu:a100:2(S:0-1),shard:8"): 0 if none.
+int gpusIn(const std::string& gres) {
+  int total = 0;
+  std::size_t start = 0;
+  while (start < gres.size()) {
+    const auto end = std::min(gres.find(',', start), gres.size());
+    std::string item = gres.substr(start, end - start);
+    item = item.substr(0, item.find('('));
+    if (item.rfind("gpu:", 0) == 0) {
+      const std::string count = item.substr(item.rfind(':') + 1);
+      if (!count.empty() && std::all_of(count.begin(), count.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        total += std::atoi(count.c_str());
+      }
+    }
+    start = end + 1;
+  }
+  return total;
+}
+
+}  // namespace
+
+Result<std::vector<SlurmNode>> slurmNodes(const std::string& nodeList, double timeoutS) {
+  auto names = scontrol({"show", "hostnames", nodeList}, timeoutS);
+  if (!names) return names.status();
+  std::vector<SlurmNode> nodes;
+  std::string commaList;
+  std::size_t start = 0;
+  const std::string& out = names.value();
+  while (start < out.size()) {
+    const auto end = std::min(out.find('\n', start), out.size());
+    if (end > start) {
+      nodes.push_back({out.substr(start, end - start), "", 0});
+      commaList += (commaList.empty() ? "" : ",") + nodes.back().name;
+    }
+    start = end + 1;
+  }
+  if (nodes.empty()) return Status::error("launch.launcher SLURM: the node list '" + nodeList + "' names no node");
+  auto details = scontrol({"show", "node", "-o", commaList}, timeoutS);
+  if (!details) return details.status();
+  start = 0;
+  const std::string& text = details.value();
+  while (start < text.size()) {
+    const auto end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    const std::string name = fieldOf(line, "NodeName");
+    for (auto& n : nodes) {
+      if (n.name != name) continue;
+      n.address = fieldOf(line, "NodeAddr");
+      n.gpus = gpusIn(fieldOf(line, "Gres"));
+    }
+  }
+  return nodes;
+}
+
+Status placeOnSlurmAllocation(ExperimentSpec& spec, const std::string& jobName,
+                              std::unique_ptr<SlurmAllocation>& own) {
+  auto& launch = *spec.mutable_launch();
+  if (launch.launcher() != v1::LaunchSpec::SLURM || launch.hosts_size() > 0) return Status::ok();
+  std::string nodeList;
+  if (const char* job = std::getenv("SLURM_JOB_ID"); job != nullptr && *job != '\0') {
+    const char* list = std::getenv("SLURM_JOB_NODELIST");
+    if (list == nullptr || *list == '\0') {
+      return Status::error("launch.hosts is empty and Slurm job " + std::string(job) +
+                           " has no SLURM_JOB_NODELIST: name the hosts in launch.hosts");
+    }
+    nodeList = list;
+  } else {
+    const std::string salloc = findProgram("salloc");
+    if (salloc.empty()) return Status::error("launch.launcher SLURM: no `salloc` in PATH (package slurm-client)");
+    auto allocation = SlurmAllocation::request(salloc, launch, {}, jobName);
+    if (!allocation) return allocation.status();
+    own = std::move(allocation).value();
+    nodeList = own->nodeList();
+  }
+  auto nodes = slurmNodes(nodeList);
+  if (!nodes) return nodes.status();
+  // The job's own GPUs per node when it asked for some, else the nodes' configured ones.
+  const char* jobGpus = std::getenv("SLURM_GPUS_ON_NODE");
+  for (const auto& node : nodes.value()) {
+    auto* host = launch.add_hosts();
+    host->set_name(node.name);
+    if (!node.address.empty()) host->set_address(node.address);
+    host->set_gpus(jobGpus != nullptr && *jobGpus != '\0' ? std::max(0, std::atoi(jobGpus)) : node.gpus);
+  }
+  const auto& first = nodes->front().name;
+  auto* placement = launch.mutable_placement();
+  placement->clear_servers();
+  placement->add_servers(first);
+  placement->set_evaluator(first);
+  placement->clear_workers();
+  for (std::size_t i = nodes->size() > 1 ? 1 : 0; i < nodes->size(); ++i) placement->add_workers((*nodes)[i].name);
+  return Status::ok();
 }
 
 }  // namespace dasp::net

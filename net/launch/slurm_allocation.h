@@ -9,6 +9,8 @@
 // is the one child that must outlive a killed runner for that (SpawnOptions::outlivesParent).
 // A refusal (no such partition, more nodes than exist) is salloc's exit with Slurm's
 // reason on stderr, which the error quotes.
+// placeOnSlurmAllocation: a SLURM spec that names no hosts runs on the nodes Slurm gives
+// it (those of the allocation it is in, or of the one it asks for).
 // Threading: the runner's thread.
 
 #include "core/common/result.h"
@@ -25,6 +27,7 @@ class SlurmAllocation {
  public:
   // Asks `salloc` for `hosts` (their names are the Slurm node names) with
   // launch.salloc_args, and waits up to launch.allocation_wait_s (default 300 s) for it.
+  // No hosts: whichever nodes Slurm gives (2, unless salloc_args ask for a number).
   static Result<std::unique_ptr<SlurmAllocation>> request(const std::string& salloc, const v1::LaunchSpec& launch,
                                                           const std::vector<v1::HostSpec>& hosts,
                                                           const std::string& jobName);
@@ -35,16 +38,39 @@ class SlurmAllocation {
   SlurmAllocation& operator=(const SlurmAllocation&) = delete;
 
   const std::string& jobId() const { return m_jobId; }
+  // The allocation's nodes as Slurm writes them (SLURM_JOB_NODELIST, e.g. "gpu[01-03]").
+  const std::string& nodeList() const { return m_nodeList; }
 
  private:
   SlurmAllocation() = default;
   std::unique_ptr<ChildProcess> m_salloc;
   int m_hold = -1;  // the holder's stdin: the allocation lasts while it is open
   std::string m_jobId;
+  std::string m_nodeList;
 };
 
 // salloc's argv for `hosts`: the nodes, the job name, the arguments, then the holder.
 std::vector<std::string> sallocCommand(const std::string& salloc, const v1::LaunchSpec& launch,
                                        const std::vector<v1::HostSpec>& hosts, const std::string& jobName);
+
+// A node of an allocation as Slurm knows it (`scontrol show node`).
+struct SlurmNode {
+  std::string name;
+  std::string address;  // NodeAddr: where Slurm itself reaches the node
+  int gpus = 0;         // the gpu entries of its Gres
+};
+// The nodes of a Slurm node list ("gpu[01-03],cpu7"), in order (Slurm's own expansion,
+// `scontrol show hostnames`), each with its address and GPUs; every call within `timeoutS`.
+Result<std::vector<SlurmNode>> slurmNodes(const std::string& nodeList, double timeoutS = 20);
+
+// A SLURM spec without launch.hosts gets the nodes of its allocation as hosts: the first
+// takes the servers and the evaluator, the others the workers (one node: all of them),
+// each at its NodeAddr. Inside an allocation (SLURM_JOB_ID) these are SLURM_JOB_NODELIST;
+// outside one, the allocation is requested here (SlurmAllocation::request, named
+// `jobName`) and `own` holds it for the launcher. Each host's gpus: SLURM_GPUS_ON_NODE when
+// the job asked for GPUs (Slurm sets it), else the node's Gres. A spec with hosts is left
+// as is.
+Status placeOnSlurmAllocation(ExperimentSpec& spec, const std::string& jobName,
+                              std::unique_ptr<SlurmAllocation>& own);
 
 }  // namespace dasp::net

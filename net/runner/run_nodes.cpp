@@ -40,6 +40,9 @@ Status RunNodes::launch(const std::string& name, const std::vector<std::string>&
   start.host = m_config.placement->hostOf(name);
   start.args = args;
   start.env = m_config.env;
+  if (const auto slot = m_config.placement->gpuSlot.find(name); slot != m_config.placement->gpuSlot.end()) {
+    start.env["DASP_GPU_SLOT"] = std::to_string(slot->second);
+  }
   auto child = m_config.launcher->start(start);
   if (!child) return child.status();
   m_pump.add(name, child.value()->stdoutFd(), false);

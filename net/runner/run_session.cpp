@@ -138,7 +138,7 @@ Status RunSession::prepareSecurity() {
 // checked (reachable, dasp there: the run fails early, naming the host) and gets the run's
 // directory; the servers' hosts get the spec file.
 Status RunSession::prepareLauncher() {
-  auto made = makeLauncher(m_spec.launch(), m_dir);
+  auto made = makeLauncher(m_spec.launch(), m_dir, std::move(m_allocation));
   if (!made) return made.status();
   m_launcher = std::move(made).value();
   if (auto st = m_launcher->prepare(m_placement->hosts); !st) return st;
@@ -458,6 +458,9 @@ Result<RunSummary> RunSession::summarize(const std::string& stopReason) {
 
 Result<RunSummary> RunSession::run() {
   if (auto st = checkFaultNodes(); !st) return st;
+  // A SLURM spec without hosts: the nodes of its allocation.
+  const std::string jobName = "dasp-" + (m_spec.name().empty() ? std::string("run") : m_spec.name());
+  if (auto st = placeOnSlurmAllocation(m_spec, jobName, m_allocation); !st) return st;
   // Where each node runs (spec.launch; without hosts, everything on this machine).
   auto placement = placeNodes(m_spec, m_serverNames, m_workerNames, m_options.daspBinary);
   if (!placement) return placement.status();

@@ -8,6 +8,7 @@
 #include "net/runner/event_recording.h"
 #include "net/runner/fault_tracker.h"
 #include "net/launch/launcher.h"
+#include "net/launch/slurm_allocation.h"
 #include "net/security/node_security.h"
 #include "net/launch/process.h"
 #include "net/runner/run_drills.h"
@@ -63,7 +64,7 @@ class RunSession {
   void say(const std::string& text) const;
   bool isServer(const std::string& node) const;
 
-  const ExperimentSpec& m_spec;
+  ExperimentSpec m_spec;  // a SLURM spec without hosts gets its allocation's (run())
   const RunnerOptions& m_options;
   std::vector<std::string> m_workerNames;
   std::vector<std::string> m_serverNames;
@@ -77,6 +78,7 @@ class RunSession {
   std::optional<Placement> m_placement;
   NodeSecurity m_security;
   std::map<std::string, std::string> m_nodeEnv;  // every node's environment (the run token)
+  std::unique_ptr<SlurmAllocation> m_allocation;  // the hosts-less SLURM run's own, until the launcher takes it
   std::unique_ptr<NodeLauncher> m_launcher;       // outlives the processes (see above)
   std::map<std::string, std::string> m_specPathOn;
 

@@ -4,10 +4,12 @@
 // and the evaluator run on dasp-a, four workers on dasp-b, each node a step of one job:
 // inside an allocation (salloc, sbatch), or in the runner's own. A cancelled step is a
 // node that exits; the runner's SIGKILL leaves no job and no node process; a job Slurm
-// refuses or does not grant in time is an error that says why.
+// refuses or does not grant in time is an error that says why. A spec without hosts runs on
+// the nodes of its allocation; a host's GPUs go one to each of its workers.
 // Needs root and Debian's slurmctld, slurmd, slurm-client and munge (tools/setup.sh).
 #include "core/store/run_store.h"
 #include "tests/support/processes.h"
+#include "tests/support/skips.h"
 #include "tests/support/specs.h"
 
 #include <signal.h>
@@ -54,6 +56,8 @@ class TestSlurm : public QObject {
   void runInsideAnAllocation();
   void runInItsOwnAllocation();
   void runFromAnSbatchScript();
+  void specWithoutHostsTakesTheAllocationsNodes();
+  void eachWorkerSeesItsOwnGpu();
   void cancelledStepIsANodeExit();
   void killedRunnerLeavesNoJobAndNoNode();
   void refusedJobNamesSlurmsReason();
@@ -82,7 +86,7 @@ void TestSlurm::initTestCase() {
                            .arg(QLatin1String(program))));
     }
   }
-  if (::geteuid() != 0) QSKIP("the test cluster needs root (slurmd starts the tasks)");
+  if (::geteuid() != 0) DASP_SKIP_NEEDS_ROOT("the Slurm test cluster needs root (slurmd starts the tasks)");
   // munged wants every directory down to its socket traversable.
   QVERIFY(QFile::setPermissions(m_dir.path(), QFileDevice::ReadOwner | QFileDevice::WriteOwner |
                                                   QFileDevice::ExeOwner | QFileDevice::ExeGroup |
@@ -215,6 +219,55 @@ void TestSlurm::runFromAnSbatchScript() {
   const auto json = QJsonDocument::fromJson(lines.last().toUtf8()).object();
   QVERIFY2(json["status"].toString() == QLatin1String("completed"), qPrintable(lines.join('\n')));
   QCOMPARE(checkPlacedRun(db, json["run_id"].toInteger()), job);
+}
+
+void TestSlurm::specWithoutHostsTakesTheAllocationsNodes() {
+  QJsonObject spec = QJsonDocument::fromJson([&] {
+                       QFile f(writeSpec("slurm-hostless", "asp", 3));
+                       return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+                     }()).object();
+  spec["launch"] = QJsonObject{{"launcher", "SLURM"}, {"srun_args", QJsonArray{"--overlap"}}};
+  const QString path = test_support::writeSpecFile(m_dir.path(), "slurm-hostless", spec);
+  // Inside salloc -N2, and in the job the run asks for itself (two nodes by default): the
+  // first node takes the server and the evaluator, the other the workers.
+  for (const bool inside : {true, false}) {
+    const QString db = m_dir.filePath(inside ? QStringLiteral("hostless-in.sqlite") : QStringLiteral("hostless.sqlite"));
+    const QStringList run{"run", path, "--db", db, "--json", "--quiet"};
+    const auto r = inside ? test_support::runProgram(QStringLiteral("salloc"),
+                                                     QStringList{"-N2", test_support::daspBinary()} + run, scaled(120000))
+                          : test_support::runDasp(run, scaled(120000), outsideAnyJob());
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const auto json = QJsonDocument::fromJson(r.out.trimmed().split('\n').last().toUtf8()).object();
+    const QString job = checkPlacedRun(db, json["run_id"].toInteger());
+    QVERIFY2(QRegularExpression(QStringLiteral("^\\d+$")).match(job).hasMatch(), qPrintable(job));
+    QTRY_VERIFY_WITH_TIMEOUT(squeue().isEmpty(), 20000);
+  }
+}
+
+void TestSlurm::eachWorkerSeesItsOwnGpu() {
+  // dasp-b declares 2 GPUs and the job's environment lists devices 5 and 7 (as Slurm's own
+  // binding would): its four workers alternate between them, one device each. dasp-a
+  // declares none: its nodes keep the list they inherit.
+  QJsonObject gpuHost{{"name", "dasp-b"}, {"address", "127.0.0.1"}, {"work_dir", work()}, {"gpus", 2}};
+  QJsonObject plainHost{{"name", "dasp-a"}, {"address", "127.0.0.1"}, {"work_dir", work()}};
+  const QString path = writeSpec("slurm-gpus", "asp", 300, QJsonObject{{"hosts", QJsonArray{plainHost, gpuHost}}});
+  QProcessEnvironment env = outsideAnyJob();
+  env.insert(QStringLiteral("CUDA_VISIBLE_DEVICES"), QStringLiteral("5,7"));
+  QProcess p;
+  p.setProcessEnvironment(env);
+  test_support::startDasp(p, {"run", path, "--db", m_dir.filePath(QStringLiteral("gpus.sqlite")), "--quiet"});
+  QVERIFY(p.waitForStarted());
+  const std::string marker = "DASP_RUN_DIR=" + work().toStdString() + "/";
+  QTRY_VERIFY_WITH_TIMEOUT(test_support::markedDaspProcesses(marker).size() >= 6, scaled(60000));
+  const auto devices =
+      test_support::environmentByNode(test_support::markedDaspProcesses(marker), "CUDA_VISIBLE_DEVICES");
+  const std::map<std::string, std::string> expected{{"server", "5,7"},  {"evaluator", "5,7"}, {"worker-0", "5"},
+                                                    {"worker-1", "7"}, {"worker-2", "5"},    {"worker-3", "7"}};
+  p.terminate();  // the run stops as on Ctrl-C
+  QVERIFY(p.waitForFinished(scaled(60000)));
+  QVERIFY2(devices == expected, test_support::describe(devices).c_str());
+  QTRY_VERIFY_WITH_TIMEOUT(squeue().isEmpty(), 20000);
+  QTRY_VERIFY_WITH_TIMEOUT(test_support::markedDaspProcesses(marker).empty(), 20000);
 }
 
 void TestSlurm::cancelledStepIsANodeExit() {

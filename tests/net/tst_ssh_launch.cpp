@@ -190,7 +190,7 @@ void TestSshLaunch::specValidation() {
   expect(R"({"launch": {"hosts": [{"name": "a"}], "placement": {"servers": ["a", "z"]}}})",
          {"launch.placement.servers[1]", "'z'", "hosts: a"});
   expect(R"({"launch": {"launcher": "SSH"}})", {"launch.hosts", "SSH", "at least one host"});
-  expect(R"({"launch": {"launcher": "SLURM"}})", {"launch.hosts", "SLURM"});
+  QCOMPARE(problem(R"({"launch": {"launcher": "SLURM"}})"), std::string());  // its allocation's nodes
   expect(R"({"launch": {"hosts": [{"name": "a"}, {"name": "b"}, {"name": "a"}]}})",
          {"launch.hosts[2].name", "duplicate", "'a'", "launch.hosts[0]"});
   expect(R"({"launch": {"hosts": [{"name": ""}]}})", {"launch.hosts[0].name", "required"});
@@ -239,10 +239,25 @@ void TestSshLaunch::slurmStepsAndOwnAllocation() {
   QCOMPARE(step, stepHead);
   // The allocation: one node per host, by name, then the holder that keeps it.
   const auto salloc = net::sallocCommand("salloc", launch, {a, b}, "dasp-run-1");
-  const std::vector<std::string> head{"salloc", "--nodes=2", "--nodelist=node1,node2", "--job-name=dasp-run-1",
+  const std::vector<std::string> head{"salloc", "--job-name=dasp-run-1", "--nodes=2", "--nodelist=node1,node2",
                                       "--partition=short", "--time=30", "/bin/sh", "-c"};
   QCOMPARE(std::vector<std::string>(salloc.begin(), salloc.end() - 1), head);
   QVERIFY(QString::fromStdString(salloc.back()).contains("SLURM_JOB_ID"));
+  // Without hosts: two nodes, whichever Slurm gives, unless the arguments ask for a number.
+  const auto any = net::sallocCommand("salloc", launch, {}, "dasp-run-2");
+  QCOMPARE(std::vector<std::string>(any.begin(), any.begin() + 3),
+           (std::vector<std::string>{"salloc", "--job-name=dasp-run-2", "--nodes=2"}));
+  for (const char* nodes : {"-N5", "--nodes=5", "-N"}) {
+    launch.add_salloc_args(nodes);
+    const auto asked = net::sallocCommand("salloc", launch, {}, "dasp-run-3");
+    QCOMPARE(std::count(asked.begin(), asked.end(), std::string("--nodes=2")), 0L);
+    launch.mutable_salloc_args()->RemoveLast();
+  }
+  // Each worker's device: its slot in the list it inherits, or the slot itself.
+  QCOMPARE(net::cudaVisibleDevices(1, nullptr), std::string("1"));
+  QCOMPARE(net::cudaVisibleDevices(1, ""), std::string("1"));
+  QCOMPARE(net::cudaVisibleDevices(1, "4,6"), std::string("6"));
+  QCOMPARE(net::cudaVisibleDevices(3, "4,6,GPU-9f2e"), std::string("4"));
 }
 
 void TestSshLaunch::sshCommandLine() {
@@ -501,7 +516,10 @@ void TestSshLaunch::killedClientsLeaveNoNodes() {
   QVERIFY2(sshd == Sshd::Ready, qPrintable(why));
   const QString work = m_dir.filePath("work-b");
   QDir().mkpath(work);
-  const QJsonObject launch{{"launcher", "SSH"}, {"hosts", QJsonArray{sshHost("localhost", m_port, work)}}};
+  // A host with 2 GPUs: its workers take one each.
+  QJsonObject host = sshHost("localhost", m_port, work);
+  host["gpus"] = 2;
+  const QJsonObject launch{{"launcher", "SSH"}, {"hosts", QJsonArray{host}}};
   const auto db = m_dir.filePath("ssh-b.sqlite");
   QProcess p;
   test_support::startDasp(p, {"run", writeSpec("ssh-long", 120, launch), "--db", db, "--quiet"});
@@ -529,6 +547,12 @@ void TestSshLaunch::killedClientsLeaveNoNodes() {
   for (pid_t pid : allPids()) {
     for (const auto& arg : cmdlineOf(pid)) QVERIFY2(arg.find(token) == std::string::npos, arg.c_str());
   }
+
+  // Each worker sees its own GPU of the host; the server and the evaluator are not given one.
+  const auto devices = test_support::environmentByNode(nodes, "CUDA_VISIBLE_DEVICES");
+  const std::map<std::string, std::string> expected{
+      {"server", "(unset)"}, {"evaluator", "(unset)"}, {"worker-0", "0"}, {"worker-1", "1"}};
+  QVERIFY2(devices == expected, test_support::describe(devices).c_str());
 
   // 1. Kill the ssh client of worker-1 (a child of the runner): its remote node goes.
   pid_t client = 0;

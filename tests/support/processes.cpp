@@ -110,4 +110,33 @@ std::vector<pid_t> markedDaspProcesses(const std::string& marker) {
   return out;
 }
 
+std::map<std::string, std::string> environmentByNode(const std::vector<pid_t>& pids, const std::string& key) {
+  std::map<std::string, std::string> out;
+  for (pid_t pid : pids) {
+    const auto argv = cmdlineOf(pid);
+    std::string node = argv.size() > 1 ? argv[1] : std::string();  // the evaluator has no --name
+    for (std::size_t i = 0; i + 1 < argv.size(); ++i) {
+      if (argv[i] == "--name") node = argv[i + 1];
+    }
+    if (node.empty()) continue;
+    std::string value = "(unset)";
+    const std::string environ = procFile(pid, "environ");
+    for (std::size_t start = 0; start < environ.size();) {
+      const auto end = std::min(environ.find('\0', start), environ.size());
+      if (environ.compare(start, key.size() + 1, key + "=") == 0) {
+        value = environ.substr(start + key.size() + 1, end - start - key.size() - 1);
+      }
+      start = end + 1;
+    }
+    out[node] = value;
+  }
+  return out;
+}
+
+std::string describe(const std::map<std::string, std::string>& byNode) {
+  std::string out;
+  for (const auto& [node, value] : byNode) out += (out.empty() ? "" : ", ") + node + "=" + value;
+  return out;
+}
+
 }  // namespace test_support

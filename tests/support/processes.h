@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,5 +59,10 @@ std::vector<std::string> cmdlineOf(pid_t pid);
 std::vector<pid_t> allPids();
 // `dasp` processes whose environment has `marker` (a run's DASP_RUN_DIR prefix).
 std::vector<pid_t> markedDaspProcesses(const std::string& marker);
+// The node name (--name, else the subcommand) of each of the `dasp` processes `pids`, with the value of `key`
+// in its environment ("(unset)" when it has none).
+std::map<std::string, std::string> environmentByNode(const std::vector<pid_t>& pids, const std::string& key);
+// "node=value, ..." for a message.
+std::string describe(const std::map<std::string, std::string>& byNode);
 
 }  // namespace test_support

@@ -15,8 +15,13 @@
 // A CUDA device is present, so a check of the CPU-only behaviour does not apply.
 #define DASP_SKIP_TAG_HAS_GPU "[allowed-skip:has-gpu] "
 
+// Not root: a test that starts system daemons (the Slurm test cluster: slurmd starts the
+// tasks as their users) cannot run. CI runs as root, where these tests run.
+#define DASP_SKIP_TAG_NOT_ROOT "[allowed-skip:not-root] "
+
 // QSKIP with a literal reason, tagged.
 #define DASP_SKIP_NEEDS_GPU(reason) QSKIP(DASP_SKIP_TAG_NO_GPU reason)
 #define DASP_SKIP_NEEDS_NO_GPU(reason) QSKIP(DASP_SKIP_TAG_HAS_GPU reason)
+#define DASP_SKIP_NEEDS_ROOT(reason) QSKIP(DASP_SKIP_TAG_NOT_ROOT reason)
 // The same with a reason built at run time (std::string).
 #define DASP_SKIP_NEEDS_GPU_BECAUSE(reason) QSKIP((std::string(DASP_SKIP_TAG_NO_GPU) + (reason)).c_str())
