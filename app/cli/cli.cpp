@@ -10,11 +10,21 @@
 #include <iostream>
 #include <tuple>
 
+#include <unistd.h>
+
 namespace dasp::cli {
 
 int fail(const std::string& message, int code) {
   std::cerr << "dasp: " << message << std::endl;
   return code;
+}
+
+std::string selfPath() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "dasp";
+  buf[n] = '\0';
+  return buf;
 }
 
 // --- option checks ---
@@ -175,6 +185,7 @@ void addCommands(CLI::App& dasp, int& exitCode) {
   addValidateCommand(dasp, exitCode);
   addBenchCommand(dasp, exitCode);
   addInfoCommand(dasp, exitCode);
+  addSlurmScriptCommand(dasp, exitCode);
   addNodeCommands(dasp, exitCode);
 }
 

@@ -23,6 +23,8 @@ using ::dasp::jsonString;
 
 // Prints "dasp: <message>" to stderr and returns `code`.
 int fail(const std::string& message, int code = 2);
+// The path of this `dasp` executable ("dasp" if it cannot be read).
+std::string selfPath();
 
 // Each add* function registers one subcommand; its callback, run during parsing when that
 // subcommand is given, puts the command's exit code in `exitCode`.
@@ -33,6 +35,7 @@ void addTablesCommand(CLI::App& dasp, int& exitCode);
 void addValidateCommand(CLI::App& dasp, int& exitCode);
 void addBenchCommand(CLI::App& dasp, int& exitCode);
 void addInfoCommand(CLI::App& dasp, int& exitCode);
+void addSlurmScriptCommand(CLI::App& dasp, int& exitCode);
 void addNodeCommands(CLI::App& dasp, int& exitCode);  // server, worker, evaluator
 // Every subcommand above: what `dasp` offers.
 void addCommands(CLI::App& dasp, int& exitCode);

@@ -61,14 +61,6 @@ Result<RunSummary> runOnSimulator(const ExperimentSpec& spec, const net::RunnerO
   return runSimulation(spec, bundle.value()->compute, sim);
 }
 
-std::string selfPath() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "dasp";
-  buf[n] = '\0';
-  return buf;
-}
-
 // The recovery metrics of a run's fault drills as a JSON array.
 std::string faultsJson(const std::vector<RecoveryMetrics>& faults) {
   auto opt = [](const auto& v) { return v ? jsonNumber(static_cast<double>(*v)) : std::string("null"); };

@@ -62,6 +62,9 @@ struct Placement {
 };
 Result<Placement> placeNodes(const ExperimentSpec& spec, const std::vector<std::string>& servers,
                              const std::vector<std::string>& workers, const std::string& localDasp);
+// The server processes of a run: the chain's replicas (head first, "server-0" ...), or the
+// shards of a sharded server ("server", then "shard-1" ...), or the one "server".
+std::vector<std::string> serverNodeNames(const ExperimentSpec& spec);
 
 // The address nodes dial to reach a server bound to `bind` on `host`, listening on `port`:
 // "HOST:PORT" with the bind address itself, unless it is a wildcard (0.0.0.0, ::), then

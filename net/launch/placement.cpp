@@ -110,6 +110,17 @@ Result<Placement> placeNodes(const ExperimentSpec& spec, const std::vector<std::
   return out;
 }
 
+std::vector<std::string> serverNodeNames(const ExperimentSpec& spec) {
+  std::vector<std::string> names;
+  if (spec.recovery().mode() == v1::RecoverySpec::CHAIN) {
+    for (int i = 0; i < spec.recovery().replicas(); ++i) names.push_back("server-" + std::to_string(i));
+  } else {
+    names.push_back("server");
+    for (int i = 1; i < spec.ps().shards(); ++i) names.push_back("shard-" + std::to_string(i));
+  }
+  return names;
+}
+
 std::string serverDialAddress(const std::string& bind, const v1::HostSpec& host, const std::string& port) {
   const std::string h = dialableHost(bind, host.address());
   const bool bareV6 = h.find(':') != std::string::npos && h.front() != '[';

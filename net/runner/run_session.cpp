@@ -32,25 +32,12 @@ std::string tempRunDir() {
   return buf.data();
 }
 
-// The server processes: the chain's replicas (head first), or the shards of a sharded
-// server (shard 0, "server", first), or the one server.
-std::vector<std::string> serverNamesOf(const ExperimentSpec& spec) {
-  std::vector<std::string> names;
-  if (spec.recovery().mode() == v1::RecoverySpec::CHAIN) {
-    for (int i = 0; i < spec.recovery().replicas(); ++i) names.push_back("server-" + std::to_string(i));
-  } else {
-    names.push_back("server");
-    for (int i = 1; i < spec.ps().shards(); ++i) names.push_back("shard-" + std::to_string(i));
-  }
-  return names;
-}
-
 }  // namespace
 
 RunSession::RunSession(const ExperimentSpec& spec, const RunnerOptions& options)
     : m_spec(spec),
       m_options(options),
-      m_serverNames(serverNamesOf(spec)),
+      m_serverNames(serverNodeNames(spec)),
       m_chain(spec.recovery().mode() == v1::RecoverySpec::CHAIN),
       m_recovery(recoveryName(spec.recovery().mode())),
       m_tracker(std::vector<v1::FaultSpec>(spec.faults().begin(), spec.faults().end())) {

@@ -57,6 +57,7 @@ class TestSlurm : public QObject {
   void runInItsOwnAllocation();
   void runFromAnSbatchScript();
   void specWithoutHostsTakesTheAllocationsNodes();
+  void slurmScriptRunsALaptopSpec();
   void eachWorkerSeesItsOwnGpu();
   void cancelledStepIsANodeExit();
   void killedRunnerLeavesNoJobAndNoNode();
@@ -242,6 +243,59 @@ void TestSlurm::specWithoutHostsTakesTheAllocationsNodes() {
     QVERIFY2(QRegularExpression(QStringLiteral("^\\d+$")).match(job).hasMatch(), qPrintable(job));
     QTRY_VERIFY_WITH_TIMEOUT(squeue().isEmpty(), 20000);
   }
+}
+
+// A spec written for a laptop (no launch block) becomes a batch job with `dasp
+// slurm-script`; its runs land in the store named with --db next to the runs already there,
+// also when the job is cancelled.
+void TestSlurm::slurmScriptRunsALaptopSpec() {
+  test_support::SyntheticSpec base;
+  base.name = QStringLiteral("laptop");
+  base.workers = 4;
+  base.trainCount = 2048;
+  base.testCount = 256;
+  base.maxSeconds = 3;
+  const QString spec = test_support::writeSpecFile(m_dir.path(), "laptop", base.json());
+  const QString db = m_dir.filePath(QStringLiteral("laptop.sqlite"));
+  auto earlier = test_support::runDasp({"run", spec, "--engine", "sim", "--db", db, "--quiet"}, scaled(60000));
+  QVERIFY2(earlier.exitCode == 0, qPrintable(earlier.err));
+  auto submit = [&](const QStringList& extra) -> QString {
+    const QString script = m_dir.filePath(QStringLiteral("laptop.sh"));
+    const auto written = test_support::runDasp(
+        QStringList{"slurm-script", spec, "--db", db, "-o", script, "--set", "launch.salloc_args=--time=5"} + extra);
+    if (written.exitCode != 0) return QStringLiteral("slurm-script: ") + written.err;
+    QFile f(script);
+    if (!f.open(QIODevice::ReadOnly)) return QStringLiteral("no script");
+    const QString text = QString::fromUtf8(f.readAll());
+    for (const char* line : {"#SBATCH --nodes=2\n", "#SBATCH --ntasks-per-node=4\n", "#SBATCH --time=5\n"}) {
+      if (!text.contains(QLatin1String(line))) return QStringLiteral("no %1 in the script").arg(line);
+    }
+    if (text.contains(QLatin1String("TOKEN"))) return QStringLiteral("the script holds a token");
+    const auto r = test_support::runProgram(
+        QStringLiteral("sbatch"), {"--parsable", "-o", m_dir.filePath(QStringLiteral("laptop-%j.out")), script}, 20000);
+    return r.exitCode == 0 ? r.out.trimmed().section(QLatin1Char(';'), 0, 0) : QStringLiteral("sbatch: ") + r.err;
+  };
+  const QString job = submit({});
+  QVERIFY2(QRegularExpression(QStringLiteral("^\\d+$")).match(job).hasMatch(), qPrintable(job));
+  QTRY_VERIFY_WITH_TIMEOUT(squeue().isEmpty(), scaled(120000));
+  {
+    auto store = dasp::RunStore::open(db.toStdString());
+    QVERIFY(store.isOk());
+    const auto runs = store.value()->listRuns().value();
+    QCOMPARE(runs.size(), std::size_t{2});  // the earlier run is kept
+    QCOMPARE(checkPlacedRun(db, runs.front().id), job);
+  }
+  // A job cancelled while it trains: the run stops, and its store still comes back.
+  const QString cancelled = submit({"--set", "stop.max_seconds=300"});
+  QVERIFY2(QRegularExpression(QStringLiteral("^\\d+$")).match(cancelled).hasMatch(), qPrintable(cancelled));
+  QTRY_VERIFY_WITH_TIMEOUT(squeue(true).size() >= 6, scaled(60000));
+  QVERIFY(test_support::runProgram(QStringLiteral("scancel"), {cancelled}, 20000).exitCode == 0);
+  QTRY_VERIFY_WITH_TIMEOUT(squeue().isEmpty(), scaled(60000));
+  auto store = dasp::RunStore::open(db.toStdString());
+  QVERIFY(store.isOk());
+  const auto runs = store.value()->listRuns().value();
+  QCOMPARE(runs.size(), std::size_t{3});
+  QCOMPARE(runs.front().status, dasp::RunStatus::Stopped);
 }
 
 void TestSlurm::eachWorkerSeesItsOwnGpu() {

@@ -9,6 +9,7 @@
 #include "core/spec/spec.h"
 #include "net/launch/launcher.h"
 #include "net/launch/slurm_allocation.h"
+#include "net/launch/slurm_script.h"
 #include "tests/support/processes.h"
 #include "tests/support/specs.h"
 
@@ -83,6 +84,7 @@ class TestSshLaunch : public QObject {
   void specValidation();
   void srunCommandLine();
   void slurmStepsAndOwnAllocation();
+  void slurmScriptOfASpec();
   void sshCommandLine();
   void missingNetnsIsNamed();
   void wrapperForwardsSignalsAndStopsWithoutRunner();
@@ -258,6 +260,36 @@ void TestSshLaunch::slurmStepsAndOwnAllocation() {
   QCOMPARE(net::cudaVisibleDevices(1, ""), std::string("1"));
   QCOMPARE(net::cudaVisibleDevices(1, "4,6"), std::string("6"));
   QCOMPARE(net::cudaVisibleDevices(3, "4,6,GPU-9f2e"), std::string("4"));
+}
+
+void TestSshLaunch::slurmScriptOfASpec() {
+  auto script = [](const QByteArray& json, const net::SlurmScriptOptions& options = {}) {
+    auto r = net::slurmBatchScript(parse(json), options);
+    return r ? QString::fromStdString(r.value()) : QStringLiteral("error: ") + QString::fromStdString(r.message());
+  };
+  // Named hosts: those nodes, the most tasks any of them runs (a chain of 3 over 2 hosts
+  // puts 2 replicas and the evaluator on "a"), their most GPUs.
+  const QString named = script(R"({"cluster": {"count": 2}, "recovery": {"mode": "CHAIN", "replicas": 3},
+      "launch": {"hosts": [{"name": "a", "gpus": 1}, {"name": "b", "gpus": 4}],
+                 "placement": {"servers": ["a", "b"], "workers": ["b"]}}})");
+  for (const char* line : {"--nodes=2\n", "--nodelist=a,b\n", "--ntasks-per-node=3\n", "--gres=gpu:4\n"}) {
+    QVERIFY2(named.contains(QStringLiteral("#SBATCH ") + line), qPrintable(named));
+  }
+  QVERIFY(named.contains(QLatin1String("\"launcher\": \"SLURM\"")));
+  // No hosts: --nodes of them (the workers share all but the first), no GPUs unless asked.
+  net::SlurmScriptOptions options;
+  options.nodes = 3;
+  options.gpusPerNode = 2;
+  options.db = "/data/my runs.db";
+  const QString hostless = script(R"({"cluster": {"count": 9}})", options);
+  for (const char* line : {"#SBATCH --nodes=3\n", "#SBATCH --ntasks-per-node=5\n", "#SBATCH --gres=gpu:2\n",
+                           "db='/data/my runs.db'\n"}) {
+    QVERIFY2(hostless.contains(QLatin1String(line)), qPrintable(hostless));
+  }
+  QVERIFY(!script(R"({})").contains(QLatin1String("--gres")));
+  // What a script cannot carry is named.
+  QVERIFY(script(R"({"launch": {"salloc_args": ["--time=5", "long"]}})").contains("launch.salloc_args[1]: 'long'"));
+  QVERIFY(script(R"({"launch": {"hosts": [{"name": "a"}]}})", options).contains("--nodes: the spec names its hosts"));
 }
 
 void TestSshLaunch::sshCommandLine() {
