@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The experiment designer's recovery modes and fault drills: they round-trip through the
 // spec and the presets, each mode shows its own knobs, and a bad drill cell is a message.
+// Its Slurm launcher's job settings round-trip through launch.salloc_args and srun_args.
 #include "tests/ui/fault_fixtures.h"
+
+#include <QLineEdit>
 
 using namespace fault_fixtures;
 
@@ -13,6 +16,7 @@ class TestFaultDesigner : public QObject {
   void faultPresetsRoundTrip();
   void designerShowsTheKnobsOfTheMode();
   void badDrillCellsAreMessages();
+  void designerOffersTheSlurmLauncher();
 };
 
 void TestFaultDesigner::designerRoundTripsRecoveryAndFaults() {
@@ -223,4 +227,47 @@ void TestFaultDesigner::badDrillCellsAreMessages() {
 }
 
 QTEST_MAIN(TestFaultDesigner)
+void TestFaultDesigner::designerOffersTheSlurmLauncher() {
+  SpecDesigner designer;
+  const ExperimentSpec spec = parse(R"({"cluster": {"count": 2}, "launch": {"launcher": "SLURM",
+      "salloc_args": ["--partition=gpu", "--time=30", "--qos=short", "--mem=8G"], "srun_args": ["--overlap"]}})");
+  designer.setSpec(spec);
+  QVERIFY2(!designer.hasError(), qPrintable(designer.message()));
+  auto field = [&](const char* name) { return designer.findChild<QLineEdit*>(QLatin1String(name)); };
+  QVERIFY(visibleIn(designer.findChild<QWidget*>(QStringLiteral("slurmFields")), &designer));
+  QCOMPARE(field("slurm.partition")->text(), QStringLiteral("gpu"));
+  QCOMPARE(field("slurm.time")->text(), QStringLiteral("30"));
+  QCOMPARE(field("slurm.account")->text(), QString());
+  QCOMPARE(field("slurm.sallocFlags")->text(), QStringLiteral("--qos=short --mem=8G"));
+  QCOMPARE(field("slurm.srunFlags")->text(), QStringLiteral("--overlap"));
+  auto built = designer.buildSpec();
+  QVERIFY2(built.isOk(), built.message().c_str());
+  QVERIFY2(sameSpec(built.value(), spec), specToJson(built.value()).c_str());
+
+  // Edits become the job's options, in Slurm's own words.
+  field("slurm.account")->setText(QStringLiteral("lab42"));
+  field("slurm.nodes")->setText(QStringLiteral("3"));
+  field("slurm.sallocFlags")->setText(QStringLiteral("  --qos=long "));
+  field("slurm.srunFlags")->setText(QString());
+  Q_EMIT field("slurm.account")->textEdited(QStringLiteral("lab42"));
+  built = designer.buildSpec();
+  QVERIFY2(built.isOk(), built.message().c_str());
+  const std::vector<std::string> args(built->launch().salloc_args().begin(), built->launch().salloc_args().end());
+  QCOMPARE(args, (std::vector<std::string>{"--partition=gpu", "--account=lab42", "--time=30", "--nodes=3", "--qos=long"}));
+  QCOMPARE(built->launch().srun_args_size(), 0);
+  QVERIFY(designer.validate());
+
+  // Another launcher hides the job's settings and keeps them; a spec without launch stays so.
+  selectValue(designer.findChild<QComboBox*>(QStringLiteral("spec.launch.launcher")), QString());  // LOCAL
+  QVERIFY(!visibleIn(designer.findChild<QWidget*>(QStringLiteral("slurmFields")), &designer));
+  built = designer.buildSpec();
+  QVERIFY2(built.isOk(), built.message().c_str());
+  QCOMPARE(built->launch().launcher(), v1::LaunchSpec::LOCAL);
+  QCOMPARE(built->launch().salloc_args_size(), 5);
+  designer.setSpec(parse(R"({"cluster": {"count": 2}})"));
+  built = designer.buildSpec();
+  QVERIFY2(built.isOk(), built.message().c_str());
+  QVERIFY(!built->has_launch());
+}
+
 #include "tst_fault_designer.moc"

@@ -5,6 +5,7 @@
 
 #include "ui/designer/cluster_table.h"
 #include "ui/designer/fault_table.h"
+#include "ui/designer/slurm_fields.h"
 
 #include "core/params/gradient_guard.h"
 
@@ -254,6 +255,7 @@ QWidget* SpecDesigner::buildForm() {
   addText(f, tr("Device"), "device", QStringLiteral("auto"));
   addText(f, tr("Threads"), "threads", QStringLiteral("1"));
   buildEngineSection(page, layout);
+  buildLaunchSection(page, layout);
   buildModelSections(page, layout);
   buildStrategySection(page, layout);
   buildRecoverySection(page, layout);
@@ -282,6 +284,17 @@ void SpecDesigner::buildEngineSection(QWidget* page, QVBoxLayout* layout) {
   addText(sim, tr("Link latency (ms)"), "cluster.link.latency_ms", QStringLiteral("0.1"));
   addText(sim, tr("Link bandwidth (Mbit/s)"), "cluster.link.mbit", QStringLiteral("8000"));
   connect(m_engine, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateEngineKnobs);
+}
+
+// Where the nodes run: the launcher and, for Slurm, the job's settings.
+void SpecDesigner::buildLaunchSection(QWidget* page, QVBoxLayout* layout) {
+  QFormLayout* f = addSection(page, layout, tr("Launch"));
+  m_launcher = addChoice(f, tr("Launcher"), "launch.launcher", QStringLiteral("LOCAL"), enumValues("launch.launcher"));
+  m_slurm = new SlurmFields(f->parentWidget());
+  f->addRow(m_slurm);
+  addText(m_slurm->form(), tr("Allocation wait (s)"), "launch.allocation_wait_s", QStringLiteral("300"));
+  connect(m_slurm, &SlurmFields::edited, this, &SpecDesigner::onEdited);
+  connect(m_launcher, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateLaunchFields);
 }
 
 // Model and data, optimizer, and the cluster table.
@@ -451,8 +464,10 @@ void SpecDesigner::setSpec(const ExperimentSpec& spec) {
   for (const Binding& b : m_bindings) setWidgetValue(b.widget, readPath(spec, b.path));
   m_cluster->setCluster(spec.cluster());
   m_faults->setFaults(spec.faults());
+  m_slurm->set(spec.launch());
   m_filling = false;
   updateEngineKnobs();
+  updateLaunchFields();
   updateStrategyKnobs();
   updateRecoveryKnobs();
   updateSuite();
@@ -476,6 +491,7 @@ Result<ExperimentSpec> SpecDesigner::buildSpec() const {
       return Status::error(withoutSetPrefix(st.message()).toStdString());
     }
   }
+  m_slurm->apply(*s.mutable_launch());
   dropEmptyParts(s);
   auto faults = m_faults->faults();
   if (!faults) return faults.status();
@@ -497,6 +513,7 @@ ExperimentSpec SpecDesigner::spec() const {
       if (applyOverride(trial, b.path + "=" + value.toStdString())) s = std::move(trial);
     }
   }
+  m_slurm->apply(*s.mutable_launch());
   dropEmptyParts(s);
   if (auto faults = m_faults->faults()) {
     s.clear_faults();
@@ -513,6 +530,7 @@ void SpecDesigner::dropEmptyParts(ExperimentSpec& s) const {
   }
   if (s.has_cluster() && s.cluster().ByteSizeLong() == 0 && !m_base.has_cluster()) s.clear_cluster();
   if (s.has_sim() && s.sim().ByteSizeLong() == 0 && !m_base.has_sim()) s.clear_sim();
+  if (s.has_launch() && s.launch().ByteSizeLong() == 0 && !m_base.has_launch()) s.clear_launch();
 }
 
 Status SpecDesigner::validate() {
@@ -542,6 +560,10 @@ void SpecDesigner::showMessage(const QString& text, bool isError) {
 
 void SpecDesigner::updateEngineKnobs() {
   m_simKnobs->setVisible(m_engine->currentData().toString() == QLatin1String("sim"));
+}
+
+void SpecDesigner::updateLaunchFields() {
+  m_slurm->setVisible(m_launcher->currentData().toString() == QLatin1String("SLURM"));
 }
 
 void SpecDesigner::updateStrategyKnobs() {

@@ -10,6 +10,9 @@
 // The engine is real (processes, wall clock) or sim (the virtual-cluster engine); the
 // simulator's knobs (spec.sim: gradients, compute time, server costs, restart and
 // failover times) and the cluster's link (latency, bandwidth) are shown for sim only.
+// The launcher is LOCAL, SSH or SLURM; for SLURM the job's settings (SlurmFields: partition,
+// account, time limit, nodes, further flags) and the allocation wait are shown. Hosts and
+// placement are kept from the spec (a SLURM spec without hosts runs on its job's nodes).
 // As with the strategies, only the knobs of the chosen recovery mode are shown (the
 // stateless learning-rate scale only for the SCALED_LR backlog rule); the reconnect
 // timeout applies to every mode. The fault drills (FaultTable) are written to
@@ -48,6 +51,7 @@ namespace dasp::ui {
 
 class ClusterTable;
 class FaultTable;
+class SlurmFields;
 
 class SpecDesigner : public QWidget {
   Q_OBJECT
@@ -109,15 +113,17 @@ class SpecDesigner : public QWidget {
   QStringList enumValues(const std::string& path) const;
   QWidget* buildForm();
   void buildEngineSection(QWidget* page, QVBoxLayout* layout);
+  void buildLaunchSection(QWidget* page, QVBoxLayout* layout);
   void buildModelSections(QWidget* page, QVBoxLayout* layout);
   void buildStrategySection(QWidget* page, QVBoxLayout* layout);
   void buildRecoverySection(QWidget* page, QVBoxLayout* layout);
   void buildRunSections(QWidget* page, QVBoxLayout* layout);
   void buildSuiteBox(QWidget* page, QVBoxLayout* layout);
   void updateEngineKnobs();
+  void updateLaunchFields();
   void updateStrategyKnobs();
   void updateRecoveryKnobs();
-  // Drops the empty sim / cluster.link / cluster messages the form's bindings leave (those
+  // Drops the empty sim / cluster.link / cluster / launch messages the form's bindings leave (those
   // the spec last set did not have).
   void dropEmptyParts(ExperimentSpec& spec) const;
   void updateFaultNodes();
@@ -133,6 +139,8 @@ class SpecDesigner : public QWidget {
   QComboBox* m_presets = nullptr;
   QComboBox* m_engine = nullptr;
   QWidget* m_simKnobs = nullptr;  // shown for engine sim only
+  QComboBox* m_launcher = nullptr;
+  SlurmFields* m_slurm = nullptr;  // shown for the SLURM launcher only
   QComboBox* m_model = nullptr;
   QLineEdit* m_hidden = nullptr;
   QComboBox* m_strategy = nullptr;
