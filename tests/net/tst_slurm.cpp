@@ -66,6 +66,9 @@ class TestSlurm : public QObject {
   void cleanupTestCase();
 
  private:
+  // A 4-worker spec on synthetic data, without a launch block.
+  static QJsonObject laptopSpec(const QString& name, const QString& strategy, double seconds);
+  // The same with the SLURM launcher: server and evaluator on dasp-a, workers on dasp-b.
   QString writeSpec(const QString& name, const QString& strategy, double seconds, const QJsonObject& launchExtra = {});
   QString work() const { return m_dir.filePath(QStringLiteral("work")); }
   // squeue's jobs (and steps, with `steps`) of this cluster as "ID NAME" lines.
@@ -112,8 +115,7 @@ void TestSlurm::cleanupTestCase() {
   QVERIFY2(m_guard.exitCode() == 0, m_guard.readAll().constData());
 }
 
-QString TestSlurm::writeSpec(const QString& name, const QString& strategy, double seconds,
-                             const QJsonObject& launchExtra) {
+QJsonObject TestSlurm::laptopSpec(const QString& name, const QString& strategy, double seconds) {
   test_support::SyntheticSpec base;
   base.name = name;
   base.strategy = strategy;
@@ -121,7 +123,12 @@ QString TestSlurm::writeSpec(const QString& name, const QString& strategy, doubl
   base.trainCount = 2048;
   base.testCount = 256;
   base.maxSeconds = seconds;
-  QJsonObject spec = base.json();
+  return base.json();
+}
+
+QString TestSlurm::writeSpec(const QString& name, const QString& strategy, double seconds,
+                             const QJsonObject& launchExtra) {
+  QJsonObject spec = laptopSpec(name, strategy, seconds);
   auto host = [&](const char* node) {
     return QJsonObject{{"name", node}, {"address", "127.0.0.1"}, {"work_dir", work()}};
   };
@@ -223,10 +230,7 @@ void TestSlurm::runFromAnSbatchScript() {
 }
 
 void TestSlurm::specWithoutHostsTakesTheAllocationsNodes() {
-  QJsonObject spec = QJsonDocument::fromJson([&] {
-                       QFile f(writeSpec("slurm-hostless", "asp", 3));
-                       return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-                     }()).object();
+  QJsonObject spec = laptopSpec("slurm-hostless", "asp", 3);
   spec["launch"] = QJsonObject{{"launcher", "SLURM"}, {"srun_args", QJsonArray{"--overlap"}}};
   const QString path = test_support::writeSpecFile(m_dir.path(), "slurm-hostless", spec);
   // Inside salloc -N2, and in the job the run asks for itself (two nodes by default): the
@@ -249,13 +253,7 @@ void TestSlurm::specWithoutHostsTakesTheAllocationsNodes() {
 // slurm-script`; its runs land in the store named with --db next to the runs already there,
 // also when the job is cancelled.
 void TestSlurm::slurmScriptRunsALaptopSpec() {
-  test_support::SyntheticSpec base;
-  base.name = QStringLiteral("laptop");
-  base.workers = 4;
-  base.trainCount = 2048;
-  base.testCount = 256;
-  base.maxSeconds = 3;
-  const QString spec = test_support::writeSpecFile(m_dir.path(), "laptop", base.json());
+  const QString spec = test_support::writeSpecFile(m_dir.path(), "laptop", laptopSpec("laptop", "bsp", 3));
   const QString db = m_dir.filePath(QStringLiteral("laptop.sqlite"));
   auto earlier = test_support::runDasp({"run", spec, "--engine", "sim", "--db", db, "--quiet"}, scaled(60000));
   QVERIFY2(earlier.exitCode == 0, qPrintable(earlier.err));
