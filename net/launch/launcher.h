@@ -7,7 +7,7 @@
 //   network namespace when HostSpec.netns is set (`ip netns exec NS dasp ...`).
 // - SSH:   the OpenSSH client (`ssh -T -o BatchMode=yes ...`) runs a POSIX sh wrapper on the
 //   host, which starts `dasp` there.
-// - SLURM: `srun --nodes=1 --ntasks=1 --nodelist=HOST --job-name=NODE ...` runs the same
+// - SLURM: `srun --nodes=1 --ntasks=1 --nodelist=HOST --job-name=NODE --overlap ...` runs the same
 //   wrapper as a step of the current allocation, or of the runner's own (SlurmAllocation,
 //   net/launch/slurm_allocation.h) when `dasp run` is not inside one.
 //

@@ -26,10 +26,8 @@ const std::string& nodeWrapperScript() {
   static const std::string script =
       "while IFS= read -r l && [ -n \"$l\" ]; do export \"$l\"; done; "
       "[ -z \"${SLURM_STEP_ID:-}\" ] || echo \"dasp-node-slurm-step job=$SLURM_JOB_ID step=$SLURM_STEP_ID\"; "
-      "if [ -n \"${DASP_GPU_SLOT:-}\" ]; then g=$DASP_GPU_SLOT; if [ -n \"${CUDA_VISIBLE_DEVICES:-}\" ]; then "
-      "n=$(printf %s \"$CUDA_VISIBLE_DEVICES\" | tr , '\\n' | grep -c .); "
-      "g=$(printf %s \"$CUDA_VISIBLE_DEVICES\" | cut -d, -f$((DASP_GPU_SLOT % n + 1))); fi; "
-      "export CUDA_VISIBLE_DEVICES=$g; fi; "
+      "[ -z \"${DASP_GPU_SLOT:-}\" ] || export CUDA_VISIBLE_DEVICES=\"$(printf %s \"${CUDA_VISIBLE_DEVICES:-}\" | "
+      "tr , '\\n' | awk -v s=\"$DASP_GPU_SLOT\" 'NF { a[n++] = $0 } END { print n ? a[s % n] : s }')\"; "
       "h=${DASP_RUN_DIR:-${TMPDIR:-/tmp}}/alive.$$; "
       "z() { kill -s CONT $p 2>/dev/null; kill -s TERM $p 2>/dev/null; n=0; "
       "while kill -0 $p 2>/dev/null && [ $n -lt 10 ]; do sleep 1; n=$((n+1)); done; "
@@ -122,7 +120,9 @@ std::vector<std::string> srunCommand(const std::string& srunBinary, const v1::La
   if (!step.jobId.empty()) out.push_back("--jobid=" + step.jobId);
   if (!step.name.empty()) out.push_back("--job-name=" + step.name);
   out.insert(out.end(), launch.srun_args().begin(), launch.srun_args().end());
-  out.push_back("--kill-on-bad-exit=1");
+  // The nodes share the job's CPUs: without --overlap a step waits for CPUs no other step
+  // holds ("step creation temporarily disabled"), for ever in a job of one task per node.
+  out.insert(out.end(), {"--overlap", "--kill-on-bad-exit=1"});
   out.insert(out.end(), argv.begin(), argv.end());
   return out;
 }

@@ -63,7 +63,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::string& nam
   for (auto& e : envStrings) envp.push_back(e.data());
   envp.push_back(nullptr);
   const pid_t parent = getpid();
-  const bool outlivesParent = options.outlivesParent;
+  const int deathSignal = options.termWithParent ? SIGTERM : SIGKILL;
   const pid_t pid = fork();
   if (pid < 0) {
     const std::string why = std::strerror(errno);
@@ -75,10 +75,8 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::string& nam
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
     setpgid(0, 0);
-    if (!outlivesParent) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);  // the runner died before prctl took effect
-    }
+    prctl(PR_SET_PDEATHSIG, deathSignal);
+    if (getppid() != parent) _exit(127);  // the runner died before prctl took effect
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);
     if (in[1] >= 0) dup2(in[1], STDIN_FILENO);

@@ -39,10 +39,10 @@ struct SpawnOptions {
   // The child's stdin is one end of a socket pair whose other end the caller takes with
   // takeStdin() (the ssh/srun wrappers' control channel); otherwise stdin is inherited.
   bool stdinSocket = false;
-  // The child lives on when the runner dies (no PR_SET_PDEATHSIG), for a child that ends
-  // by itself once its stdin socket closes (the Slurm allocation's holder, which must
-  // release the job rather than be killed before it can).
-  bool outlivesParent = false;
+  // When the runner dies the child gets SIGTERM instead of SIGKILL, for a child that must
+  // end cleanly (salloc: it withdraws a queued job or releases a granted one, where a
+  // SIGKILL would leave the job behind).
+  bool termWithParent = false;
 };
 
 class ChildProcess {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <sstream>
 #include <utility>
 
 namespace dasp::net {
@@ -23,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 
 // Prints the job id and its nodes, then holds the allocation until its stdin (the
 // runner's socket) ends.
-const char* const kHolder = "echo \"$SLURM_JOB_ID $SLURM_JOB_NODELIST\"; exec cat >/dev/null";
+const char* const kHolder = "echo \"$SLURM_JOB_ID $SLURM_JOB_NODELIST ${SLURM_GPUS_ON_NODE:-0}\"; exec cat >/dev/null";
 
 std::string trimmed(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -65,7 +66,8 @@ std::pair<std::string, std::string> readOutput(ChildProcess& child, Clock::time_
 
 // salloc's --nodes / -N in any of getopt's spellings.
 bool asksForNodes(const std::string& arg) {
-  return arg == "-N" || arg == "--nodes" || arg.rfind("--nodes=", 0) == 0 || (arg.size() > 2 && arg.rfind("-N", 0) == 0);
+  return arg == "-N" || arg == "--nodes" || arg.rfind("--nodes=", 0) == 0 ||
+         (arg.size() > 2 && arg.rfind("-N", 0) == 0);
 }
 
 }  // namespace
@@ -91,7 +93,7 @@ Result<std::unique_ptr<SlurmAllocation>> SlurmAllocation::request(const std::str
                                                                   const std::string& jobName) {
   SpawnOptions options;
   options.stdinSocket = true;
-  options.outlivesParent = true;
+  options.termWithParent = true;
   auto child = ChildProcess::spawn("salloc", sallocCommand(salloc, launch, hosts, jobName), options);
   if (!child) return child.status();
   std::unique_ptr<SlurmAllocation> a(new SlurmAllocation());
@@ -106,7 +108,8 @@ Result<std::unique_ptr<SlurmAllocation>> SlurmAllocation::request(const std::str
   const bool numeric = !id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (out.find('\n') != std::string::npos && numeric) {
     a->m_jobId = id;
-    if (line.size() > id.size()) a->m_nodeList = line.substr(id.size() + 1);
+    std::istringstream rest(line.substr(id.size()));
+    rest >> a->m_nodeList >> a->m_gpusOnNode;
     return a;
   }
   const auto exit = a->m_salloc->waitFor(0.5);
@@ -142,7 +145,8 @@ Result<std::string> scontrol(const std::vector<std::string>& args, double timeou
   argv.insert(argv.end(), args.begin(), args.end());
   auto child = ChildProcess::spawn("scontrol", argv);
   if (!child) return child.status();
-  const auto [out, err] = readOutput(*child.value(), deadlineIn<Clock>(timeoutS), [](const std::string&) { return false; });
+  const auto [out, err] =
+      readOutput(*child.value(), deadlineIn<Clock>(timeoutS), [](const std::string&) { return false; });
   auto exit = child.value()->waitFor(1.0);
   if (!exit) {
     child.value()->signal(SIGKILL);
@@ -172,25 +176,6 @@ std::string fieldOf(const std::string& line, const std::string& key) {
   return {};
 }
 
-// The GPUs in a node's Gres ("gpu:4", "gpu:a100:2(S:0-1),shard:8"): 0 if none.
-int gpusIn(const std::string& gres) {
-  int total = 0;
-  std::size_t start = 0;
-  while (start < gres.size()) {
-    const auto end = std::min(gres.find(',', start), gres.size());
-    std::string item = gres.substr(start, end - start);
-    item = item.substr(0, item.find('('));
-    if (item.rfind("gpu:", 0) == 0) {
-      const std::string count = item.substr(item.rfind(':') + 1);
-      if (!count.empty() && std::all_of(count.begin(), count.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        total += std::atoi(count.c_str());
-      }
-    }
-    start = end + 1;
-  }
-  return total;
-}
-
 }  // namespace
 
 Result<std::vector<SlurmNode>> slurmNodes(const std::string& nodeList, double timeoutS) {
@@ -203,7 +188,7 @@ Result<std::vector<SlurmNode>> slurmNodes(const std::string& nodeList, double ti
   while (start < out.size()) {
     const auto end = std::min(out.find('\n', start), out.size());
     if (end > start) {
-      nodes.push_back({out.substr(start, end - start), "", 0});
+      nodes.push_back({out.substr(start, end - start), ""});
       commaList += (commaList.empty() ? "" : ",") + nodes.back().name;
     }
     start = end + 1;
@@ -221,7 +206,6 @@ Result<std::vector<SlurmNode>> slurmNodes(const std::string& nodeList, double ti
     for (auto& n : nodes) {
       if (n.name != name) continue;
       n.address = fieldOf(line, "NodeAddr");
-      n.gpus = gpusIn(fieldOf(line, "Gres"));
     }
   }
   return nodes;
@@ -232,6 +216,7 @@ Status placeOnSlurmAllocation(ExperimentSpec& spec, const std::string& jobName,
   auto& launch = *spec.mutable_launch();
   if (launch.launcher() != v1::LaunchSpec::SLURM || launch.hosts_size() > 0) return Status::ok();
   std::string nodeList;
+  int gpus = 0;  // the job's GPUs per node: those it asked for, not all the node has
   if (const char* job = std::getenv("SLURM_JOB_ID"); job != nullptr && *job != '\0') {
     const char* list = std::getenv("SLURM_JOB_NODELIST");
     if (list == nullptr || *list == '\0') {
@@ -239,6 +224,9 @@ Status placeOnSlurmAllocation(ExperimentSpec& spec, const std::string& jobName,
                            " has no SLURM_JOB_NODELIST: name the hosts in launch.hosts");
     }
     nodeList = list;
+    if (const char* onNode = std::getenv("SLURM_GPUS_ON_NODE"); onNode != nullptr) {
+      gpus = std::max(0, std::atoi(onNode));
+    }
   } else {
     const std::string salloc = findProgram("salloc");
     if (salloc.empty()) return Status::error("launch.launcher SLURM: no `salloc` in PATH (package slurm-client)");
@@ -246,16 +234,15 @@ Status placeOnSlurmAllocation(ExperimentSpec& spec, const std::string& jobName,
     if (!allocation) return allocation.status();
     own = std::move(allocation).value();
     nodeList = own->nodeList();
+    gpus = own->gpusOnNode();
   }
   auto nodes = slurmNodes(nodeList);
   if (!nodes) return nodes.status();
-  // The job's own GPUs per node when it asked for some, else the nodes' configured ones.
-  const char* jobGpus = std::getenv("SLURM_GPUS_ON_NODE");
   for (const auto& node : nodes.value()) {
     auto* host = launch.add_hosts();
     host->set_name(node.name);
     if (!node.address.empty()) host->set_address(node.address);
-    host->set_gpus(jobGpus != nullptr && *jobGpus != '\0' ? std::max(0, std::atoi(jobGpus)) : node.gpus);
+    host->set_gpus(gpus);
   }
   const auto& first = nodes->front().name;
   auto* placement = launch.mutable_placement();

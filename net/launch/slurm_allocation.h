@@ -5,8 +5,9 @@
 // (--nodelist) and, once granted, runs a holder command on this machine that prints the
 // job id and then waits for its stdin to close. The runner keeps the other end of that
 // stdin, so the allocation ends with the runner however it ends, a SIGKILL included: the
-// holder exits at end of file, salloc releases the job, and Slurm ends its steps. salloc
-// is the one child that must outlive a killed runner for that (SpawnOptions::outlivesParent).
+// holder exits at end of file, salloc releases the job, and Slurm ends its steps; salloc
+// itself gets SIGTERM when the runner dies (SpawnOptions::termWithParent), so a job still
+// queued then is withdrawn.
 // A refusal (no such partition, more nodes than exist) is salloc's exit with Slurm's
 // reason on stderr, which the error quotes.
 // placeOnSlurmAllocation: a SLURM spec that names no hosts runs on the nodes Slurm gives
@@ -40,6 +41,8 @@ class SlurmAllocation {
   const std::string& jobId() const { return m_jobId; }
   // The allocation's nodes as Slurm writes them (SLURM_JOB_NODELIST, e.g. "gpu[01-03]").
   const std::string& nodeList() const { return m_nodeList; }
+  // SLURM_GPUS_ON_NODE of the job: the GPUs it got per node (0 if it asked for none).
+  int gpusOnNode() const { return m_gpusOnNode; }
 
  private:
   SlurmAllocation() = default;
@@ -47,6 +50,7 @@ class SlurmAllocation {
   int m_hold = -1;  // the holder's stdin: the allocation lasts while it is open
   std::string m_jobId;
   std::string m_nodeList;
+  int m_gpusOnNode = 0;
 };
 
 // salloc's argv for `hosts`: the nodes, the job name, the arguments, then the holder.
@@ -57,19 +61,17 @@ std::vector<std::string> sallocCommand(const std::string& salloc, const v1::Laun
 struct SlurmNode {
   std::string name;
   std::string address;  // NodeAddr: where Slurm itself reaches the node
-  int gpus = 0;         // the gpu entries of its Gres
 };
 // The nodes of a Slurm node list ("gpu[01-03],cpu7"), in order (Slurm's own expansion,
-// `scontrol show hostnames`), each with its address and GPUs; every call within `timeoutS`.
+// `scontrol show hostnames`), each with its address; every call within `timeoutS`.
 Result<std::vector<SlurmNode>> slurmNodes(const std::string& nodeList, double timeoutS = 20);
 
 // A SLURM spec without launch.hosts gets the nodes of its allocation as hosts: the first
 // takes the servers and the evaluator, the others the workers (one node: all of them),
 // each at its NodeAddr. Inside an allocation (SLURM_JOB_ID) these are SLURM_JOB_NODELIST;
 // outside one, the allocation is requested here (SlurmAllocation::request, named
-// `jobName`) and `own` holds it for the launcher. Each host's gpus: SLURM_GPUS_ON_NODE when
-// the job asked for GPUs (Slurm sets it), else the node's Gres. A spec with hosts is left
-// as is.
+// `jobName`) and `own` holds it for the launcher. Each host's gpus: the job's
+// SLURM_GPUS_ON_NODE (0 when it asked for none). A spec with hosts is left as is.
 Status placeOnSlurmAllocation(ExperimentSpec& spec, const std::string& jobName,
                               std::unique_ptr<SlurmAllocation>& own);
 

@@ -3,6 +3,7 @@
 #include "net/launch/launcher.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <vector>
 
@@ -29,6 +30,23 @@ Result<int> tasksPerNode(const ExperimentSpec& spec, int nodes) {
   return most;
 }
 
+// `text` as one word of a file or job name: what is not a letter, digit, '.', '-' or '_'
+// becomes '_' (the spec's name may hold anything).
+std::string fileWord(const std::string& text) {
+  std::string out = text;
+  for (char& c : out) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  }
+  return out;
+}
+
+// One line of a comment.
+std::string oneLine(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  return text;
+}
+
 }  // namespace
 
 Result<std::string> slurmBatchScript(const ExperimentSpec& given, const SlurmScriptOptions& options) {
@@ -50,11 +68,11 @@ Result<std::string> slurmBatchScript(const ExperimentSpec& given, const SlurmScr
   if (gpus == 0) {
     for (const auto& h : launch.hosts()) gpus = std::max(gpus, h.gpus());
   }
-  const std::string name = "dasp-" + (spec.name().empty() ? std::string("run") : spec.name());
+  const std::string name = "dasp-" + fileWord(spec.name().empty() ? std::string("run") : spec.name());
 
   std::string s = "#!/bin/bash\n";
-  s += "# The sbatch script of experiment '" + spec.name() + "', written by `dasp slurm-script` from " +
-       (options.source.empty() ? std::string("a spec") : options.source) + ".\n";
+  s += "# The sbatch script of experiment '" + oneLine(spec.name()) + "', written by `dasp slurm-script` from " +
+       (options.source.empty() ? std::string("a spec") : oneLine(options.source)) + ".\n";
   s += "# Submit it with `sbatch` from the directory the run store should go to.\n";
   s += "# The first node runs the parameter server and the evaluator, the others the workers;\n";
   s += "# each is a step of this job. The run's token is made by `dasp run` when the job starts\n";
@@ -69,6 +87,9 @@ Result<std::string> slurmBatchScript(const ExperimentSpec& given, const SlurmScr
   }
   if (gpus > 0) s += "#SBATCH --gres=gpu:" + std::to_string(gpus) + "\n";
   s += "#SBATCH --output=" + name + "-%j.out\n";
+  // At the time limit the runner gets TERM two minutes early: it stops the run, and the
+  // store is copied back before Slurm's KILL.
+  s += "#SBATCH --signal=B:TERM@120\n";
   for (int i = 0; i < launch.salloc_args_size(); ++i) {
     const std::string& arg = launch.salloc_args(i);
     if (arg.empty() || arg.front() != '-' || arg.find('\n') != std::string::npos) {
@@ -78,8 +99,6 @@ Result<std::string> slurmBatchScript(const ExperimentSpec& given, const SlurmScr
     s += "#SBATCH " + arg + "\n";
   }
   s += "set -u\n";
-  s += "# The nodes share the job's CPUs with the runner, which holds one in this batch step.\n";
-  s += "export SLURM_OVERLAP=1\n";
   s += "work=$(mktemp -d \"${TMPDIR:-/tmp}/" + name + "-$SLURM_JOB_ID.XXXXXX\") || exit 1\n";
   s += "db=" + (options.db.empty() ? "\"$SLURM_SUBMIT_DIR/" + name + "-$SLURM_JOB_ID.db\"" : shellQuote(options.db)) +
        "\n";

@@ -132,10 +132,7 @@ QString TestSlurm::writeSpec(const QString& name, const QString& strategy, doubl
   auto host = [&](const char* node) {
     return QJsonObject{{"name", node}, {"address", "127.0.0.1"}, {"work_dir", work()}};
   };
-  // --overlap: the steps share the job's CPUs (the runner's own step, in an sbatch script,
-  // holds one of them).
   QJsonObject launch{{"launcher", "SLURM"},
-                     {"srun_args", QJsonArray{"--overlap"}},
                      {"hosts", QJsonArray{host("dasp-a"), host("dasp-b")}},
                      {"placement", QJsonObject{{"servers", QJsonArray{"dasp-a"}},
                                                {"evaluator", "dasp-a"},
@@ -231,7 +228,7 @@ void TestSlurm::runFromAnSbatchScript() {
 
 void TestSlurm::specWithoutHostsTakesTheAllocationsNodes() {
   QJsonObject spec = laptopSpec("slurm-hostless", "asp", 3);
-  spec["launch"] = QJsonObject{{"launcher", "SLURM"}, {"srun_args", QJsonArray{"--overlap"}}};
+  spec["launch"] = QJsonObject{{"launcher", "SLURM"}};
   const QString path = test_support::writeSpecFile(m_dir.path(), "slurm-hostless", spec);
   // Inside salloc -N2, and in the job the run asks for itself (two nodes by default): the
   // first node takes the server and the evaluator, the other the workers.

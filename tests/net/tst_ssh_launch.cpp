@@ -213,14 +213,14 @@ void TestSshLaunch::srunCommandLine() {
   dasp::v1::LaunchSpec launch;
   launch.set_launcher(dasp::v1::LaunchSpec::SLURM);
   launch.add_srun_args("--partition=gpu");
-  launch.add_srun_args("--overlap");
+  launch.add_srun_args("--mem=4G");
   dasp::v1::HostSpec host;
   host.set_name("node7");
   host.set_address("10.1.0.7");
   const auto wrapped = net::wrapperArgv({"/opt/dasp", "worker", "--rank", "1"});
   const auto argv = net::srunCommand("/usr/bin/srun", launch, host, wrapped);
   std::vector<std::string> expected{"/usr/bin/srun", "--nodes=1", "--ntasks=1", "--nodelist=node7",
-                                    "--partition=gpu", "--overlap", "--kill-on-bad-exit=1",
+                                    "--partition=gpu", "--mem=4G", "--overlap", "--kill-on-bad-exit=1",
                                     "/bin/sh", "-c", net::nodeWrapperScript(), "dasp-node",
                                     "/opt/dasp", "worker", "--rank", "1"};
   QCOMPARE(argv, expected);
@@ -237,7 +237,7 @@ void TestSshLaunch::slurmStepsAndOwnAllocation() {
   // A step of the runner's own allocation names its job, and every step its node.
   const auto step = net::srunCommand("srun", launch, a, {"true"}, net::SrunStep{"42", "worker-3"});
   const std::vector<std::string> stepHead{"srun", "--nodes=1", "--ntasks=1", "--nodelist=node1", "--jobid=42",
-                                          "--job-name=worker-3", "--kill-on-bad-exit=1", "true"};
+                                          "--job-name=worker-3", "--overlap", "--kill-on-bad-exit=1", "true"};
   QCOMPARE(step, stepHead);
   // The allocation: one node per host, by name, then the holder that keeps it.
   const auto salloc = net::sallocCommand("salloc", launch, {a, b}, "dasp-run-1");
@@ -287,6 +287,11 @@ void TestSshLaunch::slurmScriptOfASpec() {
     QVERIFY2(hostless.contains(QLatin1String(line)), qPrintable(hostless));
   }
   QVERIFY(!script(R"({})").contains(QLatin1String("--gres")));
+  // A name is one word in the script, whatever the spec's name holds.
+  const QString odd = script(R"({"name": "a b$(reboot)\"\nx/y"})");
+  QVERIFY2(odd.contains(QLatin1String("#SBATCH --job-name=dasp-a_b__reboot___x_y\n")), qPrintable(odd));
+  QVERIFY2(odd.contains(QLatin1String("db=\"$SLURM_SUBMIT_DIR/dasp-a_b__reboot___x_y-$SLURM_JOB_ID.db\"\n")),
+           qPrintable(odd));
   // What a script cannot carry is named.
   QVERIFY(script(R"({"launch": {"salloc_args": ["--time=5", "long"]}})").contains("launch.salloc_args[1]: 'long'"));
   QVERIFY(script(R"({"launch": {"hosts": [{"name": "a"}]}})", options).contains("--nodes: the spec names its hosts"));
