@@ -263,9 +263,7 @@ class RemoteLauncher final : public NodeLauncher {
   Status prepare(const std::vector<v1::HostSpec>& hosts) override {
     if (m_toolKind == Tool::Srun && m_jobId.empty()) {
       // Not inside an allocation: the run holds its own for as long as it lasts.
-      const std::string salloc = findProgram("salloc");
-      if (salloc.empty()) return Status::error("launch.launcher SLURM: no `salloc` in PATH (package slurm-client)");
-      auto allocation = SlurmAllocation::request(salloc, m_launch, hosts, m_dirName);
+      auto allocation = SlurmAllocation::request(m_launch, hosts, m_dirName);
       if (!allocation) return allocation.status();
       m_allocation = std::move(allocation).value();
       m_jobId = m_allocation->jobId();

@@ -87,10 +87,11 @@ std::vector<std::string> sallocCommand(const std::string& salloc, const v1::Laun
   return argv;
 }
 
-Result<std::unique_ptr<SlurmAllocation>> SlurmAllocation::request(const std::string& salloc,
-                                                                  const v1::LaunchSpec& launch,
+Result<std::unique_ptr<SlurmAllocation>> SlurmAllocation::request(const v1::LaunchSpec& launch,
                                                                   const std::vector<v1::HostSpec>& hosts,
                                                                   const std::string& jobName) {
+  const std::string salloc = findProgram("salloc");
+  if (salloc.empty()) return Status::error("launch.launcher SLURM: no `salloc` in PATH (package slurm-client)");
   SpawnOptions options;
   options.stdinSocket = true;
   options.termWithParent = true;
@@ -228,9 +229,7 @@ Status placeOnSlurmAllocation(ExperimentSpec& spec, const std::string& jobName,
       gpus = std::max(0, std::atoi(onNode));
     }
   } else {
-    const std::string salloc = findProgram("salloc");
-    if (salloc.empty()) return Status::error("launch.launcher SLURM: no `salloc` in PATH (package slurm-client)");
-    auto allocation = SlurmAllocation::request(salloc, launch, {}, jobName);
+    auto allocation = SlurmAllocation::request(launch, {}, jobName);
     if (!allocation) return allocation.status();
     own = std::move(allocation).value();
     nodeList = own->nodeList();
@@ -238,20 +237,25 @@ Status placeOnSlurmAllocation(ExperimentSpec& spec, const std::string& jobName,
   }
   auto nodes = slurmNodes(nodeList);
   if (!nodes) return nodes.status();
-  for (const auto& node : nodes.value()) {
+  placeOnNodes(launch, nodes.value(), gpus);
+  return Status::ok();
+}
+
+void placeOnNodes(v1::LaunchSpec& launch, const std::vector<SlurmNode>& nodes, int gpus) {
+  if (nodes.empty()) return;
+  for (const auto& node : nodes) {
     auto* host = launch.add_hosts();
     host->set_name(node.name);
     if (!node.address.empty()) host->set_address(node.address);
     host->set_gpus(gpus);
   }
-  const auto& first = nodes->front().name;
+  const auto& first = nodes.front().name;
   auto* placement = launch.mutable_placement();
   placement->clear_servers();
   placement->add_servers(first);
   placement->set_evaluator(first);
   placement->clear_workers();
-  for (std::size_t i = nodes->size() > 1 ? 1 : 0; i < nodes->size(); ++i) placement->add_workers((*nodes)[i].name);
-  return Status::ok();
+  for (std::size_t i = nodes.size() > 1 ? 1 : 0; i < nodes.size(); ++i) placement->add_workers(nodes[i].name);
 }
 
 }  // namespace dasp::net

@@ -26,10 +26,10 @@ namespace dasp::net {
 
 class SlurmAllocation {
  public:
-  // Asks `salloc` for `hosts` (their names are the Slurm node names) with
+  // Asks `salloc` (from $PATH) for `hosts` (their names are the Slurm node names) with
   // launch.salloc_args, and waits up to launch.allocation_wait_s (default 300 s) for it.
   // No hosts: whichever nodes Slurm gives (2, unless salloc_args ask for a number).
-  static Result<std::unique_ptr<SlurmAllocation>> request(const std::string& salloc, const v1::LaunchSpec& launch,
+  static Result<std::unique_ptr<SlurmAllocation>> request(const v1::LaunchSpec& launch,
                                                           const std::vector<v1::HostSpec>& hosts,
                                                           const std::string& jobName);
   // Releases the allocation: closes the holder's stdin and waits for salloc (it cancels
@@ -74,5 +74,8 @@ Result<std::vector<SlurmNode>> slurmNodes(const std::string& nodeList, double ti
 // SLURM_GPUS_ON_NODE (0 when it asked for none). A spec with hosts is left as is.
 Status placeOnSlurmAllocation(ExperimentSpec& spec, const std::string& jobName,
                               std::unique_ptr<SlurmAllocation>& own);
+// The hosts and placement of a job on `nodes` (placeOnSlurmAllocation's rule), each host
+// with `gpus`; the sbatch script sizes its job by the same rule (slurm_script.h).
+void placeOnNodes(v1::LaunchSpec& launch, const std::vector<SlurmNode>& nodes, int gpus);
 
 }  // namespace dasp::net

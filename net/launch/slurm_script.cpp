@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "net/launch/slurm_script.h"
 #include "net/launch/launcher.h"
+#include "net/launch/slurm_allocation.h"
 
 #include <algorithm>
 #include <cctype>
@@ -10,19 +11,17 @@
 namespace dasp::net {
 namespace {
 
-// The most processes any one node runs: the servers and the evaluator on the first node,
-// the workers over the others (placeNodes's rules when the spec names hosts).
-Result<int> tasksPerNode(const ExperimentSpec& spec, int nodes) {
-  const auto servers = serverNodeNames(spec);
+// The most processes any one node runs, placed as the run will place them: on the spec's
+// hosts, or (without hosts) on `nodes` nodes of the job as placeOnSlurmAllocation does.
+Result<int> tasksPerNode(ExperimentSpec spec, int nodes) {
+  if (spec.launch().hosts_size() == 0) {
+    std::vector<SlurmNode> jobNodes;
+    for (int i = 0; i < nodes; ++i) jobNodes.push_back({"node" + std::to_string(i), ""});
+    placeOnNodes(*spec.mutable_launch(), jobNodes, 0);
+  }
   std::vector<std::string> workers;
   for (const auto& w : expandWorkers(spec)) workers.push_back(w.name());
-  if (spec.launch().hosts_size() == 0) {
-    const int w = static_cast<int>(workers.size());
-    const int first = static_cast<int>(servers.size()) + 1;
-    if (nodes == 1) return first + w;
-    return std::max(first, (w + nodes - 2) / (nodes - 1));
-  }
-  auto placement = placeNodes(spec, servers, workers, "dasp");
+  auto placement = placeNodes(spec, serverNodeNames(spec), workers, "dasp");
   if (!placement) return placement.status();
   std::map<std::size_t, int> count;
   int most = 0;

@@ -59,8 +59,8 @@ std::vector<std::string> cmdlineOf(pid_t pid);
 std::vector<pid_t> allPids();
 // `dasp` processes whose environment has `marker` (a run's DASP_RUN_DIR prefix).
 std::vector<pid_t> markedDaspProcesses(const std::string& marker);
-// The node name (--name, else the subcommand) of each of the `dasp` processes `pids`, with the value of `key`
-// in its environment ("(unset)" when it has none).
+// The node name (--name, else the subcommand) of each of the `dasp` processes `pids`,
+// with the value of `key` in its environment ("(unset)" when it has none).
 std::map<std::string, std::string> environmentByNode(const std::vector<pid_t>& pids, const std::string& key);
 // "node=value, ..." for a message.
 std::string describe(const std::map<std::string, std::string>& byNode);
