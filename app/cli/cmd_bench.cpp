@@ -44,6 +44,7 @@ struct BenchTrainFlags {
 struct BenchPsFlags {
   std::string datasetPath = kFashionMnistPath;
   bool json = false;
+  bool shards = false;  // the sharded server's benchmarks instead
 };
 
 // The benchmarks' data: the real Fashion-MNIST (or --dataset-path), one intra-op thread.
@@ -257,8 +258,7 @@ std::string jsonObject(const Items& items, Name&& name, Value&& value) {
   return out + "}";
 }
 
-void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoorbell, const ModelRatio& twoShards,
-             const net::TransferRates& rates,
+void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoorbell, const net::TransferRates& rates,
              const std::vector<LatencyCase>& latencies,
              const MemoryBench& copy, const MemoryBench& apply, int applyThreads, const MemoryBench& applyOneThread,
              const PolicyBenchResult& ssp,
@@ -275,8 +275,6 @@ void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoo
   std::printf("    %-8s without the doorbell (PushPull through gRPC): %.3f ms vs %.3f ms: ratio %.3f\n",
               withoutDoorbell.model.c_str(), withoutDoorbell.distributedS * 1e3, withoutDoorbell.singleS * 1e3,
               withoutDoorbell.ratio);
-  std::printf("    %-8s with a server of 2 shards (shared memory to each): %.3f ms vs %.3f ms: ratio %.3f\n",
-              twoShards.model.c_str(), twoShards.distributedS * 1e3, twoShards.singleS * 1e3, twoShards.ratio);
   std::printf("(b) 10M floats, medians of %d rounds: memcpy %.2f GB/s, TCP echo %.2f GB/s, gRPC echo %.2f GB/s "
               "(%.2f x the TCP echo)\n",
               rates.rounds, copy.gbps, rates.tcpEchoGbps, rates.grpcEchoGbps, rates.grpcEchoVsTcp);
@@ -294,6 +292,34 @@ void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoo
   std::printf("(d) decisions/s with 1,024 workers: ssp %.3g, dasp %.3g\n", ssp.decisionsPerS, dasp.decisionsPerS);
 }
 
+// `dasp bench ps --shards`: a worker's iteration with a server of 2 shards against one
+// shard and against the single-process trainer, measured in the same run.
+int benchPsShards(const BenchPsFlags& flags, const TrainTest& data) {
+  const bool json = flags.json;
+  if (!json) std::fprintf(stderr, "bench ps --shards: (a) lenet iteration with a server of 1 and of 2 shards ...\n");
+  auto one = iterationTimes(data, "lenet", 64, 200, 5, true, 1);
+  if (!one) return fail(one.message(), 1);
+  auto two = iterationTimes(data, "lenet", 64, 200, 5, true, 2);
+  if (!two) return fail(two.message(), 1);
+  const double vsOne = one->distributedS > 0 ? two->distributedS / one->distributedS : 0;
+  if (!json) {
+    std::printf("(a) lenet batch 64, 1 worker over shared memory: %.3f ms per iteration with 2 shards (%.3f ms in "
+                "PushPull), %.3f ms with 1 shard (%.3f ms), %.3f ms single-process: ratio %.3f to the single "
+                "process, %.3f to one shard\n",
+                two->distributedS * 1e3, two->pushPullS * 1e3, one->distributedS * 1e3, one->pushPullS * 1e3,
+                two->singleS * 1e3, two->ratio, vsOne);
+    return 0;
+  }
+  std::cout << "{\"bench\":\"ps_shards\",\"iteration_time_ratio_two_shards\":" << jsonNumber(two->ratio)
+            << ",\"iteration_time_ratio_one_shard\":" << jsonNumber(one->ratio)
+            << ",\"two_shards_vs_one\":" << jsonNumber(vsOne)
+            << ",\"two_shards_iteration_ms\":" << jsonNumber(two->distributedS * 1e3)
+            << ",\"one_shard_iteration_ms\":" << jsonNumber(one->distributedS * 1e3)
+            << ",\"two_shards_push_pull_ms\":" << jsonNumber(two->pushPullS * 1e3)
+            << ",\"single_iteration_ms\":" << jsonNumber(two->singleS * 1e3) << "}" << std::endl;
+  return 0;
+}
+
 int benchPs(const BenchPsFlags& flags) {
   const bool json = flags.json;
   auto note = [&](const std::string& what) {
@@ -301,6 +327,7 @@ int benchPs(const BenchPsFlags& flags) {
   };
   auto data = benchData(flags.datasetPath);
   if (!data) return fail(data.message());
+  if (flags.shards) return benchPsShards(flags, data.value());
 
   std::vector<ModelRatio> models;
   for (const char* model : {"mlp", "lenet", "ttf-cnn"}) {
@@ -313,10 +340,6 @@ int benchPs(const BenchPsFlags& flags) {
   auto plain = iterationTimes(data.value(), "lenet", 64, 200, 5, false);
   if (!plain) return fail(plain.message(), 1);
   const ModelRatio withoutDoorbell = plain.value();
-  note("(a) lenet iteration again, with a server of 2 shards (ps.shards 2) in this process");
-  auto sharded = iterationTimes(data.value(), "lenet", 64, 200, 5, true, 2);
-  if (!sharded) return fail(sharded.message(), 1);
-  const ModelRatio twoShards = sharded.value();
   note("(b) push+pull of 10M floats over tcp (the payload socket, and gRPC), unix and shm vs memcpy, a raw TCP "
        "echo and a gRPC echo of the same bytes");
   const std::int64_t floats = 10'000'000;
@@ -359,7 +382,7 @@ int benchPs(const BenchPsFlags& flags) {
     if (t.path.transport != net::LocalTransport::Tcp && (!sameHost || t.vsTcpEcho > sameHost->vsTcpEcho)) sameHost = &t;
   }
   if (!json) {
-    printPs(models, withoutDoorbell, twoShards, rates, latencies, copy, apply, applyThreads, applyOneThread, ssp, dasp);
+    printPs(models, withoutDoorbell, rates, latencies, copy, apply, applyThreads, applyOneThread, ssp, dasp);
     return 0;
   }
   // The fields of earlier versions keep their meaning (lenet; push+pull over TCP, now the
@@ -396,7 +419,6 @@ int benchPs(const BenchPsFlags& flags) {
             << jsonObject(models, [](const ModelRatio& m) { return m.model; },
                           [](const ModelRatio& m) { return static_cast<double>(m.refusedPushes); })
             << ",\"iteration_time_ratio_without_doorbell\":" << jsonNumber(withoutDoorbell.ratio)
-            << ",\"iteration_time_ratio_two_shards\":" << jsonNumber(twoShards.ratio)
             << ",\"call_latency_us\":"
             << jsonObject(latencies, [](const LatencyCase& l) { return l.name; },
                           [](const LatencyCase& l) { return l.latency.backToBackUs; })
@@ -437,6 +459,7 @@ void addBenchCommand(CLI::App& dasp, int& exitCode) {
       "the latency of one call per transport, the apply step, policy decisions/s");
   ps->add_option("--dataset-path", psFlags->datasetPath, "the Fashion-MNIST IDX folder")->capture_default_str();
   ps->add_flag("--json", psFlags->json, "one JSON object");
+  ps->add_flag("--shards", psFlags->shards, "the sharded server instead: a worker's iteration with 2 shards vs 1");
   ps->callback([psFlags, &exitCode] { exitCode = benchPs(*psFlags); });
 
   auto simFlags = std::make_shared<BenchSimFlags>();

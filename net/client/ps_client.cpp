@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "net/client/ps_client.h"
 #include "core/common/durations.h"
+#include "core/params/gradient_guard.h"
 
 #include "net/client/link_emulation.h"
 #include "net/transport/chunk_codec.h"
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 namespace dasp::net {
 
@@ -47,12 +49,12 @@ constexpr char kPushChunksMethod[] = "/dasp.ps.v1.ParameterServer/PushChunks";
 // A reply held past the deadline is lost to the caller although the server acted on the
 // request, as over a real cut link.
 template <typename Call>
-grpc::Status throughLink(double timeoutS, Call&& call) {
+auto throughLink(double timeoutS, Call&& call) -> decltype(call()) {
   const auto deadline = deadlineIn<LinkCut::Clock>(timeoutS);
   const grpc::Status cut(grpc::StatusCode::DEADLINE_EXCEEDED,
                          "the link to the server is cut (DISCONNECT drill): no reply within the deadline");
   if (!LinkCut::waitUntilUp(deadline)) return cut;
-  grpc::Status status = call();
+  auto status = call();
   if (!LinkCut::waitUntilUp(deadline)) return cut;
   return status;
 }
@@ -217,7 +219,9 @@ grpc::Status PsClient::pullParameters(const pb::PullRequest& request, pb::PullRe
   if (m_region) {
     pb::PullRequest viaShm = request;
     viaShm.set_parameters_in_shm(true);
-    auto status = pull(viaShm, reply, timeoutS);
+    std::optional<grpc::Status> rung;
+    if (m_doorbell) rung = throughLink(timeoutS, [&] { return ringDoorbell(DoorbellKind::Pull, viaShm, reply, timeoutS); });
+    auto status = rung ? *rung : pull(viaShm, reply, timeoutS);
     if (status.ok()) params = parametersOf(reply);
     return status;
   }
@@ -227,6 +231,28 @@ grpc::Status PsClient::pullParameters(const pb::PullRequest& request, pb::PullRe
     return status;
   }
   return throughLink(timeoutS, [&]() -> grpc::Status { return pullChunks(request, reply, params, timeoutS); });
+}
+
+void PsClient::startPull(const pb::PullRequest& request) {
+  m_startedPull.reset();
+  if (!m_region || !m_doorbell || m_link || LinkCut::isCut()) return;
+  pb::PullRequest viaShm = request;
+  viaShm.set_parameters_in_shm(true);
+  m_startedPull = postOnDoorbell(DoorbellKind::Pull, viaShm);
+}
+
+grpc::Status PsClient::finishPull(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
+                                  double timeoutS) {
+  params = nullptr;
+  if (!m_startedPull) return pullParameters(request, reply, params, timeoutS);
+  const std::uint32_t call = *std::exchange(m_startedPull, std::nullopt);
+  auto status = throughLink(timeoutS, [&] { return awaitDoorbell(call, reply, timeoutS); });
+  if (status.ok()) params = parametersOf(reply);
+  return status;
+}
+
+void PsClient::cancelPull() {
+  if (m_startedPull) Doorbell(m_region->doorbell()).cancel(*std::exchange(m_startedPull, std::nullopt));
 }
 
 // A chunked pull as raw ByteBuffers: each chunk's payload is copied from the received
@@ -282,7 +308,11 @@ grpc::Status PsClient::pushGradient(pb::PushRequest& request, const float* gradi
   }
   if (m_region || !m_chunked) {
     loadGradient(request, gradient);
-    auto status = push(request, reply, timeoutS);
+    std::optional<grpc::Status> rung;
+    if (m_region && m_doorbell) {
+      rung = throughLink(timeoutS, [&] { return ringDoorbell(DoorbellKind::Push, request, reply, timeoutS); });
+    }
+    auto status = rung ? *rung : push(request, reply, timeoutS);
     if (m_region) noteSlotAnswer(status);
     if (status.ok() && m_region) m_bytesSent += static_cast<std::int64_t>(bytes);
     return status;
@@ -323,29 +353,47 @@ grpc::Status PsClient::pushPull(pb::PushRequest& request, const float* gradient,
     if (auto status = callOnLink(SocketCall::PushPull, request, gradient, reply, params, timeoutS)) return *status;
   }
   loadGradient(request, gradient);
-  grpc::Status status;
+  std::optional<grpc::Status> status;
   if (m_region && m_doorbell) {
-    status = throughLink(timeoutS, [&] { return ringDoorbell(request, reply, timeoutS); });
-  } else {
+    status = throughLink(timeoutS, [&] { return ringDoorbell(DoorbellKind::PushPull, request, reply, timeoutS); });
+  }
+  if (!status) {
     grpc::ClientContext context;
     prepare(context, timeoutS);
     status = throughLink(timeoutS, [&] { return m_stub->PushPull(&context, request, &reply); });
   }
-  if (m_region) noteSlotAnswer(status);
-  if (!status.ok()) return status;
+  if (m_region) noteSlotAnswer(*status);
+  if (!status->ok()) return *status;
   m_bytesSent += static_cast<std::int64_t>(bytes);
   m_bytesReceived += static_cast<std::int64_t>(reply.parameters().size());
   params = parametersOf(reply);
-  return status;
+  return *status;
 }
 
-grpc::Status PsClient::ringDoorbell(const pb::PushRequest& request, pb::PullReply& reply, double timeoutS) {
-  Doorbell doorbell(m_region->doorbell());
+template <typename Request, typename Reply>
+std::optional<grpc::Status> PsClient::ringDoorbell(DoorbellKind kind, const Request& request, Reply& reply,
+                                                   double timeoutS) {
+  if (kind == DoorbellKind::Push) {
+    // A shard's reply carries its range's norm block sums (a packed double per block).
+    const auto sums = static_cast<std::size_t>((m_parameters + kNormBlock - 1) / kNormBlock);
+    if (sums * sizeof(double) + 1024 > DoorbellBlock::kReplyMax) return std::nullopt;
+  }
+  const auto call = postOnDoorbell(kind, request);
+  if (!call) return std::nullopt;
+  return awaitDoorbell(*call, reply, timeoutS);
+}
+
+template <typename Request>
+std::optional<std::uint32_t> PsClient::postOnDoorbell(DoorbellKind kind, const Request& request) {
   (void)request.SerializeToString(&m_serializedRequest);
   std::uint32_t call = 0;
-  if (!doorbell.post(m_security.token, m_serializedRequest, call)) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the run token or the push does not fit the doorbell block");
-  }
+  if (!Doorbell(m_region->doorbell()).post(kind, m_security.token, m_serializedRequest, call)) return std::nullopt;
+  return call;
+}
+
+template <typename Reply>
+grpc::Status PsClient::awaitDoorbell(std::uint32_t call, Reply& reply, double timeoutS) {
+  Doorbell doorbell(m_region->doorbell());
   const auto deadline = deadlineIn<Doorbell::Clock>(timeoutS);
   switch (doorbell.awaitReply(call, deadline, [this] { return m_region->peerAlive(); })) {
     case Doorbell::Wait::Answered: break;
@@ -365,7 +413,7 @@ grpc::Status PsClient::ringDoorbell(const pb::PushRequest& request, pb::PullRepl
     return grpc::Status(static_cast<grpc::StatusCode>(code), std::string(answer.message), std::string(answer.details));
   }
   if (!reply.ParseFromArray(answer.body.data(), static_cast<int>(answer.body.size()))) {
-    return grpc::Status(grpc::StatusCode::DATA_LOSS, "the server's doorbell reply is not a PullReply");
+    return grpc::Status(grpc::StatusCode::DATA_LOSS, "the server's doorbell reply is not a " + reply.GetTypeName());
   }
   return grpc::Status::OK;
 }

@@ -14,6 +14,7 @@
 #include "net/client/payload_link.h"
 #include "net/client/server_link.h"
 #include "net/security/node_security.h"
+#include "net/transport/doorbell.h"
 #include "net/transport/shared_region.h"
 
 #include <grpcpp/grpcpp.h>
@@ -72,6 +73,14 @@ class PsClient final : public ServerLink {
   // UNAVAILABLE when the server closed the region or its process is gone.
   grpc::Status pushPull(pb::PushRequest& request, const float* gradient, pb::PullReply& reply, const float*& params,
                         double timeoutS) override;
+  // A pull in two halves, so that the server parks it while the caller makes other calls
+  // (a node of a sharded server pulls a range while shard 0 decides): startPull() posts it
+  // on the doorbell, if the region has one and the link is up; finishPull() takes its
+  // answer, or makes the whole pull as pullParameters() does when none was posted;
+  // cancelPull() gives a posted pull up (the server drops it).
+  void startPull(const pb::PullRequest& request);
+  grpc::Status finishPull(const pb::PullRequest& request, pb::PullReply& reply, const float*& params, double timeoutS);
+  void cancelPull();
   bool chunked() const override { return m_chunked && !m_region && !m_link; }
   // Shared memory: the region's gradient slot, when the server has answered every call that
   // read it, so the worker may compute its next gradient straight into it (pushing it then
@@ -111,7 +120,16 @@ class PsClient final : public ServerLink {
   void loadGradient(pb::PushRequest& request, const float* gradient);
   // After a call that carried the gradient slot: whether the server is done with it.
   void noteSlotAnswer(const grpc::Status& status);
-  grpc::Status ringDoorbell(const pb::PushRequest& request, pb::PullReply& reply, double timeoutS);
+  // A call rung on the region's doorbell (Push, Pull or PushPull): nullopt when its request,
+  // or the reply a push of this size gets, would not fit the block; the caller then makes
+  // the call through gRPC.
+  template <typename Request, typename Reply>
+  std::optional<grpc::Status> ringDoorbell(DoorbellKind kind, const Request& request, Reply& reply, double timeoutS);
+  // ringDoorbell's halves: the call's number, or nullopt when it does not fit; its answer.
+  template <typename Request>
+  std::optional<std::uint32_t> postOnDoorbell(DoorbellKind kind, const Request& request);
+  template <typename Reply>
+  grpc::Status awaitDoorbell(std::uint32_t call, Reply& reply, double timeoutS);
   // A call on the payload socket, through this process's LinkCut: `request` up (a push's
   // without a gradient field) with `gradient` (null: none), the reply's body parsed into
   // `reply` and its parameters (if any) into the pull buffer. nullopt when the socket cannot
@@ -125,6 +143,7 @@ class PsClient final : public ServerLink {
                         const float*& params, double timeoutS);
 
   std::string m_address;
+  std::optional<std::uint32_t> m_startedPull;  // the doorbell call of startPull()
   NodeSecurity m_security;
   std::shared_ptr<grpc::Channel> m_channel;
   std::unique_ptr<pb::ParameterServer::Stub> m_stub;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "net/client/sharded_link.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -91,8 +92,10 @@ Result<std::unique_ptr<ShardedLink>> ShardedLink::join(std::shared_ptr<PsClient>
 ShardedLink::ShardedLink(ShardLayout layout, std::vector<std::shared_ptr<PsClient>> clients)
     : m_layout(std::move(layout)), m_clients(std::move(clients)) {
   const auto s = static_cast<std::size_t>(shards());
+  m_inline = std::all_of(m_clients.begin() + 1, m_clients.end(),
+                         [](const auto& c) { return c->transport() == LocalTransport::Shm; });
   m_callers.resize(s);
-  for (std::size_t i = 1; i < s; ++i) m_callers[i] = std::make_unique<Caller>();
+  for (std::size_t i = 1; i < s && !m_inline; ++i) m_callers[i] = std::make_unique<Caller>();
   m_params.resize(static_cast<std::size_t>(m_layout.parameters()));
   m_rangePush.resize(s);
   m_pushReplies.resize(s);
@@ -103,17 +106,48 @@ ShardedLink::ShardedLink(ShardLayout layout, std::vector<std::shared_ptr<PsClien
 
 ShardedLink::~ShardedLink() = default;
 
-void ShardedLink::startOnOtherShards(const std::function<void(int)>& call) {
+void ShardedLink::onOtherShards(const std::function<void(int)>& call) {
+  if (m_inline) {
+    for (int i = 1; i < shards(); ++i) call(i);
+    return;
+  }
   for (int i = 1; i < shards(); ++i) m_callers[static_cast<std::size_t>(i)]->run([&call, i] { call(i); });
-}
-
-void ShardedLink::waitForOtherShards() {
   for (int i = 1; i < shards(); ++i) m_callers[static_cast<std::size_t>(i)]->wait();
 }
 
-void ShardedLink::onOtherShards(const std::function<void(int)>& call) {
-  startOnOtherShards(call);
-  waitForOtherShards();
+void ShardedLink::startRangePulls(int rank, std::int64_t call, double timeoutS) {
+  m_rangePull.set_rank(rank);
+  m_rangePull.set_call_seq(call);
+  m_rangePull.set_min_version(-1);
+  m_pullTimeoutS = timeoutS;
+  for (int i = 1; i < shards(); ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    m_pullReplies[s].Clear();
+    if (m_inline) {
+      m_clients[s]->startPull(m_rangePull);
+    } else {
+      m_callers[s]->run([this, s] {
+        m_status[s] = m_clients[s]->pullParameters(m_rangePull, m_pullReplies[s], m_rangeParams[s], m_pullTimeoutS);
+      });
+    }
+  }
+}
+
+void ShardedLink::finishRangePulls(const grpc::Status& status0) {
+  // Shard 0 answered nothing (it is unreachable, or the call timed out): the ranges' pulls
+  // would wait for a release that may never come.
+  const bool giveUp = !status0.ok() && !pushRefusalOf(status0);
+  for (int i = 1; i < shards(); ++i) {
+    const auto s = static_cast<std::size_t>(i);
+    if (!m_inline) {
+      m_callers[s]->wait();
+    } else if (giveUp) {
+      m_clients[s]->cancelPull();
+      m_status[s] = grpc::Status(grpc::StatusCode::CANCELLED, "shard 0 did not answer the call");
+    } else {
+      m_status[s] = m_clients[s]->finishPull(m_rangePull, m_pullReplies[s], m_rangeParams[s], m_pullTimeoutS);
+    }
+  }
 }
 
 void ShardedLink::clearRelayed(pb::PushRequest& request) {
@@ -190,20 +224,12 @@ grpc::Status ShardedLink::assemble(const grpc::Status& status0, const pb::PullRe
 grpc::Status ShardedLink::pullParameters(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
                                          double timeoutS) {
   const std::int64_t call = ++m_call;
-  m_rangePull.set_rank(request.rank());
-  m_rangePull.set_call_seq(call);
-  m_rangePull.set_min_version(-1);
   pb::PullRequest first = request;
   first.set_call_seq(call);
-  const std::function<void(int)> pull = [&](int i) {
-    const auto s = static_cast<std::size_t>(i);
-    m_pullReplies[s].Clear();
-    m_status[s] = m_clients[s]->pullParameters(m_rangePull, m_pullReplies[s], m_rangeParams[s], timeoutS);
-  };
-  startOnOtherShards(pull);
+  startRangePulls(request.rank(), call, timeoutS);
   const float* params0 = nullptr;
   const grpc::Status status0 = m_clients[0]->pullParameters(first, reply, params0, timeoutS);
-  waitForOtherShards();
+  finishRangePulls(status0);
   return assemble(status0, reply, params0, params);
 }
 
@@ -231,18 +257,10 @@ grpc::Status ShardedLink::pushPull(pb::PushRequest& request, const float* gradie
     clearRelayed(request);
     return refused;
   }
-  m_rangePull.set_rank(request.rank());
-  m_rangePull.set_call_seq(call);
-  m_rangePull.set_min_version(-1);
-  const std::function<void(int)> pull = [&](int i) {
-    const auto s = static_cast<std::size_t>(i);
-    m_pullReplies[s].Clear();
-    m_status[s] = m_clients[s]->pullParameters(m_rangePull, m_pullReplies[s], m_rangeParams[s], timeoutS);
-  };
-  startOnOtherShards(pull);
+  startRangePulls(request.rank(), call, timeoutS);
   const float* params0 = nullptr;
   const grpc::Status status0 = m_clients[0]->pushPull(request, gradient, reply, params0, timeoutS);
-  waitForOtherShards();
+  finishRangePulls(status0);
   clearRelayed(request);
   return assemble(status0, reply, params0, params);
 }

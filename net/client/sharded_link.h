@@ -62,10 +62,13 @@ class ShardedLink final : public ServerLink {
 
   ShardedLink(ShardLayout layout, std::vector<std::shared_ptr<PsClient>> clients);
   int shards() const { return m_layout.shards(); }
-  // Shards 1..S-1 in parallel: each runs `call(i)`; returns when all are done.
+  // Shards 1..S-1 (in parallel unless inline): each runs `call(i)`; returns when all are done.
   void onOtherShards(const std::function<void(int)>& call);
-  void startOnOtherShards(const std::function<void(int)>& call);
-  void waitForOtherShards();
+  // The other shards' pulls of the node's call `call`: started before shard 0's call (so
+  // that each shard has it parked when shard 0's decision reaches it) and finished after
+  // it; given up when shard 0 answered nothing (`status0`).
+  void startRangePulls(int rank, std::int64_t call, double timeoutS);
+  void finishRangePulls(const grpc::Status& status0);
   // Pushes shards 1..S-1 their ranges of `gradient` for call `call`; then fills shard 0's
   // request with their block sums, or the refusal of the first that refused. An error
   // other than a refusal is returned (the push went nowhere).
@@ -78,7 +81,12 @@ class ShardedLink final : public ServerLink {
 
   ShardLayout m_layout;
   std::vector<std::shared_ptr<PsClient>> m_clients;  // [i]: shard i
-  std::vector<std::unique_ptr<Caller>> m_callers;    // [i]: shard i (none for 0)
+  std::vector<std::unique_ptr<Caller>> m_callers;    // [i]: shard i (none for 0, nor when inline)
+  // Every other shard is over shared memory: its calls move no bytes over a wire, so they
+  // are made from the caller's thread (a thread's wake-ups cost more than they overlap),
+  // a pull posted on the doorbell before shard 0's call and taken after it.
+  bool m_inline = false;
+  double m_pullTimeoutS = 0;
   std::int64_t m_call = 0;                           // the node's calls (call_seq)
   std::vector<float> m_params;                       // the assembled model
   // Per shard, reused from call to call.

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The PushPull calls a same-host worker rings on its shared-memory region's doorbell
-// (net/transport/doorbell.h; internal: net/server/ps_server_impl.h). Each is handled as the
-// PushPull RPC handles one: the run token, then the push (handlePushOf), then its pull
-// parked or answered through admitPull; only the way in and out differs.
+// The calls a same-host node rings on its shared-memory region's doorbell
+// (net/transport/doorbell.h; internal: net/server/ps_server_impl.h): a worker's PushPull,
+// and the Push and Pull of a range of a sharded server. Each is handled as its RPC handles
+// one: the run token, then the push (handlePushOf), then the pull parked or answered
+// through admitPull; only the way in and out differs.
 #include "net/server/ps_reactors.h"
 
 #include <algorithm>
@@ -82,18 +83,32 @@ void ParameterServer::Impl::DoorbellServer::dropPull() {
   m_pull.reset();
 }
 
+std::string ParameterServer::Impl::DoorbellServer::callName(DoorbellKind kind) const {
+  const char* name = kind == DoorbellKind::Push ? "Push" : kind == DoorbellKind::Pull ? "Pull" : "PushPull";
+  return std::string(name) + " (doorbell of rank " + std::to_string(m_rank) + ")";
+}
+
 void ParameterServer::Impl::DoorbellServer::handle(std::uint32_t call) {
   dropPull();  // a worker has one call: a new one supersedes one it gave up on
   auto refuse = [&](const grpc::Status& status) { answerWith(m_doorbell, call, status); };
   // Built only for a refusal: a good call allocates nothing here.
-  auto where = [&] { return "PushPull (doorbell of rank " + std::to_string(m_rank) + ")"; };
-  if (!m_doorbell.takeRequest(call, m_token, m_request)) {
+  DoorbellKind kind = DoorbellKind::PushPull;
+  auto where = [&] { return callName(kind); };
+  if (!m_doorbell.takeRequest(call, kind, m_token, m_request)) {
     refuse(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, where() + ": a request beyond the block's bounds"));
     return;
   }
   if (!tokensEqual(m_token, m_impl->options.security.token)) {
-    refuse(m_impl->refuseToken("PushPull (doorbell)", m_token.empty() ? "missing run token" : "wrong run token",
+    refuse(m_impl->refuseToken("a doorbell call", m_token.empty() ? "missing run token" : "wrong run token",
                                "the shared memory of rank " + std::to_string(m_rank)));
+    return;
+  }
+  if (!m_impl->isHead) {
+    refuse(m_impl->notHead());
+    return;
+  }
+  if (kind == DoorbellKind::Pull) {
+    handlePull(call);
     return;
   }
   if (!m_push.ParseFromString(m_request)) {
@@ -107,17 +122,41 @@ void ParameterServer::Impl::DoorbellServer::handle(std::uint32_t call) {
                             " (the region belongs to rank " + std::to_string(m_rank) + ")"));
     return;
   }
-  if (!m_impl->isHead) {
-    refuse(m_impl->notHead());
+  m_pushed.Clear();
+  // A PushPull's update also goes into the slot the worker reads its parameters from.
+  const DoorbellCall slotCall = kind == DoorbellKind::PushPull ? DoorbellCall{m_region.get(), call} : DoorbellCall{};
+  if (auto status = m_impl->handlePushOf(m_push, m_region.get(), &m_pushed, slotCall); !status.ok()) {
+    refuse(status);
     return;
   }
-  m_pushed.Clear();
-  if (auto status = m_impl->handlePushOf(m_push, m_region.get(), &m_pushed, {m_region.get(), call}); !status.ok()) {
-    refuse(status);
+  if (kind == DoorbellKind::Push) {
+    (void)m_pushed.SerializeToString(&m_reply);
+    m_doorbell.answer(call, static_cast<int>(grpc::StatusCode::OK), m_reply);
     return;
   }
   m_pull = std::make_unique<DoorbellPull>(m_rank, m_impl->now(), m_region.get(), call);
   m_impl->admitPull(m_pull.get(), m_push.call_seq());
+}
+
+// A pull rung on the doorbell (a sharded server's node pulls a range): the parameters go
+// into the region's slot, as a PushPull's do.
+void ParameterServer::Impl::DoorbellServer::handlePull(std::uint32_t call) {
+  auto where = [&] { return callName(DoorbellKind::Pull); };
+  if (!m_pullRequest.ParseFromString(m_request)) {
+    answerWith(m_doorbell, call,
+               grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, where() + ": a request that is not a PullRequest"));
+    return;
+  }
+  if (m_pullRequest.rank() != m_rank || !m_pullRequest.parameters_in_shm()) {
+    answerWith(m_doorbell, call,
+               grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            where() + ": a pull of rank " + std::to_string(m_pullRequest.rank()) +
+                                (m_pullRequest.parameters_in_shm() ? "" : " that does not take shared memory") +
+                                " (the region belongs to rank " + std::to_string(m_rank) + ")"));
+    return;
+  }
+  m_pull = std::make_unique<DoorbellPull>(m_rank, m_impl->now(), m_region.get(), call, m_pullRequest.min_version());
+  m_impl->admitPull(m_pull.get(), m_pullRequest.call_seq());
 }
 
 // --- opening and closing ----------------------------------------------------------------------

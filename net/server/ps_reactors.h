@@ -185,14 +185,14 @@ class ParameterServer::Impl::WatchReactor final : public grpc::ServerWriteReacto
   Impl* m_impl;
 };
 
-// The pull of a PushPull rung on a region's doorbell (ps_doorbell.cpp): answered through
+// The pull of a PushPull or Pull rung on a region's doorbell (ps_doorbell.cpp): answered through
 // the doorbell block, its parameters into the region's parameter slot — unless the worker
 // has given up on the call (it then reads that slot for a gRPC pull instead). Owned by the
 // region's DoorbellServer; answered (once, under Impl::mu) by whichever thread releases it.
 class ParameterServer::Impl::DoorbellPull final : public PendingPull {
  public:
-  DoorbellPull(int rank, double arrivedAt, SharedRegion* region, std::uint32_t call)
-      : PendingPull(rank, arrivedAt, -1), m_region(region), m_doorbell(region->doorbell()), m_call(call) {}
+  DoorbellPull(int rank, double arrivedAt, SharedRegion* region, std::uint32_t call, std::int64_t minVersion = -1)
+      : PendingPull(rank, arrivedAt, minVersion), m_region(region), m_doorbell(region->doorbell()), m_call(call) {}
   std::uint32_t call() const { return m_call; }
   bool answered() const { return m_answered.load(std::memory_order_acquire); }
   pb::PullReply& header() override { return m_reply; }
@@ -214,8 +214,8 @@ class ParameterServer::Impl::DoorbellPull final : public PendingPull {
 };
 
 // The thread that answers one region's doorbell: it sleeps on the block, takes each call
-// (the run token, the rank, the push through handlePushOf as PushPull does), parks its
-// pull like any other, and drops a parked pull whose worker gave up on it or is gone (the
+// (the run token, the rank, the push through handlePushOf as PushPull does), answers a
+// Push with its PushReply, parks a pull like any other, and drops a parked pull whose worker gave up on it or is gone (the
 // region's liveness lock). Made and closed under Impl::mu (openDoorbellLocked); close()
 // only flags and wakes, so it may be called with the lock held; the destructor joins the
 // thread and must be called without it.
@@ -231,6 +231,8 @@ class ParameterServer::Impl::DoorbellServer {
  private:
   void loop();
   void handle(std::uint32_t call);
+  void handlePull(std::uint32_t call);
+  std::string callName(DoorbellKind kind) const;  // "Pull (doorbell of rank 3)", for errors
   // The parked pull is given up (cancelled if still parked) and freed.
   void dropPull();
   Impl* m_impl;
@@ -239,8 +241,9 @@ class ParameterServer::Impl::DoorbellServer {
   Doorbell m_doorbell;
   // The thread's own.
   std::unique_ptr<DoorbellPull> m_pull;
-  std::string m_token, m_request;
+  std::string m_token, m_request, m_reply;
   pb::PushRequest m_push;
+  pb::PullRequest m_pullRequest;
   pb::PushReply m_pushed;
   std::atomic<bool> m_ended{false};
   std::thread m_thread;  // last: starts once the rest is built
@@ -288,6 +291,9 @@ class ParameterServer::Impl::SocketServer {
  public:
   static constexpr double kFirstCallS = 10;  // a connection that says nothing is closed
   static constexpr double kCallS = 60;       // the rest of a call, once its header came
+  // A batch of shard 0's log: a decision names every gradient it applies (65,536 workers'
+  // take well under this), as the gRPC stream's 64 MB limit does.
+  static constexpr std::uint64_t kShardLogMax = 64ull << 20;
   SocketServer(Impl* impl, int fd);
   ~SocketServer() { finish(0); }
   SocketServer(const SocketServer&) = delete;
@@ -303,6 +309,7 @@ class ParameterServer::Impl::SocketServer {
   bool serve(const SocketCallHeader& header);
   bool servePush(const SocketCallHeader& header, SocketClock::time_point deadline);
   bool servePull(int rank, std::int64_t minVersion, std::int64_t call);
+  bool serveShardLog(const SocketCallHeader& header, SocketClock::time_point deadline);
   // Parks `pull` until it is answered; false (the pull cancelled) when the worker goes or
   // the server closes.
   bool awaitAnswer(SocketPull& pull);
@@ -322,6 +329,7 @@ class ParameterServer::Impl::SocketServer {
   pb::PushRequest m_push;
   pb::PushReply m_pushed;
   pb::PullRequest m_pull;
+  pb::ShardLog m_log;
   std::condition_variable m_answered;  // waited on with Impl::mu
   std::atomic<bool> m_closing{false};
   std::atomic<bool> m_ended{false};

@@ -270,7 +270,9 @@ struct ParameterServer::Impl final : ChunkedRawService {
   std::vector<std::vector<float>> receivingRange;
   std::vector<char> receiving;
   std::vector<std::deque<Released>> released;
-  bool followingShard = false;
+  // The one stream of shard 0's log this shard follows (a FollowShard reader, or a payload
+  // socket connection); null: none yet, or it ended.
+  const void* shardLogFrom = nullptr;
   // Checkpoints: when the last copy was taken, and whether one waits for the writer.
   bool checkpointDue = false;                // a copy waits for the writer
   std::int64_t lastCheckpointVersion = 0;
@@ -374,6 +376,12 @@ struct ParameterServer::Impl final : ChunkedRawService {
   grpc::ServerWriteReactor<pb::EventBatch>* Watch(grpc::CallbackServerContext* ctx, const pb::WatchRequest*) override;
   grpc::ServerUnaryReactor* Replicate(grpc::CallbackServerContext* ctx, const pb::ReplicaUpdate* req,
                                       pb::ReplicaAck* reply) override;
+  // Shards 1..S-1, shard 0's log from stream `from` (ps_shards.cpp): claimed by one stream
+  // (ALREADY_EXISTS for another), its batches carried out in order (an error ends the
+  // log, and is said), released when the stream ends.
+  grpc::Status claimShardLogLocked(const void* from);
+  grpc::Status followShardLogLocked(const void* from, const pb::ShardLog& batch);
+  void endShardLogLocked(const void* from);
   grpc::ServerReadReactor<pb::ShardLog>* FollowShard(grpc::CallbackServerContext* ctx,
                                                      pb::ShardLogReply* reply) override;
   // `call`: the node's PullRequest/PushRequest call_seq (a sharded server's other shards

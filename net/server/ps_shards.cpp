@@ -38,25 +38,21 @@ double followDeadlineS(const ExperimentSpec& spec) {
 // stream with its error, which shard 0 reports (the shards no longer hold one model).
 class ParameterServer::Impl::ShardLogReader final : public grpc::ServerReadReactor<pb::ShardLog> {
  public:
-  ShardLogReader(Impl* impl, pb::ShardLogReply* reply) : m_impl(impl), m_reply(reply) { StartRead(&m_batch); }
+  ShardLogReader(Impl* impl, pb::ShardLogReply* reply) : m_impl(impl), m_reply(reply) {}
+  void start() { StartRead(&m_batch); }
   void OnReadDone(bool ok) override {
     std::unique_lock<std::mutex> lock(m_impl->mu);
     if (!ok) {  // shard 0 ended the log
       m_reply->set_version(m_impl->store->version());
-      m_impl->followingShard = false;
+      m_impl->endShardLogLocked(this);
       lock.unlock();
       Finish(grpc::Status::OK);
       return;
     }
-    for (const auto& step : m_batch.steps()) {
-      const grpc::Status st = m_impl->applyShardStepLocked(step);
-      if (!st.ok()) {
-        m_impl->say(st.error_message());
-        m_impl->followingShard = false;
-        lock.unlock();
-        Finish(st);
-        return;
-      }
+    if (const grpc::Status st = m_impl->followShardLogLocked(this, m_batch); !st.ok()) {
+      lock.unlock();
+      Finish(st);
+      return;
     }
     lock.unlock();
     m_batch.Clear();
@@ -134,6 +130,13 @@ grpc::Status ParameterServer::Impl::wholeSquaredNorm(const pb::PushRequest& req,
 
 grpc::Status ParameterServer::Impl::followerJoinLocked(const pb::JoinRequest& req, pb::JoinReply* reply) {
   if (auto st = checkJoinFields(req); !st.ok()) return st;
+  if (req.role() == "probe") {  // shard 0 asks where its log goes: the payload socket, if any
+    reply->set_rank(-1);
+    reply->set_world_size(options.workers);
+    reply->set_incarnation(incarnation);
+    reply->set_payload_port(socketPort);
+    return grpc::Status::OK;
+  }
   const bool worker = req.role() == "worker";
   if (!worker && req.role() != "evaluator") {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -354,15 +357,42 @@ grpc::ServerReadReactor<pb::ShardLog>* ParameterServer::Impl::FollowShard(grpc::
     return new RefusedReader<pb::ShardLog>(
         grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, options.name + " is shard 0: it follows nobody"));
   }
+  auto* reader = new ShardLogReader(this, reply);
   {
     std::lock_guard<std::mutex> lock(mu);
-    if (followingShard) {
-      return new RefusedReader<pb::ShardLog>(
-          grpc::Status(grpc::StatusCode::ALREADY_EXISTS, options.name + " follows shard 0 already"));
+    if (auto st = claimShardLogLocked(reader); !st.ok()) {
+      delete reader;  // never started
+      return new RefusedReader<pb::ShardLog>(st);
     }
-    followingShard = true;
   }
-  return new ShardLogReader(this, reply);
+  reader->start();
+  return reader;
+}
+
+grpc::Status ParameterServer::Impl::claimShardLogLocked(const void* from) {
+  if (shardLogFrom == from) return grpc::Status::OK;
+  if (shardLogFrom != nullptr) {
+    return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, options.name + " follows shard 0 already");
+  }
+  shardLogFrom = from;
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServer::Impl::followShardLogLocked(const void* from, const pb::ShardLog& batch) {
+  if (auto st = claimShardLogLocked(from); !st.ok()) return st;
+  for (const auto& step : batch.steps()) {
+    const grpc::Status st = applyShardStepLocked(step);
+    if (!st.ok()) {
+      say(st.error_message());
+      endShardLogLocked(from);
+      return st;
+    }
+  }
+  return grpc::Status::OK;
+}
+
+void ParameterServer::Impl::endShardLogLocked(const void* from) {
+  if (shardLogFrom == from) shardLogFrom = nullptr;
 }
 
 }  // namespace dasp::net

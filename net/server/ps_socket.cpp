@@ -67,6 +67,10 @@ void ParameterServer::Impl::SocketServer::loop() {
   }
   ::shutdown(m_fd, SHUT_RDWR);
   {
+    std::lock_guard<std::mutex> lock(m_impl->mu);
+    m_impl->endShardLogLocked(this);  // shard 0 ended the log here, if it came this way
+  }
+  {
     std::lock_guard<std::mutex> lock(m_endMu);
     m_ended.store(true, std::memory_order_release);
   }
@@ -77,7 +81,8 @@ bool ParameterServer::Impl::SocketServer::serve(const SocketCallHeader& header) 
   const auto deadline = after(kCallS);
   const auto kind = static_cast<SocketCall>(header.call);
   if (header.magic != SocketCallHeader::kMagic ||
-      (kind != SocketCall::Push && kind != SocketCall::Pull && kind != SocketCall::PushPull) ||
+      (kind != SocketCall::Push && kind != SocketCall::Pull && kind != SocketCall::PushPull &&
+       kind != SocketCall::ShardLog) ||
       header.tokenBytes > SocketCallHeader::kTokenMax || header.requestBytes > SocketCallHeader::kRequestMax) {
     (void)reply(invalid("payload socket: a malformed call header (not this protocol, or parts beyond its bounds)"),
                 {}, nullptr, 0);
@@ -98,6 +103,7 @@ bool ParameterServer::Impl::SocketServer::serve(const SocketCallHeader& header) 
   }
   m_authenticated = true;
   auto refuse = [&](const grpc::Status& status) { return refuseUnread(header, deadline, status); };
+  if (kind == SocketCall::ShardLog) return serveShardLog(header, deadline);
   if (!m_impl->isHead) return refuse(m_impl->notHead());
   if (kind == SocketCall::Pull) {
     if (header.payloadBytes != 0) return refuse(invalid("payload socket: a pull with a payload"));
@@ -145,6 +151,36 @@ bool ParameterServer::Impl::SocketServer::servePush(const SocketCallHeader& head
     return reply(status, m_body, nullptr, 0);
   }
   return servePull(rank, -1, m_push.call_seq());
+}
+
+// Shards 1..S-1: a batch of shard 0's log, carried out before the reply. An error ends the
+// log and the connection; so does the connection's end (loop()).
+bool ParameterServer::Impl::SocketServer::serveShardLog(const SocketCallHeader& header,
+                                                        SocketClock::time_point deadline) {
+  if (!m_impl->follower()) {
+    return refuseUnread(header, deadline,
+                        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                     m_impl->options.name + " is shard 0: it follows nobody"));
+  }
+  if (header.requestBytes != 0 || header.payloadBytes > kShardLogMax) {
+    (void)reply(invalid("payload socket: a shard log of " + std::to_string(header.payloadBytes) +
+                        " bytes (at most " + std::to_string(kShardLogMax) + ", and no request)"),
+                {}, nullptr, 0);
+    return false;
+  }
+  m_body.resize(static_cast<std::size_t>(header.payloadBytes));
+  if (receiveExactly(m_fd, m_body.data(), m_body.size(), deadline) != SocketIo::Done) return false;
+  if (!m_log.ParseFromString(m_body)) {
+    (void)reply(invalid("payload socket: a shard log that is not a ShardLog"), {}, nullptr, 0);
+    return false;
+  }
+  grpc::Status status;
+  {
+    std::lock_guard<std::mutex> lock(m_impl->mu);
+    status = m_impl->followShardLogLocked(this, m_log);
+  }
+  m_body.clear();
+  return reply(status, m_body, nullptr, 0) && status.ok();
 }
 
 bool ParameterServer::Impl::SocketServer::servePull(int rank, std::int64_t minVersion, std::int64_t call) {

@@ -38,8 +38,9 @@ void futexWake(std::atomic<std::uint32_t>& a) { (void)::syscall(SYS_futex, word(
 
 }  // namespace
 
-bool Doorbell::post(std::string_view token, std::string_view request, std::uint32_t& call) {
-  if (token.size() > DoorbellBlock::kTokenMax || request.size() > DoorbellBlock::kRequestMax) return false;
+bool Doorbell::post(DoorbellKind kind, std::string_view token, std::string_view request, std::uint32_t& call) {
+  if (!fits(token.size(), request.size())) return false;
+  m_block->kind = static_cast<std::uint32_t>(kind);
   std::memcpy(m_block->token, token.data(), token.size());
   m_block->tokenBytes = static_cast<std::uint32_t>(token.size());
   std::memcpy(m_block->requestData, request.data(), request.size());
@@ -100,9 +101,11 @@ std::uint32_t Doorbell::waitForRequest(std::uint32_t seen, std::chrono::duration
   return m_block->request.load(std::memory_order_acquire);
 }
 
-bool Doorbell::takeRequest(std::uint32_t call, std::string& token, std::string& request) const {
+bool Doorbell::takeRequest(std::uint32_t call, DoorbellKind& kind, std::string& token, std::string& request) const {
   const std::size_t tokenBytes = m_block->tokenBytes, requestBytes = m_block->requestBytes;
-  if (tokenBytes > DoorbellBlock::kTokenMax || requestBytes > DoorbellBlock::kRequestMax) return false;
+  const std::uint32_t kindWord = m_block->kind;
+  if (!fits(tokenBytes, requestBytes) || kindWord > static_cast<std::uint32_t>(DoorbellKind::Pull)) return false;
+  kind = static_cast<DoorbellKind>(kindWord);
   token.assign(m_block->token, tokenBytes);
   request.assign(m_block->requestData, requestBytes);
   // Not rewritten meanwhile: the reads above may not move after this read-modify-write

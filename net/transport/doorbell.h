@@ -33,16 +33,25 @@
 
 namespace dasp::net {
 
+// What a call on the doorbell is: a worker's PushPull; or, from a node of a sharded server
+// (ps.shards > 1) to shards 1..S-1, the push of its range (answered with a PushReply and
+// its block sums) and the pull of it.
+enum class DoorbellKind : std::uint32_t { PushPull = 0, Push = 1, Pull = 2 };
+
 struct DoorbellBlock {
   static constexpr std::size_t kTokenMax = 1024;
-  static constexpr std::size_t kRequestMax = 4096;
-  static constexpr std::size_t kReplyMax = 8192;
+  // A PushRequest that relays the other shards' block sums (9 bytes per 1,024 values), and
+  // a PushReply with a range's, fit for ranges of up to about 7M values; a caller whose
+  // request would not fit makes the call through gRPC (fits()).
+  static constexpr std::size_t kRequestMax = 64 * 1024;
+  static constexpr std::size_t kReplyMax = 64 * 1024;
   // The futex words, each on its own cache line.
   alignas(64) std::atomic<std::uint32_t> request;  // the worker's last posted call number
   alignas(64) std::atomic<std::uint32_t> reply;    // the call number the reply answers
   alignas(64) std::atomic<std::uint32_t> cancelled;  // a call the worker gave up on
   std::atomic<std::uint32_t> closed;                 // the server answers no more
   // The request (written by the worker before `request` is bumped).
+  std::uint32_t kind;  // DoorbellKind
   std::uint32_t tokenBytes;
   std::uint32_t requestBytes;
   char token[kTokenMax];
@@ -68,9 +77,13 @@ class Doorbell {
   explicit Doorbell(DoorbellBlock* block) : m_block(block) {}
 
   // --- the worker --------------------------------------------------------------------------
+  // Whether a call of a token and a request of these sizes fits the block.
+  static bool fits(std::size_t tokenBytes, std::size_t requestBytes) {
+    return tokenBytes <= DoorbellBlock::kTokenMax && requestBytes <= DoorbellBlock::kRequestMax;
+  }
   // Posts a call; its number in `call`. False (nothing posted) when the token or request
   // does not fit the block.
-  bool post(std::string_view token, std::string_view request, std::uint32_t& call);
+  bool post(DoorbellKind kind, std::string_view token, std::string_view request, std::uint32_t& call);
   // Waits for the reply to `call`. `serverAlive` is asked between sleeps (every few ms).
   Wait awaitReply(std::uint32_t call, Clock::time_point deadline, const std::function<bool()>& serverAlive);
   // The reply to the call awaitReply() said Answered (valid until the next post); its
@@ -83,9 +96,10 @@ class Doorbell {
   // Sleeps until a call after `seen` is posted, something is cancelled, the block is
   // closed, or `maxWait` passes; returns the last posted call number (== seen: none new).
   std::uint32_t waitForRequest(std::uint32_t seen, std::chrono::duration<double> maxWait);
-  // Copies call `call`'s token and request out; false when they are malformed (sizes
-  // beyond the block) or the worker posted again while they were copied.
-  bool takeRequest(std::uint32_t call, std::string& token, std::string& request) const;
+  // Copies call `call`'s kind, token and request out; false when they are malformed (sizes
+  // beyond the block, a kind not in DoorbellKind) or the worker posted again while they
+  // were copied.
+  bool takeRequest(std::uint32_t call, DoorbellKind& kind, std::string& token, std::string& request) const;
   // The worker still waits for `call`: not cancelled, and nothing posted after it.
   bool isCurrent(std::uint32_t call) const;
   std::uint32_t cancelledCall() const { return m_block->cancelled.load(std::memory_order_acquire); }

@@ -28,7 +28,9 @@
 
 namespace dasp::net {
 
-enum class SocketCall : std::uint32_t { Push = 1, Pull = 2, PushPull = 3 };
+// ShardLog: shard 0's log of decisions to another shard of a sharded server (its payload:
+// a serialized dasp.ps.v1.ShardLog; its reply: the status alone; net/server/shard_log.h).
+enum class SocketCall : std::uint32_t { Push = 1, Pull = 2, PushPull = 3, ShardLog = 4 };
 
 struct SocketCallHeader {
   static constexpr std::uint32_t kMagic = 0x44535043;  // "DSPC"

@@ -16,6 +16,7 @@
 #include "net/client/sharded_link.h"
 #include "net/server/local_shards.h"
 #include "tests/support/processes.h"
+#include "tests/support/security_fixtures.h"
 #include "tests/support/specs.h"
 
 #include <QJsonArray>
@@ -35,6 +36,10 @@ namespace {
 
 using namespace dasp;
 using namespace dasp::net;
+using security_fixtures::haveOpenssl;
+using security_fixtures::makeLabCert;
+using security_fixtures::tlsOf;
+using security_fixtures::withToken;
 
 // A flat model: 5 pages and a bit, so 4 shards hold ranges of 1, 2, 1 and 1.3 pages.
 constexpr std::int64_t kFlat = 5 * kShardPage + 300;
@@ -86,8 +91,11 @@ struct Shards {
 };
 
 Shards startShards(const ExperimentSpec& spec, int workers, const std::vector<float>& initial, int shards,
-                   std::function<double()> clock = {}) {
+                   std::function<double()> clock = {}, const std::string& localDir = {},
+                   const NodeSecurity& security = {}) {
   ServerOptions o;
+  o.localDir = localDir;
+  o.security = security;
   o.spec = spec;
   o.workers = workers;
   o.modelName = "flat";
@@ -221,6 +229,7 @@ class TestShards : public QObject {
   void layoutIsPagesOfNearEqualRanges();
   void fourShardsGiveTheBitsOfOne_data();
   void fourShardsGiveTheBitsOfOne();
+  void assembledPullsAreOfOneVersion_data();
   void assembledPullsAreOfOneVersion();
   void anotherShardsRefusalIsShardZeros();
   void shardedRunThroughProcesses();
@@ -278,7 +287,19 @@ void TestShards::fourShardsGiveTheBitsOfOne() {
   QVERIFY(std::memcmp(one.data(), initialFlat(kFlat).data(), one.size() * sizeof(float)) != 0);
 }
 
+// Each way a node reaches the shards and shard 0's log reaches the others: the payload
+// socket (the log as socket calls; the other shards' calls in parallel threads), shared
+// memory (the doorbell's Push and Pull, made from the worker's own thread), and gRPC with
+// TLS (no payload socket: the log over the FollowShard stream).
+void TestShards::assembledPullsAreOfOneVersion_data() {
+  QTest::addColumn<QString>("transport");
+  QTest::newRow("payload socket") << "tcp";
+  QTest::newRow("shared memory") << "shm";
+  QTest::newRow("gRPC with TLS") << "tls";
+}
+
 void TestShards::assembledPullsAreOfOneVersion() {
+  QFETCH(QString, transport);
   // ASP, lr 1, no momentum or decay, every gradient all ones: version v's parameters are
   // all -v. A pull assembled from ranges of two versions shows two values.
   ExperimentSpec spec = scriptedSpec("asp", 8);
@@ -286,7 +307,17 @@ void TestShards::assembledPullsAreOfOneVersion() {
   spec.mutable_optimizer()->set_momentum(0.0);
   spec.mutable_optimizer()->set_weight_decay(0.0);
   constexpr std::int64_t n = 16 * kShardPage + 7;
-  Shards cluster = startShards(spec, 8, std::vector<float>(n, 0.0f), 4);
+  QTemporaryDir dir;
+  NodeSecurity security;
+  if (transport == "tls") {
+    if (!haveOpenssl()) QSKIP("openssl is not installed: tools/make-lab-cert.sh cannot make a certificate");
+    QString error;
+    const auto cert = makeLabCert(dir.filePath("shards"), {"lab-host"}, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    security = withToken("shards-token-0123456789abcdef", tlsOf(cert, true));
+  }
+  Shards cluster = startShards(spec, 8, std::vector<float>(n, 0.0f), 4, {},
+                               transport == "shm" ? dir.path().toStdString() : std::string(), security);
   constexpr int kIterations = 150;
   std::atomic<std::int64_t> checked{0};
   std::mutex mu;
@@ -298,7 +329,10 @@ void TestShards::assembledPullsAreOfOneVersion() {
         std::lock_guard<std::mutex> lock(mu);
         if (failure.empty()) failure = "worker " + std::to_string(w) + ": " + why;
       };
-      auto joined = joinServer(flatWorker(cluster.address, n, w), "worker");
+      WorkerOptions options = flatWorker(cluster.address, n, w);
+      options.security = security;
+      options.transport = transport == "shm" ? LocalTransport::Shm : LocalTransport::Tcp;
+      auto joined = joinServer(options, "worker");
       if (!joined) return fail(joined.message());
       ServerLink& link = *joined->client;
       ps::v1::PullRequest pull;

@@ -76,10 +76,11 @@ pb::JoinReply joinForRegion(const dasp::net::ParameterServer& server, int rank) 
 }
 
 // One call on the doorbell: posts `request` with `token` and waits (10 s) for the reply.
-dasp::net::Doorbell::Reply ring(dasp::net::DoorbellBlock* block, const std::string& token, const std::string& request) {
+dasp::net::Doorbell::Reply ring(dasp::net::DoorbellBlock* block, const std::string& token, const std::string& request,
+                                dasp::net::DoorbellKind kind = dasp::net::DoorbellKind::PushPull) {
   dasp::net::Doorbell doorbell(block);
   std::uint32_t call = 0;
-  if (!doorbell.post(token, request, call)) qFatal("the request does not fit the block");
+  if (!doorbell.post(kind, token, request, call)) qFatal("the request does not fit the block");
   const auto wait = doorbell.awaitReply(call, dasp::net::Doorbell::Clock::now() + std::chrono::seconds(10),
                                         [] { return true; });
   if (wait != dasp::net::Doorbell::Wait::Answered) qFatal("no doorbell reply");
@@ -109,6 +110,7 @@ class TestTransports : public QObject {
   void shmCallWithoutRegionIsRefused();
   void callLatencyBenchRunsOverEachTransport();
   void doorbellChecksTokenRankAndRequest();
+  void doorbellTakesAPushAndAPull();
   void doorbellDropsThePullOfAWorkerThatIsGone();
   void doorbellOfAReplacedRegionIsClosed();
   void gradientSlotIsTheServersUntilItAnswers();
@@ -294,6 +296,49 @@ void TestTransports::doorbellChecksTokenRankAndRequest() {
   QVERIFY(std::equal(params.begin(), params.end(), region.value()->parameters()));
 }
 
+// A Push rung on the doorbell is answered with its PushReply and leaves the slot alone; a
+// Pull puts the parameters into the slot. A kind the block does not know is refused.
+void TestTransports::doorbellTakesAPushAndAPull() {
+  QTemporaryDir dir;
+  auto server = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::SHM);
+  const pb::JoinReply joined = joinForRegion(*server, 0);
+  auto region = dasp::net::SharedRegion::attach(joined.shm_path(), joined.shm_nonce(), kFloats);
+  QVERIFY2(region.isOk(), region.message().c_str());
+  auto* block = region.value()->doorbell();
+  const std::string token = dasp::net::NodeSecurity().token;
+  std::fill(region.value()->gradient(), region.value()->gradient() + kFloats, 0.5f);
+  std::fill(region.value()->parameters(), region.value()->parameters() + kFloats, -7.0f);
+  auto pushed = ring(block, token, pushOf(0, true), dasp::net::DoorbellKind::Push);
+  QCOMPARE(pushed.code, 0);
+  pb::PushReply pushReply;
+  QVERIFY(pushReply.ParseFromArray(pushed.body.data(), static_cast<int>(pushed.body.size())));
+  QCOMPARE(pushReply.version(), 1LL);
+  QCOMPARE(server->stats().version, 1LL);
+  QCOMPARE(region.value()->parameters()[0], -7.0f);  // a push writes no parameters
+
+  pb::PullRequest pull;
+  pull.set_rank(0);
+  pull.set_parameters_in_shm(true);
+  pull.set_min_version(1);
+  auto pulled = ring(block, token, pull.SerializeAsString(), dasp::net::DoorbellKind::Pull);
+  QCOMPARE(pulled.code, 0);
+  pb::PullReply pullReply;
+  QVERIFY(pullReply.ParseFromArray(pulled.body.data(), static_cast<int>(pulled.body.size())));
+  QVERIFY(pullReply.parameters_in_shm());
+  QCOMPARE(pullReply.version(), 1LL);
+  std::vector<float> params;
+  server->snapshot(params);
+  QVERIFY(std::equal(params.begin(), params.end(), region.value()->parameters()));
+
+  pull.set_parameters_in_shm(false);
+  auto notInShm = ring(block, token, pull.SerializeAsString(), dasp::net::DoorbellKind::Pull);
+  QCOMPARE(notInShm.code, static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  QVERIFY2(std::string(notInShm.message).find("Pull (doorbell of rank 0)") != std::string::npos,
+           std::string(notInShm.message).c_str());
+  auto unknown = ring(block, token, pull.SerializeAsString(), static_cast<dasp::net::DoorbellKind>(7));
+  QCOMPARE(unknown.code, static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+}
+
 // BSP with two workers: rank 0's pull parks until rank 1 pushes. When rank 0 lets go of
 // its region (its process ended), the server drops the parked pull, as gRPC cancels the
 // call of a dropped connection: the block gets CANCELLED (read here through a mapping of
@@ -316,7 +361,7 @@ void TestTransports::doorbellDropsThePullOfAWorkerThatIsGone() {
   QVERIFY2(region.isOk(), region.message().c_str());
   dasp::net::Doorbell doorbell(region.value()->doorbell());
   std::uint32_t call = 0;
-  QVERIFY(doorbell.post(dasp::net::NodeSecurity().token, pushOf(0, true), call));
+  QVERIFY(doorbell.post(dasp::net::DoorbellKind::PushPull, dasp::net::NodeSecurity().token, pushOf(0, true), call));
   // Its pull parks (BSP waits for rank 1) whether or not it is handled before rank 0 goes.
   region.value().reset();  // rank 0 is gone: its lock is released
   dasp::net::Doorbell seen(watched);
