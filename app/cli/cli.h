@@ -49,6 +49,17 @@ struct BenchSimFlags {
 };
 int benchSim(const BenchSimFlags& flags);
 
+// `dasp bench ps --shards` (b), bench_shards.cpp: the aggregate push+pull throughput of
+// link-bound runs with 1 and 2 shards, each server host's link limited to `mbit`.
+inline constexpr int kShardBenchWorkers = 4;
+struct ShardLinkRates {
+  double linkMbit = 0;
+  double oneShardMBps = 0, twoShardsMBps = 0;  // every worker's bytes both ways per second
+  double ratio = 0;                            // two / one
+  std::string notMeasured;  // why no host could be made here (not root, no iproute2)
+};
+Result<ShardLinkRates> benchShardLinks(double mbit);
+
 // --- option checks: each names the value it refuses (CLI11 prefixes the flag) ---
 
 // A finite number > 0 (FLOAT).

@@ -44,7 +44,8 @@ struct BenchTrainFlags {
 struct BenchPsFlags {
   std::string datasetPath = kFashionMnistPath;
   bool json = false;
-  bool shards = false;  // the sharded server's benchmarks instead
+  bool shards = false;       // the sharded server's benchmarks instead
+  double linkMbit = 100;     // --shards: each server host's link
 };
 
 // The benchmarks' data: the real Fashion-MNIST (or --dataset-path), one intra-op thread.
@@ -292,8 +293,9 @@ void printPs(const std::vector<ModelRatio>& models, const ModelRatio& withoutDoo
   std::printf("(d) decisions/s with 1,024 workers: ssp %.3g, dasp %.3g\n", ssp.decisionsPerS, dasp.decisionsPerS);
 }
 
-// `dasp bench ps --shards`: a worker's iteration with a server of 2 shards against one
-// shard and against the single-process trainer, measured in the same run.
+// `dasp bench ps --shards`: (a) a worker's iteration with a server of 2 shards against one
+// shard and against the single-process trainer, measured in the same run; (b) link-bound
+// runs with 1 and 2 shards on network-namespace hosts (bench_shards.cpp).
 int benchPsShards(const BenchPsFlags& flags, const TrainTest& data) {
   const bool json = flags.json;
   if (!json) std::fprintf(stderr, "bench ps --shards: (a) lenet iteration with a server of 1 and of 2 shards ...\n");
@@ -303,11 +305,24 @@ int benchPsShards(const BenchPsFlags& flags, const TrainTest& data) {
   if (!two) return fail(two.message(), 1);
   const double vsOne = one->distributedS > 0 ? two->distributedS / one->distributedS : 0;
   if (!json) {
+    std::fprintf(stderr, "bench ps --shards: (b) %d workers on a host of their own, the servers' hosts behind "
+                 "%.0f Mbit/s links: 1 shard, then 2 shards on 2 hosts ...\n", kShardBenchWorkers, flags.linkMbit);
+  }
+  auto links = benchShardLinks(flags.linkMbit);
+  if (!links) return fail(links.message(), 1);
+  if (!json) {
     std::printf("(a) lenet batch 64, 1 worker over shared memory: %.3f ms per iteration with 2 shards (%.3f ms in "
                 "PushPull), %.3f ms with 1 shard (%.3f ms), %.3f ms single-process: ratio %.3f to the single "
                 "process, %.3f to one shard\n",
                 two->distributedS * 1e3, two->pushPullS * 1e3, one->distributedS * 1e3, one->pushPullS * 1e3,
                 two->singleS * 1e3, two->ratio, vsOne);
+    if (!links->notMeasured.empty()) {
+      std::printf("(b) not measured: %s\n", links->notMeasured.c_str());
+    } else {
+      std::printf("(b) %d workers, each server host behind %.0f Mbit/s each way: push+pull %.1f MB/s with 1 shard, "
+                  "%.1f MB/s with 2 shards on 2 hosts: ratio %.2f\n",
+                  kShardBenchWorkers, links->linkMbit, links->oneShardMBps, links->twoShardsMBps, links->ratio);
+    }
     return 0;
   }
   std::cout << "{\"bench\":\"ps_shards\",\"iteration_time_ratio_two_shards\":" << jsonNumber(two->ratio)
@@ -316,7 +331,16 @@ int benchPsShards(const BenchPsFlags& flags, const TrainTest& data) {
             << ",\"two_shards_iteration_ms\":" << jsonNumber(two->distributedS * 1e3)
             << ",\"one_shard_iteration_ms\":" << jsonNumber(one->distributedS * 1e3)
             << ",\"two_shards_push_pull_ms\":" << jsonNumber(two->pushPullS * 1e3)
-            << ",\"single_iteration_ms\":" << jsonNumber(two->singleS * 1e3) << "}" << std::endl;
+            << ",\"single_iteration_ms\":" << jsonNumber(two->singleS * 1e3);
+  if (links->notMeasured.empty()) {
+    std::cout << ",\"link_mbit\":" << jsonNumber(links->linkMbit)
+              << ",\"one_shard_link_mbps\":" << jsonNumber(links->oneShardMBps)
+              << ",\"two_shards_link_mbps\":" << jsonNumber(links->twoShardsMBps)
+              << ",\"two_shards_vs_one_throughput\":" << jsonNumber(links->ratio);
+  } else {
+    std::cout << ",\"links_not_measured\":" << jsonString(links->notMeasured);
+  }
+  std::cout << "}" << std::endl;
   return 0;
 }
 
@@ -459,7 +483,12 @@ void addBenchCommand(CLI::App& dasp, int& exitCode) {
       "the latency of one call per transport, the apply step, policy decisions/s");
   ps->add_option("--dataset-path", psFlags->datasetPath, "the Fashion-MNIST IDX folder")->capture_default_str();
   ps->add_flag("--json", psFlags->json, "one JSON object");
-  ps->add_flag("--shards", psFlags->shards, "the sharded server instead: a worker's iteration with 2 shards vs 1");
+  ps->add_flag("--shards", psFlags->shards,
+               "the sharded server instead: a worker's iteration with 2 shards vs 1, and (root) link-bound runs "
+               "with 1 and 2 shards on network-namespace hosts");
+  ps->add_option("--link-mbit", psFlags->linkMbit, "--shards: each server host's link, Mbit/s each way")
+      ->capture_default_str()
+      ->check(positiveUpTo(100000));
   ps->callback([psFlags, &exitCode] { exitCode = benchPs(*psFlags); });
 
   auto simFlags = std::make_shared<BenchSimFlags>();

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -135,6 +136,66 @@ std::optional<ExitInfo> ChildProcess::waitFor(double seconds) {
 
 void ChildProcess::signal(int sig) {
   if (running() && m_pid > 0) ::kill(m_pid, sig);
+}
+
+// Reads what is there on `fd` into `into` (non-blocking after poll); false at end of file.
+namespace {
+
+bool readSome(int fd, std::string& into) {
+  char buf[4096];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  if (n > 0) into.append(buf, static_cast<std::size_t>(n));
+  return n > 0 || (n < 0 && errno == EINTR);
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> readOutput(ChildProcess& child, std::chrono::steady_clock::time_point until,
+                                               const std::function<bool(const std::string&)>& enough) {
+  std::string out, err;
+  int fds[2] = {child.stdoutFd(), child.stderrFd()};
+  while (!enough(out) && (fds[0] >= 0 || fds[1] >= 0)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+    if (left <= 0) break;
+    pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+    if (::poll(p, 2, static_cast<int>(std::min<long long>(left, 500))) < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i] >= 0 && (p[i].revents & (POLLIN | POLLHUP)) != 0 && !readSome(fds[i], i == 0 ? out : err)) {
+        ::close(fds[i]);
+        fds[i] = -1;
+      }
+    }
+  }
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+  return {out, err};
+}
+
+std::string oneLine(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  return text;
+}
+
+Result<std::string> runCommand(const std::vector<std::string>& argv, double timeoutS) {
+  std::string command;  // as a person would type it: the program's name, not its path
+  for (const auto& a : argv) command += command.empty() ? a.substr(a.rfind('/') + 1) : " " + a;
+  auto child = ChildProcess::spawn(argv.empty() ? std::string() : argv.front(), argv);
+  if (!child) return Status::error("`" + command + "` cannot start: " + child.message());
+  const auto [out, err] =
+      readOutput(*child.value(), deadlineIn<std::chrono::steady_clock>(timeoutS), [](const std::string&) { return false; });
+  auto exit = child.value()->waitFor(1.0);
+  if (!exit) {
+    child.value()->signal(SIGKILL);
+    exit = child.value()->waitFor(5.0);
+  }
+  if (!exit || !exit->exitCode || *exit->exitCode != 0) {
+    return Status::error("`" + command + "` failed (" + (exit ? exit->describe() : std::string("no answer")) +
+                         "): " + (err.empty() ? std::string("(no message)") : oneLine(err)));
+  }
+  return out;
 }
 
 OutputPump::OutputPump(Sink sink) : m_sink(std::move(sink)) {

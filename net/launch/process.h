@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace dasp::net {
@@ -78,6 +80,16 @@ class ChildProcess {
   int m_out = -1, m_err = -1, m_in = -1;
   std::optional<ExitInfo> m_exit;
 };
+
+// Reads `child`'s stdout and stderr until `enough(stdout)`, both close, or `until`, and
+// closes the pipes: what was said by then (stdout, stderr).
+std::pair<std::string, std::string> readOutput(ChildProcess& child, std::chrono::steady_clock::time_point until,
+                                               const std::function<bool(const std::string&)>& enough);
+// Runs `argv` (argv[0] a path: findProgram) to its end within `timeoutS` (killed beyond)
+// and returns its stdout. A failure says the command, how it ended and its stderr.
+Result<std::string> runCommand(const std::vector<std::string>& argv, double timeoutS);
+// `text` on one line, without trailing blanks: a command's message inside ours.
+std::string oneLine(std::string text);
 
 class OutputPump {
  public:

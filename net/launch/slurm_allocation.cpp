@@ -26,45 +26,6 @@ using Clock = std::chrono::steady_clock;
 // runner's socket) ends.
 const char* const kHolder = "echo \"$SLURM_JOB_ID $SLURM_JOB_NODELIST ${SLURM_GPUS_ON_NODE:-0}\"; exec cat >/dev/null";
 
-std::string trimmed(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  return s;
-}
-
-// Reads what is there on `fd` into `into` (non-blocking after poll); false at end of file.
-bool readSome(int fd, std::string& into) {
-  char buf[4096];
-  const ssize_t n = ::read(fd, buf, sizeof buf);
-  if (n > 0) into.append(buf, static_cast<std::size_t>(n));
-  return n > 0 || (n < 0 && errno == EINTR);
-}
-
-// Reads `child`'s stdout and stderr until `enough(stdout)`, both close, or `until`, and
-// closes the pipes: what was said by then.
-std::pair<std::string, std::string> readOutput(ChildProcess& child, Clock::time_point until,
-                                               const std::function<bool(const std::string&)>& enough) {
-  std::string out, err;
-  int fds[2] = {child.stdoutFd(), child.stderrFd()};
-  while (!enough(out) && (fds[0] >= 0 || fds[1] >= 0)) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
-    if (left <= 0) break;
-    pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
-    if (::poll(p, 2, static_cast<int>(std::min<long long>(left, 500))) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i] >= 0 && (p[i].revents & (POLLIN | POLLHUP)) != 0 && !readSome(fds[i], i == 0 ? out : err)) {
-        ::close(fds[i]);
-        fds[i] = -1;
-      }
-    }
-  }
-  for (int fd : fds) {
-    if (fd >= 0) ::close(fd);
-  }
-  return {out, err};
-}
-
-// salloc's --nodes / -N in any of getopt's spellings.
 bool asksForNodes(const std::string& arg) {
   return arg == "-N" || arg == "--nodes" || arg.rfind("--nodes=", 0) == 0 ||
          (arg.size() > 2 && arg.rfind("-N", 0) == 0);
@@ -104,7 +65,7 @@ Result<std::unique_ptr<SlurmAllocation>> SlurmAllocation::request(const v1::Laun
   // salloc's own stderr keeps its messages ("Granted job allocation"); nobody reads it on.
   const auto [out, err] = readOutput(*a->m_salloc, deadlineIn<Clock>(waitS),
                                      [](const std::string& o) { return o.find('\n') != std::string::npos; });
-  const std::string line = trimmed(out.substr(0, out.find('\n')));
+  const std::string line = oneLine(out.substr(0, out.find('\n')));
   const std::string id = line.substr(0, line.find(' '));
   const bool numeric = !id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (out.find('\n') != std::string::npos && numeric) {
@@ -114,7 +75,7 @@ Result<std::unique_ptr<SlurmAllocation>> SlurmAllocation::request(const v1::Laun
     return a;
   }
   const auto exit = a->m_salloc->waitFor(0.5);
-  const std::string said = err.empty() ? std::string("(no message)") : trimmed(err);
+  const std::string said = err.empty() ? std::string("(no message)") : oneLine(err);
   if (exit) {
     const std::string nodes = hosts.empty() ? std::string("the job") : std::to_string(hosts.size()) + " node(s)";
     return Status::error("launch.launcher SLURM: Slurm refused the allocation for " + nodes + " (salloc: " +
@@ -144,22 +105,8 @@ Result<std::string> scontrol(const std::vector<std::string>& args, double timeou
   if (program.empty()) return Status::error("launch.launcher SLURM: no `scontrol` in PATH (package slurm-client)");
   std::vector<std::string> argv{program};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto child = ChildProcess::spawn("scontrol", argv);
-  if (!child) return child.status();
-  const auto [out, err] =
-      readOutput(*child.value(), deadlineIn<Clock>(timeoutS), [](const std::string&) { return false; });
-  auto exit = child.value()->waitFor(1.0);
-  if (!exit) {
-    child.value()->signal(SIGKILL);
-    exit = child.value()->waitFor(5.0);
-  }
-  std::string command = "scontrol";
-  for (const auto& a : args) command += " " + a;
-  if (!exit || !exit->exitCode || *exit->exitCode != 0) {
-    return Status::error("launch.launcher SLURM: `" + command + "` failed (" +
-                         (exit ? exit->describe() : std::string("no answer")) +
-                         "): " + (err.empty() ? std::string("(no message)") : trimmed(err)));
-  }
+  auto out = runCommand(argv, timeoutS);
+  if (!out) return Status::error("launch.launcher SLURM: " + out.message());
   return out;
 }
 

@@ -39,13 +39,6 @@ std::string fileWord(const std::string& text) {
   return out;
 }
 
-// One line of a comment.
-std::string oneLine(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  std::replace(text.begin(), text.end(), '\r', ' ');
-  return text;
-}
-
 }  // namespace
 
 Result<std::string> slurmBatchScript(const ExperimentSpec& given, const SlurmScriptOptions& options) {

@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: MIT
 // Multi-host run with emulated links: the test builds three network namespaces joined by
-// veth pairs on a bridge — the server's host (server and evaluator) and two worker hosts —
-// plus a veth from the test's own namespace (where the runner runs) to the bridge, limits
-// one worker host's link with `tc tbf` (both directions), and runs an experiment through
-// `dasp run` with the nodes placed on those "hosts" (launcher LOCAL with netns). Latency
-// comes from netem where `tc ... netem` works, else from the spec's link model in the
-// sender (this machine's kernel has no netem); the test prints which.
+// veth pairs on a bridge (net/bench/netns_hosts.h) — the server's host (server and
+// evaluator) and two worker hosts — plus a veth from the test's own namespace (where the
+// runner runs) to the bridge, limits one worker host's link (both directions), and runs
+// experiments through `dasp run` with the nodes placed on those "hosts" (launcher LOCAL
+// with netns). Latency comes from netem where `tc ... netem` works, else from the spec's
+// link model in the sender (this machine's kernel has no netem); the test prints which.
 //
-// It checks that the run completes and that the slow link shows in the store: the slow
-// worker's pull and push intervals are many times the fast worker's.
+// It checks that a run completes and that the slow link shows in the store (the slow
+// worker's pull and push intervals are many times the fast worker's), and that a sharded
+// server's shards run on the hosts the placement names.
 // Needs root, iproute2 and the kernel's netns/veth/bridge/tbf support; skips saying which
 // is missing.
 
 #include "core/store/run_store.h"
+#include "net/bench/netns_hosts.h"
 #include "tests/support/processes.h"
 
 #include <QFile>
@@ -38,95 +40,35 @@ using Ran = test_support::Finished;
 Ran run(const QString& program, const QStringList& args, int timeoutMs = 30000) {
   return test_support::runProgram(program, args, timeoutMs);
 }
-Ran ip(const QStringList& args) { return run(QStringLiteral("ip"), args); }
 
 }  // namespace
 
 class TestNetns : public QObject {
   Q_OBJECT
 
-  // Names unique to this process, short enough for interface names (15 chars).
-  QString m_tag = QString::number(::getpid() % 100000);
-  QString ns(const char* which) const { return QStringLiteral("dasp%1%2").arg(m_tag, which); }
-  QString dev(const char* which) const { return QStringLiteral("d%1%2").arg(m_tag, which); }
-  QStringList m_created;
-  bool m_netem = false;
+  std::unique_ptr<dasp::net::NetnsHosts> m_hosts;
   QString m_skip;
 
-  bool step(const QStringList& args) {
-    const auto r = ip(args);
-    if (r.exitCode != 0) {
-      m_skip = QStringLiteral("ip %1: %2").arg(args.join(' '), r.err.trimmed());
-      return false;
-    }
-    return true;
-  }
-  bool in(const QString& nspace, const QStringList& args) {
-    return step(QStringList{QStringLiteral("-n"), nspace} + args);
-  }
-  // tc in a namespace; false (with the reason kept) when the kernel refuses.
-  bool tc(const QString& nspace, const QStringList& args, QString* why) {
-    const auto r = run(QStringLiteral("ip"), QStringList{"netns", "exec", nspace, "tc"} + args);
-    if (r.exitCode != 0 && why) *why = QStringLiteral("tc %1: %2").arg(args.join(' '), r.err.trimmed());
-    return r.exitCode == 0;
-  }
-
+  // The server's host s and worker hosts a and b; b's link 8 Mbit/s each way, and 5 ms
+  // where netem works.
   bool buildTopology() {
-    if (::geteuid() != 0) {
-      m_skip = QStringLiteral("needs root to create network namespaces");
+    if (m_hosts) return true;
+    auto made = dasp::net::NetnsHosts::create("dnt", 231, {{"s", 0, 0}, {"a", 0, 0}, {"b", 8, 5}});
+    if (!made) {
+      m_skip = QString::fromStdString(made.message());
       return false;
     }
-    if (QStandardPaths::findExecutable(QStringLiteral("ip")).isEmpty() ||
-        QStandardPaths::findExecutable(QStringLiteral("tc")).isEmpty()) {
-      m_skip = QStringLiteral("needs iproute2 (ip, tc)");
-      return false;
-    }
-    for (const char* n : {"s", "a", "b"}) {
-      if (!step({"netns", "add", ns(n)})) return false;
-      m_created << ns(n);
-      if (!in(ns(n), {"link", "set", "lo", "up"})) return false;
-    }
-    const QString s = ns("s");
-    if (!in(s, {"link", "add", "br0", "type", "bridge"})) return false;
-    if (!in(s, {"addr", "add", "10.231.0.1/24", "dev", "br0"})) return false;
-    if (!in(s, {"link", "set", "br0", "up"})) return false;
-    // Worker hosts a (.11) and b (.12): one veth each, the server end on the bridge.
-    std::map<std::string, QString> address{{"a", "10.231.0.11/24"}, {"b", "10.231.0.12/24"}};
-    for (const char* h : {"a", "b"}) {
-      const QString host = ns(h), mine = dev(h), peer = dev(h) + "p";
-      if (!step({"link", "add", mine, "netns", host, "type", "veth", "peer", "name", peer, "netns", s})) return false;
-      if (!in(host, {"addr", "add", address[h], "dev", mine})) return false;
-      if (!in(host, {"link", "set", mine, "up"})) return false;
-      if (!in(s, {"link", "set", peer, "master", "br0"})) return false;
-      if (!in(s, {"link", "set", peer, "up"})) return false;
-    }
-    // The runner's own way in: a veth from this namespace to the bridge.
-    const QString r = dev("r"), rp = dev("r") + "p";
-    if (!step({"link", "add", r, "type", "veth", "peer", "name", rp, "netns", s})) return false;
-    m_created << QStringLiteral("link:") + r;
-    if (!step({"addr", "add", "10.231.0.254/24", "dev", r})) return false;
-    if (!step({"link", "set", r, "up"})) return false;
-    if (!in(s, {"link", "set", rp, "master", "br0"})) return false;
-    if (!in(s, {"link", "set", rp, "up"})) return false;
-
-    // Host b's link: 8 Mbit/s each way (pushes leave b, pulls leave the bridge port to b).
-    QString why;
-    m_netem = tc(ns("b"), {"qdisc", "add", "dev", dev("b"), "root", "netem", "delay", "5ms", "rate", "8mbit"}, &why) &&
-              tc(s, {"qdisc", "add", "dev", dev("b") + "p", "root", "netem", "delay", "5ms", "rate", "8mbit"}, &why);
-    if (!m_netem) {
-      tc(ns("b"), {"qdisc", "del", "dev", dev("b"), "root"}, nullptr);
-      if (!tc(ns("b"), {"qdisc", "add", "dev", dev("b"), "root", "tbf", "rate", "8mbit", "burst", "16kb", "latency", "400ms"},
-              &why) ||
-          !tc(s, {"qdisc", "add", "dev", dev("b") + "p", "root", "tbf", "rate", "8mbit", "burst", "16kb", "latency", "400ms"},
-              &why)) {
-        m_skip = QStringLiteral("the kernel has neither netem nor tbf: ") + why;
-        return false;
-      }
-    }
-    qInfo("link of host b: %s", m_netem ? "netem delay 5ms rate 8mbit (both directions)"
-                                        : "tc tbf rate 8mbit (both directions); latency 5 ms from the spec's link "
-                                          "model in the sender (no netem in this kernel)");
+    m_hosts = std::move(made).value();
+    qInfo("link of host b: %s", m_hosts->hasNetem() ? "netem delay 5ms rate 8mbit (both directions)"
+                                                    : "tc tbf rate 8mbit (both directions); latency 5 ms from the "
+                                                      "spec's link model in the sender (no netem in this kernel)");
     return true;
+  }
+
+  QJsonObject hostJson(const char* name) const {
+    return QJsonObject{{"name", name},
+                       {"address", QString::fromStdString(m_hosts->address(name))},
+                       {"netns", QString::fromStdString(m_hosts->netns(name))}};
   }
 
   // Mean pull + push time per iteration of each worker of a stored run.
@@ -220,12 +162,7 @@ class TestNetns : public QObject {
     QCOMPARE(joinedOver(db, runId, "worker-1"), std::string("shm"));
   }
 
-  void cleanupTestCase() {
-    for (const QString& c : m_created) {
-      if (c.startsWith("link:")) ip({"link", "del", c.mid(5)});
-      else ip({"netns", "del", c});
-    }
-  }
+  void cleanupTestCase() { m_hosts.reset(); }  // the namespaces and the runner's veth go
 
   void slowLinkShowsInTheStore() {
     if (!buildTopology()) QSKIP(qPrintable(m_skip));
@@ -234,13 +171,10 @@ class TestNetns : public QObject {
     QJsonObject spec = twoWorkerSpec();
     QJsonObject launch;
     launch["launcher"] = "LOCAL";
-    launch["hosts"] = QJsonArray{
-        QJsonObject{{"name", "s"}, {"address", "10.231.0.1"}, {"netns", ns("s")}},
-        QJsonObject{{"name", "a"}, {"address", "10.231.0.11"}, {"netns", ns("a")}},
-        QJsonObject{{"name", "b"}, {"address", "10.231.0.12"}, {"netns", ns("b")}}};
+    launch["hosts"] = QJsonArray{hostJson("s"), hostJson("a"), hostJson("b")};
     launch["placement"] = QJsonObject{{"servers", QJsonArray{"s"}}, {"evaluator", "s"}, {"workers", QJsonArray{"a", "b"}}};
     spec["launch"] = launch;
-    if (!m_netem) {
+    if (!m_hosts->hasNetem()) {
       // Latency of the slow host's link from our own model, in the sender.
       setLink(spec, 1, QJsonObject{{"latency_ms", 5}});
     }
@@ -259,6 +193,35 @@ class TestNetns : public QObject {
     // Workers on other hosts than the server's use TCP, whatever the default says.
     QCOMPARE(joinedOver(db, runId, "worker-0"), std::string("tcp"));
     QCOMPARE(joinedOver(db, runId, "worker-1"), std::string("tcp"));
+  }
+
+  // ps.shards 2 on two hosts: shard 0 on s, shard 1 on a, the workers on b. Each shard is
+  // a node of the run on its host, and shard 0's log crosses the bridge to shard 1.
+  void shardsRunOnTheirHosts() {
+    if (!buildTopology()) QSKIP(qPrintable(m_skip));
+    QTemporaryDir dir;
+    const QString db = dir.filePath("runs.sqlite");
+    QJsonObject spec = twoWorkerSpec();
+    spec["ps"] = QJsonObject{{"shards", 2}};
+    spec["stop"] = QJsonObject{{"max_seconds", 4}};
+    QJsonObject launch;
+    launch["launcher"] = "LOCAL";
+    launch["hosts"] = QJsonArray{hostJson("s"), hostJson("a"), hostJson("b")};
+    launch["placement"] = QJsonObject{{"servers", QJsonArray{"s", "a"}}, {"evaluator", "s"}, {"workers", QJsonArray{"b"}}};
+    spec["launch"] = launch;
+    const auto runId = runSpec(spec, dir.path(), db);
+    QVERIFY(runId > 0);
+    auto store = dasp::RunStore::open(db.toStdString());
+    QVERIFY(store.isOk());
+    std::map<std::string, std::string> hostOf;
+    for (const auto& n : store.value()->nodes(runId).value()) hostOf[n.node] = n.host;
+    QCOMPARE(hostOf["server"], std::string("s"));
+    QCOMPARE(hostOf["shard-1"], std::string("a"));
+    QCOMPARE(hostOf["worker-0"], std::string("b"));
+    std::map<std::string, double> iterations;
+    (void)transferPerIteration(db, runId, &iterations);
+    QVERIFY2(iterations["worker-0"] > 5 && iterations["worker-1"] > 5,
+             qPrintable(QString("iterations %1 / %2").arg(iterations["worker-0"]).arg(iterations["worker-1"])));
   }
 };
 
