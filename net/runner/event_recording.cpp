@@ -137,6 +137,14 @@ void EventRecording::record(const pb::EventBatch& batch) {
         m_divergence.onTestLoss(e.version_t_s(), e.version(), e.loss());
         break;
       }
+      case pb::ClusterEvent::SHARD_LOAD: {
+        // The shard's node as the runner names it (net/launch/placement.cpp).
+        const std::string shard = e.shard() == 0 ? "server" : "shard-" + std::to_string(e.shard());
+        m_recorder.record(SampleRow{runId, shard, "shard_period_s", e.t_s(), e.version(), e.period_s()});
+        m_recorder.record(SampleRow{runId, shard, "shard_apply_s", e.t_s(), e.version(), e.apply_s()});
+        m_recorder.record(SampleRow{runId, shard, "shard_serve_s", e.t_s(), e.version(), e.serve_s()});
+        break;
+      }
       case pb::ClusterEvent::REJECT:
         // A refused push comes with its loss: a model whose gradients the guard refuses as
         // they explode has left training (a clipped one was applied: its ITERATION has it).

@@ -46,6 +46,7 @@ RunSession::RunSession(const ExperimentSpec& spec, const RunnerOptions& options)
 
 RunSession::~RunSession() {
   if (m_watcher) m_watcher->stop();
+  for (auto& w : m_shardWatchers) w->stop();
   if (!m_dir.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(m_dir, ec);
@@ -239,12 +240,26 @@ Status RunSession::startNodes() {
 
   // 2. The event stream, re-subscribed whenever the head changes or restarts.
   m_recording = std::make_unique<EventRecording>(*m_recorder, m_workerNames, m_spec.stop());
-  m_watcher = std::make_unique<EventWatcher>(m_lines, m_security, m_clock, [this](const pb::EventBatch& batch) {
+  m_watcher = std::make_unique<EventWatcher>(m_lines, m_security, &m_clock, [this](const pb::EventBatch& batch) {
     m_recording->record(batch);
     m_tracker.observe(batch, [this](int rank) { return m_nodes->nameOf(rank); });
     if (m_options.onEvents) m_options.onEvents(m_runId, batch);
   });
   m_watcher->start(m_nodes->addressOf(m_serverNames.front()));
+  if (m_spec.ps().shards() > 1) {
+    for (std::size_t i = 1; i < m_serverNames.size(); ++i) {
+      m_shardWatchers.push_back(std::make_unique<EventWatcher>(m_lines, m_security, nullptr, [this](const pb::EventBatch& batch) {
+        pb::EventBatch loads;
+        for (const auto& e : batch.events()) {
+          if (e.kind() == pb::ClusterEvent::SHARD_LOAD) *loads.add_events() = e;
+        }
+        if (loads.events_size() == 0) return;
+        m_recording->record(loads);
+        if (m_options.onEvents) m_options.onEvents(m_runId, loads);
+      }));
+      m_shardWatchers.back()->start(m_nodes->addressOf(m_serverNames[i]));
+    }
+  }
   m_control = std::make_unique<ServerControl>(m_lines, m_security, *m_watcher);
   auto sayFn = [this](const std::string& text) { say(text); };
   m_chainMaster = std::make_unique<ChainMaster>(m_runId, *m_nodes, *m_watcher, *m_control, *m_recorder, sayFn);
@@ -385,6 +400,7 @@ void RunSession::stopNodes() {
   }
   m_nodes->finish(30.0);
   m_watcher->stop();
+  for (auto& w : m_shardWatchers) w->stop();
   m_pump->drainAndStop();
 }
 

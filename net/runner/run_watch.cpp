@@ -23,7 +23,7 @@ double RunClock::now() const {
   return m_anchored ? std::chrono::duration<double>(Clock::now() - m_origin).count() : 0.0;
 }
 
-EventWatcher::EventWatcher(const NodeLines& lines, const NodeSecurity& security, RunClock& clock, OnBatch onBatch)
+EventWatcher::EventWatcher(const NodeLines& lines, const NodeSecurity& security, RunClock* clock, OnBatch onBatch)
     : m_lines(lines), m_security(security), m_clock(clock), m_onBatch(std::move(onBatch)) {}
 
 EventWatcher::~EventWatcher() { stop(); }
@@ -84,7 +84,7 @@ void EventWatcher::loop() {
     while (reader->Read(&batch)) {
       double latest = 0;
       for (const auto& e : batch.events()) latest = std::max(latest, e.t_s());
-      m_clock.observe(latest);
+      if (m_clock != nullptr) m_clock->observe(latest);
       m_onBatch(batch);
       m_eventCv.notify_all();
     }

@@ -41,7 +41,9 @@ class RunClock {
 class EventWatcher {
  public:
   using OnBatch = std::function<void(const dasp::ps::v1::EventBatch&)>;
-  EventWatcher(const NodeLines& lines, const NodeSecurity& security, RunClock& clock, OnBatch onBatch);
+  // `clock` null: the server's event times do not set the run's clock (shards 1..S-1,
+  // whose clock follows shard 0's).
+  EventWatcher(const NodeLines& lines, const NodeSecurity& security, RunClock* clock, OnBatch onBatch);
   ~EventWatcher();  // stops and joins
 
   void start(const std::string& headAddress);
@@ -58,7 +60,7 @@ class EventWatcher {
 
   const NodeLines& m_lines;
   const NodeSecurity& m_security;
-  RunClock& m_clock;
+  RunClock* m_clock;
   OnBatch m_onBatch;
   mutable std::mutex m_mu;  // guards the fields below
   std::condition_variable m_retryCv;

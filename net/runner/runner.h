@@ -66,7 +66,8 @@ struct RunnerOptions {
   std::string dbPath;       // run store file
   std::string tags;         // stored with the run
   const std::atomic<bool>* cancel = nullptr;
-  // Sees every event batch from the server, on the watch thread (for live views).
+  // Sees every event batch from the servers, on their watch threads (for live views): the
+  // head's, and a sharded server's other shards' (SHARD_LOAD), so calls may be concurrent.
   std::function<void(std::int64_t runId, const dasp::ps::v1::EventBatch&)> onEvents;
   // Progress lines for a terminal.
   std::function<void(const std::string&)> log;

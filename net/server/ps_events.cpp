@@ -79,6 +79,27 @@ void ParameterServer::Impl::emitDecisionsLocked() {
 
 // A RECOVERY event; kept for the first watcher when nobody watches yet (a restarted
 // server restores before the runner has reconnected).
+void ParameterServer::Impl::noteLoadLocked(double t) {
+  if (!sharded()) return;
+  const double period = t - loadSince;
+  if (period < 1.0) return;
+  if (loadApplyS > 0 || loadServeS > 0) {
+    auto* e = newEventLocked();
+    if (e == nullptr) return;
+    e->set_kind(pb::ClusterEvent::SHARD_LOAD);
+    e->set_t_s(t);
+    e->set_rank(-1);
+    e->set_shard(options.shard);
+    e->set_period_s(period);
+    e->set_apply_s(loadApplyS);
+    e->set_serve_s(loadServeS);
+    publishLocked(e);
+  }
+  loadSince = t;
+  loadApplyS = 0;
+  loadServeS = 0;
+}
+
 void ParameterServer::Impl::emitRecoveryLocked(EventCode what, const std::string& detail, std::int64_t version,
                                                int rank, std::int64_t count, double ageS, std::int64_t dropped,
                                                double outageS) {

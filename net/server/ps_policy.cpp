@@ -34,6 +34,7 @@ void ParameterServer::Impl::applyOutputLocked(double t) {
                       ? pushCall.region->parameters()
                       : nullptr;
     if (forwardsEachUpdate()) {
+      const ApplyTimer timed(this);
       // The head applies the combined gradient exactly as its replicas will.
       store->combine(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), combined.data());
       const float* c = combined.data();
@@ -50,6 +51,7 @@ void ParameterServer::Impl::applyOutputLocked(double t) {
       upd->set_t_s(t);
       replicator->enqueue(std::move(upd));
     } else {
+      const ApplyTimer timed(this);
       store->apply(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), lr, slot);
       recordUpdateLocked(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), lr);
     }
@@ -93,6 +95,7 @@ void ParameterServer::Impl::applyOutputLocked(double t) {
 }
 
 void ParameterServer::Impl::answerPullLocked(PendingPull* r, double t) {
+  const ServeTimer served(this, true);
   auto* reply = &r->header();
   const int rank = r->rank();
   reply->set_stop(stopping);

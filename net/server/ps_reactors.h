@@ -185,6 +185,60 @@ class ParameterServer::Impl::WatchReactor final : public grpc::ServerWriteReacto
   Impl* m_impl;
 };
 
+// The time of one apply (made under Impl::mu, as applies are): added to the shard's load
+// and to its thread's apply seconds (a ServeTimer around it subtracts them). Nothing is
+// measured when the server has no shards.
+class ParameterServer::Impl::ApplyTimer {
+ public:
+  explicit ApplyTimer(Impl* impl) : m_impl(impl->sharded() ? impl : nullptr), m_start(Clock::now()) {}
+  ~ApplyTimer() {
+    if (m_impl == nullptr) return;
+    const double s = std::chrono::duration<double>(Clock::now() - m_start).count();
+    m_impl->loadApplyS += s;
+    applySecondsOfThisThread() += s;
+  }
+  ApplyTimer(const ApplyTimer&) = delete;
+  ApplyTimer& operator=(const ApplyTimer&) = delete;
+
+ private:
+  Impl* m_impl;
+  Clock::time_point m_start;
+};
+
+// The serving time of one call on a sharded server: its time less what its thread spent
+// applying meanwhile, counted when it ends. Its destructor takes Impl::mu: it must be
+// made before any lock of its scope (then it ends after them), or with `locked` when the
+// caller holds mu for the timer's whole life.
+class ParameterServer::Impl::ServeTimer {
+ public:
+  explicit ServeTimer(Impl* impl, bool locked = false)
+      : m_impl(impl->sharded() ? impl : nullptr), m_locked(locked), m_start(Clock::now()),
+        m_applyBefore(applySecondsOfThisThread()) {}
+  ~ServeTimer() {
+    if (m_impl == nullptr) return;
+    const double s = std::chrono::duration<double>(Clock::now() - m_start).count() -
+                     (applySecondsOfThisThread() - m_applyBefore);
+    if (m_locked) {
+      count(s);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(m_impl->mu);
+    count(s);
+  }
+  ServeTimer(const ServeTimer&) = delete;
+  ServeTimer& operator=(const ServeTimer&) = delete;
+
+ private:
+  void count(double s) {
+    m_impl->loadServeS += std::max(0.0, s);
+    m_impl->noteLoadLocked(m_impl->now());
+  }
+  Impl* m_impl;
+  bool m_locked;
+  Clock::time_point m_start;
+  double m_applyBefore;
+};
+
 // The pull of a PushPull or Pull rung on a region's doorbell (ps_doorbell.cpp): answered through
 // the doorbell block, its parameters into the region's parameter slot — unless the worker
 // has given up on the call (it then reads that slot for a gRPC pull instead). Owned by the

@@ -325,6 +325,7 @@ grpc::Status ParameterServer::Impl::rejectLocked(int rank, const std::string& wh
 grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const float* grad, std::size_t bytes,
                                                pb::PushReply* reply, std::optional<double> squaredNorm,
                                                DoorbellCall doorbell) {
+  const ServeTimer served(this);
   if (follower()) return receiveRange(req, grad, bytes, reply);
   const int rank = req.rank();
   auto reject = [&](pb::PushRefusal::Reason reason, const std::string& why) {

@@ -270,6 +270,9 @@ struct ParameterServer::Impl final : ChunkedRawService {
   std::vector<std::vector<float>> receivingRange;
   std::vector<char> receiving;
   std::vector<std::deque<Released>> released;
+  // A sharded server's load since `loadSince` (SHARD_LOAD events: noteLoadLocked).
+  double loadSince = 0;
+  double loadApplyS = 0, loadServeS = 0;
   // The one stream of shard 0's log this shard follows (a FollowShard reader, or a payload
   // socket connection); null: none yet, or it ended.
   const void* shardLogFrom = nullptr;
@@ -425,6 +428,16 @@ struct ParameterServer::Impl final : ChunkedRawService {
   pb::ClusterEvent* newEventLocked();
   void publishLocked(pb::ClusterEvent* e);
   void emitDecisionsLocked();
+  // Sharded servers' load (ps_events.cpp): ApplyTimer and ServeTimer measure the time of an
+  // apply and of a call's serving (less the applying done meanwhile on its thread);
+  // noteLoadLocked sends a SHARD_LOAD event once a period of a second or more is over.
+  class ApplyTimer;
+  class ServeTimer;
+  static double& applySecondsOfThisThread() {
+    thread_local double seconds = 0;
+    return seconds;
+  }
+  void noteLoadLocked(double t);
   // A promotion or chain step is about this server: the event's `target` names it.
   void emitRecoveryLocked(EventCode what, const std::string& detail, std::int64_t version, int rank = -1,
                           std::int64_t count = 0, double ageS = 0, std::int64_t dropped = 0, double outageS = 0);
@@ -464,6 +477,7 @@ struct ParameterServer::Impl final : ChunkedRawService {
   void admitFollowerPullLocked(PendingPull* r);
   bool answerReleasedLocked(PendingPull* r);
   grpc::Status applyShardStepLocked(const pb::ShardStep& step);
+
 
   // --- the update record and the acknowledged version (ps_record.cpp) ---------------------------
   Status openRecord();

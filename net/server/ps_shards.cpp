@@ -94,7 +94,8 @@ void ParameterServer::Impl::setUpShards() {
 }
 
 void ParameterServer::Impl::logStepLocked() {
-  for (auto& log : shardLogs) log->enqueue(shardStep);
+  const double t = now();
+  for (auto& log : shardLogs) log->enqueue(shardStep, t);
 }
 
 void ParameterServer::Impl::logRankStepLocked(pb::ShardStep::Kind kind, int rank, std::int64_t call) {
@@ -245,6 +246,7 @@ void ParameterServer::Impl::admitFollowerPullLocked(PendingPull* r) {
 }
 
 bool ParameterServer::Impl::answerReleasedLocked(PendingPull* r) {
+  const ServeTimer served(this, true);
   auto& answers = released[static_cast<std::size_t>(r->rank() + 1)];
   const auto it = std::find_if(answers.begin(), answers.end(), [r](const Released& a) { return a.call == r->call; });
   if (it == answers.end()) return false;
@@ -299,7 +301,10 @@ grpc::Status ParameterServer::Impl::applyShardStepLocked(const pb::ShardStep& st
         applyPtrs.push_back(gradientOf[static_cast<std::size_t>(g)]);
         applyWeights.push_back(step.weights(k));
       }
-      store->apply(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), step.lr());
+      {
+        const ApplyTimer timed(this);
+        store->apply(applyPtrs.data(), applyWeights.data(), static_cast<int>(applyPtrs.size()), step.lr());
+      }
       if (store->version() != step.version()) {
         return bad("applied version " + std::to_string(store->version()) + ", shard 0 made " +
                    std::to_string(step.version()));
@@ -380,6 +385,9 @@ grpc::Status ParameterServer::Impl::claimShardLogLocked(const void* from) {
 
 grpc::Status ParameterServer::Impl::followShardLogLocked(const void* from, const pb::ShardLog& batch) {
   if (auto st = claimShardLogLocked(from); !st.ok()) return st;
+  // The run's clock is shard 0's: this shard's events (SHARD_LOAD) are on it, within the
+  // least delay a batch has taken.
+  if (!options.clock && batch.t_s() > now()) setClock(batch.t_s());
   for (const auto& step : batch.steps()) {
     const grpc::Status st = applyShardStepLocked(step);
     if (!st.ok()) {

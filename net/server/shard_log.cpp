@@ -99,10 +99,11 @@ ShardLogSender::~ShardLogSender() {
   if (m_thread.joinable()) m_thread.join();
 }
 
-void ShardLogSender::enqueue(const pb::ShardStep& step) {
+void ShardLogSender::enqueue(const pb::ShardStep& step, double t) {
   {
     std::lock_guard<std::mutex> lock(m_mu);
     *m_queued.add_steps() = step;
+    m_queued.set_t_s(t);
   }
   m_cv.notify_one();
 }
@@ -114,18 +115,36 @@ void ShardLogSender::report(const grpc::Status& status) const {
   }
 }
 
+namespace {
+
+grpc::Status probe(pb::ParameterServer::Stub& stub, const NodeSecurity& security, double timeoutS,
+                   pb::JoinReply& reply) {
+  grpc::ClientContext context;
+  context.set_wait_for_ready(true);
+  setDeadline(context, timeoutS);
+  attachToken(context, security);
+  pb::JoinRequest request;
+  request.set_role("probe");
+  request.set_name("shard-0");
+  return stub.Join(&context, request, &reply);
+}
+
+}  // namespace
+
+Result<pb::JoinReply> probeShard(const std::string& address, const NodeSecurity& security, double timeoutS) {
+  auto stub = pb::ParameterServer::NewStub(openChannel(address, security, grpc::ChannelArguments()));
+  pb::JoinReply reply;
+  if (const grpc::Status st = probe(*stub, security, timeoutS, reply); !st.ok()) {
+    return Status::error("the shard at " + address + " does not answer (" + describe(st) + ")");
+  }
+  return reply;
+}
+
 // Asks the shard (gRPC's Join, role "probe") whether it has a payload socket: the log goes
 // there, else through gRPC.
 std::unique_ptr<ShardLogSender::Stream> ShardLogSender::open(pb::ParameterServer::Stub& stub, grpc::Status& status) {
-  grpc::ClientContext context;
-  context.set_wait_for_ready(true);
-  setDeadline(context, kProbeS);
-  attachToken(context, m_security);
-  pb::JoinRequest probe;
-  probe.set_role("probe");
-  probe.set_name("shard-0");
   pb::JoinReply reply;
-  status = stub.Join(&context, probe, &reply);
+  status = probe(stub, m_security, kProbeS, reply);
   if (!status.ok()) return nullptr;
   if (reply.payload_port() > 0) return std::make_unique<SocketStream>(m_address, reply.payload_port(), m_security.token);
   return std::make_unique<GrpcStream>(stub, m_security, m_deadlineS);
@@ -154,7 +173,7 @@ void ShardLogSender::loop() {
       broken = !status.ok();
       if (broken) report(status);
     }
-    batch.clear_steps();
+    batch.Clear();
     lock.lock();
   }
   lock.unlock();

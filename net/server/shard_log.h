@@ -18,6 +18,7 @@
 // Threading: enqueue() from any thread (the server calls it under its own lock: it never
 // blocks on the network); `onError` runs on the sender's thread, without its lock.
 
+#include "core/common/result.h"
 #include "dasp/ps/v1/parameter_server.grpc.pb.h"
 #include "net/security/node_security.h"
 
@@ -31,6 +32,11 @@
 
 namespace dasp::net {
 
+// Shard 0's probe of shard `address` (gRPC Join, role "probe", waiting up to `timeoutS`
+// for it to listen): its payload port and the checkpoint versions it holds.
+Result<dasp::ps::v1::JoinReply> probeShard(const std::string& address, const NodeSecurity& security,
+                                           double timeoutS);
+
 class ShardLogSender {
  public:
   using OnError = std::function<void(const std::string& message)>;
@@ -43,7 +49,8 @@ class ShardLogSender {
   ShardLogSender& operator=(const ShardLogSender&) = delete;
 
   const std::string& address() const { return m_address; }
-  void enqueue(const dasp::ps::v1::ShardStep& step);
+  // `t`: shard 0's run time (the batch carries the latest: ShardLog.t_s).
+  void enqueue(const dasp::ps::v1::ShardStep& step, double t);
 
  private:
   void loop();

@@ -426,6 +426,23 @@ void TestShards::shardedRunThroughProcesses() {
   bool shard = false;
   for (const auto& node : nodes) shard = shard || (node.node == "shard-1" && node.role == "server" && node.exitCode == 0);
   QVERIFY(shard);
+  // Each shard's load (SHARD_LOAD, a period of a second or more) is in the store on the
+  // run's clock: shard 1's too, although its own clock started before shard 0's.
+  for (const char* name : {"server", "shard-1"}) {
+    const auto periods = store->samples(runs.front().id, "shard_period_s").value();
+    const auto applied = store->samples(runs.front().id, "shard_apply_s").value();
+    int seen = 0;
+    for (const auto& p : periods) {
+      if (p.node != name) continue;
+      ++seen;
+      // A run of 2 s (max_seconds): its periods end within it, and its stop.
+      QVERIFY2(p.value >= 1.0 && p.tS >= p.value && p.tS < 3.0, qPrintable(QString::number(p.tS)));
+    }
+    QVERIFY2(seen >= 1, name);
+    double applying = 0;
+    for (const auto& a : applied) applying += a.node == name ? a.value : 0;
+    QVERIFY2(applying > 0, name);  // BSP applied updates on both ranges
+  }
   // Too many shards for the model: a clear error naming ps.shards, before anything runs.
   spec["ps"] = QJsonObject{{"shards", 64}};
   spec["model"] = QJsonObject{{"name", "logreg"}};

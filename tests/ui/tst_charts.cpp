@@ -86,6 +86,7 @@ class TestCharts : public QObject {
   void decimationShortAndRanged();
   void lanesDrawStateColours();
   void lanesFollowAndWindow();
+  void shardLanesShowApplyingAndServing();
   void decisionTooltip();
   void decisionStripMarksOnlyChanges();
   void groupedChartHasBand();
@@ -158,6 +159,50 @@ void TestCharts::lanesDrawStateColours() {
     colours.insert(NodeLanes::stateColor(s).rgb());
   }
   QCOMPARE(colours.size(), 6);
+}
+
+// A sharded server's shards: a lane each above the workers', each period a column with
+// its applying share from the bottom and its serving share above; the store's samples of
+// one period (any order) make one period.
+void TestCharts::shardLanesShowApplyingAndServing() {
+  RunData run = laneRun();
+  for (const auto& [series, value] : {std::pair{"shard_apply_s", 0.6}, {"shard_serve_s", 0.3}, {"shard_period_s", 2.0}}) {
+    QVERIFY(run.addShardSample(QStringLiteral("server"), series, 2.0, value));
+  }
+  QVERIFY(run.addShardSample(QStringLiteral("shard-1"), "shard_period_s", 2.0, 2.0));
+  QVERIFY(run.addShardSample(QStringLiteral("shard-1"), "shard_serve_s", 2.0, 1.0));
+  QVERIFY(run.addShardSample(QStringLiteral("shard-1"), "shard_apply_s", 6.0, 0.2));  // a later period
+  QVERIFY(run.addShardSample(QStringLiteral("shard-1"), "shard_period_s", 6.0, 4.0));
+  QVERIFY(!run.addShardSample(QStringLiteral("shard-1"), "wait_s", 6.0, 1.0));
+  QCOMPARE(run.shards.size(), std::size_t{2});
+  QCOMPARE(run.shards[0].name, QStringLiteral("server"));
+  QCOMPARE(run.shards[1].load.size(), std::size_t{2});
+  QCOMPARE(run.shards[1].load[1].t0, 2.0);
+  QCOMPARE(run.nodes.size(), std::size_t{3});  // no worker lane for a shard
+  NodeLanes lanes;
+  lanes.setRun(&run);
+  lanes.resize(900, 300);
+  lanes.setWindow(0, 10);
+  const QImage img = lanes.grab().toImage();
+  const QRect server = lanes.shardLaneRect(0), shard1 = lanes.shardLaneRect(1);
+  QVERIFY(server.bottom() < shard1.top());
+  QVERIFY(shard1.bottom() < lanes.stripRect(0).top());
+  const int x = static_cast<int>(lanes.xForTime(1.0));
+  // server, 0-2 s: 30 % applying from the bottom (3 of 10 rows), then 15 % serving (2).
+  QVERIFY(sameColor(img, QPointF(x, server.bottom()), NodeLanes::shardLoadColor(true)));
+  QVERIFY(sameColor(img, QPointF(x, server.bottom() - 4), NodeLanes::shardLoadColor(false)));
+  QVERIFY(sameColor(img, QPointF(x, server.top()), QColor(0xF2, 0xF2, 0xF2)));
+  // shard-1, 0-2 s: half serving, nothing applied; 2-6 s: 5 % applying.
+  QVERIFY(sameColor(img, QPointF(x, shard1.bottom()), NodeLanes::shardLoadColor(false)));
+  const int x4 = static_cast<int>(lanes.xForTime(4.0));
+  QVERIFY(sameColor(img, QPointF(x4, shard1.bottom()), NodeLanes::shardLoadColor(true)));
+  QVERIFY(sameColor(img, QPointF(x4, shard1.top()), QColor(0xF2, 0xF2, 0xF2)));
+  const QString tip = lanes.toolTipAt(QPoint(x, server.center().y()));
+  QVERIFY2(tip.contains(QStringLiteral("applying 30.0 %, serving 15.0 %")), qPrintable(tip));
+  QVERIFY2(tip.contains(QStringLiteral("shard 0, which decides")), qPrintable(tip));
+  // The worker lanes still draw their states below.
+  QVERIFY(sameColor(img, QPointF(lanes.xForTime(2), lanes.laneRect(0).center().y()),
+                    NodeLanes::stateColor(NodeState::Compute)));
 }
 
 void TestCharts::lanesFollowAndWindow() {

@@ -30,6 +30,8 @@ constexpr int kStripH = 4;
 constexpr int kStripGap = 1;
 constexpr int kLaneGap = 5;
 constexpr int kLegendH = 22;
+constexpr int kShardH = 10;  // a sharded server's shard lane
+constexpr int kShardGap = 3;
 constexpr int kHitPx = 4;  // how far from a marker the tooltip still finds it
 
 constexpr std::array<NodeState, 6> kStates{NodeState::Compute, NodeState::Push, NodeState::Wait,
@@ -87,6 +89,11 @@ QColor NodeLanes::stateColor(NodeState state) {
   return QColor(Qt::black);
 }
 
+QColor NodeLanes::shardLoadColor(bool applying) {
+  // Okabe-Ito's reddish purple, and a dark grey: apart from the states' colours.
+  return applying ? QColor(0xCC, 0x79, 0xA7) : QColor(0x55, 0x55, 0x55);
+}
+
 QColor NodeLanes::parallelColor(Parallel parallel) {
   switch (parallel) {
     case Parallel::Sync: return QColor(0xCC, 0x79, 0xA7);
@@ -141,9 +148,13 @@ void NodeLanes::refresh() {
 
 int NodeLanes::laneCount() const { return m_run != nullptr ? static_cast<int>(m_run->nodes.size()) : 0; }
 
+int NodeLanes::shardCount() const { return m_run != nullptr ? static_cast<int>(m_run->shards.size()) : 0; }
+
+int NodeLanes::shardsHeight() const { return shardCount() * (kShardH + kShardGap); }
+
 int NodeLanes::laneHeight() const {
   const int n = std::max(laneCount(), 1);
-  const int avail = height() - kAxisH - kClusterH - kClusterGap - kLegendH - 4;
+  const int avail = height() - kAxisH - kClusterH - kClusterGap - shardsHeight() - kLegendH - 4;
   return std::clamp(avail / n - (kStripH + kStripGap + kLaneGap), 6, 28);
 }
 
@@ -156,9 +167,14 @@ QRect NodeLanes::clusterLaneRect() const {
   return QRect(kLabelW, kAxisH, std::max(width() - kLabelW - kRightMargin, 1), kClusterH);
 }
 
+QRect NodeLanes::shardLaneRect(int shard) const {
+  const int y = kAxisH + kClusterH + kClusterGap + shard * (kShardH + kShardGap);
+  return QRect(kLabelW, y, std::max(width() - kLabelW - kRightMargin, 1), kShardH);
+}
+
 QRect NodeLanes::stripRect(int lane) const {
   const int pitch = kStripH + kStripGap + laneHeight() + kLaneGap;
-  const int y = kAxisH + kClusterH + kClusterGap + lane * pitch;
+  const int y = kAxisH + kClusterH + kClusterGap + shardsHeight() + lane * pitch;
   return QRect(kLabelW, y, std::max(width() - kLabelW - kRightMargin, 1), kStripH);
 }
 
@@ -169,12 +185,14 @@ QRect NodeLanes::laneRect(int lane) const {
 
 QSize NodeLanes::sizeHint() const {
   const int n = std::max(laneCount(), 1);
-  return QSize(800, kAxisH + kClusterH + kClusterGap + n * (kStripH + kStripGap + 18 + kLaneGap) + kLegendH + 6);
+  return QSize(800, kAxisH + kClusterH + kClusterGap + shardsHeight() + n * (kStripH + kStripGap + 18 + kLaneGap) +
+                       kLegendH + 6);
 }
 
 QSize NodeLanes::minimumSizeHint() const {
   const int n = std::max(laneCount(), 1);
-  return QSize(300, kAxisH + kClusterH + kClusterGap + n * (kStripH + kStripGap + 6 + kLaneGap) + kLegendH + 6);
+  return QSize(300, kAxisH + kClusterH + kClusterGap + shardsHeight() + n * (kStripH + kStripGap + 6 + kLaneGap) +
+                       kLegendH + 6);
 }
 
 double NodeLanes::xForTime(double t) const {
@@ -299,6 +317,41 @@ void NodeLanes::paintLane(QPainter& p, int lane, double t0, double t1) const {
   }
 }
 
+// Each period of the shard as a column: the share of it spent applying, from the bottom,
+// and serving above it.
+void NodeLanes::paintShard(QPainter& p, int shard, double t0, double t1) const {
+  const QRect lane = shardLaneRect(shard);
+  p.fillRect(lane, kEmptyLane);
+  for (const ShardLoad& l : m_run->shards[static_cast<std::size_t>(shard)].load) {
+    if (l.t1 < t0 || l.t0 > t1 || l.t1 <= l.t0) continue;
+    const int x0 = static_cast<int>(std::floor(xForTime(std::max(l.t0, t0))));
+    const int x1 = std::max(x0 + 1, static_cast<int>(std::ceil(xForTime(std::min(l.t1, t1)))));
+    const double period = l.t1 - l.t0;
+    const int apply = static_cast<int>(std::lround(lane.height() * std::clamp(l.applyS / period, 0.0, 1.0)));
+    const int serve = std::min(lane.height() - apply,
+                               static_cast<int>(std::lround(lane.height() * std::clamp(l.serveS / period, 0.0, 1.0))));
+    p.fillRect(QRect(x0, lane.bottom() + 1 - apply, x1 - x0, apply), shardLoadColor(true));
+    p.fillRect(QRect(x0, lane.bottom() + 1 - apply - serve, x1 - x0, serve), shardLoadColor(false));
+  }
+}
+
+QString NodeLanes::shardToolTip(int shard, double t) const {
+  const ShardData& s = m_run->shards[static_cast<std::size_t>(shard)];
+  const QString where = placementText(s.host, QString());
+  QString text = s.name + (where.isEmpty() ? QString() : tr(" on %1").arg(where)) +
+                 (shard == 0 ? tr(" (shard 0, which decides)") : QString());
+  for (const ShardLoad& l : s.load) {
+    if (t < l.t0 || t >= l.t1) continue;
+    const double period = l.t1 - l.t0;
+    return text + tr("\n%1–%2 s: applying %3 %, serving %4 %")
+                      .arg(l.t0, 0, 'f', 2)
+                      .arg(l.t1, 0, 'f', 2)
+                      .arg(100 * l.applyS / period, 0, 'f', 1)
+                      .arg(100 * l.serveS / period, 0, 'f', 1);
+  }
+  return text + tr("\nno load reported at %1 s").arg(t, 0, 'f', 2);
+}
+
 void NodeLanes::paintAxis(QPainter& p, double t0, double t1) const {
   const QRect r = plotRect();
   const QFontMetrics fm(font());
@@ -342,6 +395,13 @@ void NodeLanes::paintLegend(QPainter& p) const {
   x += 12;
   p.setPen(palette().color(QPalette::WindowText));
   p.drawText(x, y + box - 1, tr("event"));
+  if (shardCount() > 0) {
+    x += fm.horizontalAdvance(tr("event")) + 12;
+    p.drawText(x, y + box - 1, tr("shards:"));
+    x += fm.horizontalAdvance(tr("shards:")) + 6;
+    item(shardLoadColor(true), tr("applying"), box);
+    item(shardLoadColor(false), tr("serving"), box);
+  }
 }
 
 void NodeLanes::paintEvent(QPaintEvent*) {
@@ -358,6 +418,13 @@ void NodeLanes::paintEvent(QPaintEvent*) {
   const QRect cluster = clusterLaneRect();
   p.fillRect(cluster, kClusterLane);
   label(cluster, tr("cluster"));
+  for (int shard = 0; shard < shardCount(); ++shard) {
+    p.save();
+    p.setClipRect(QRect(kLabelW, 0, cluster.width(), height()));
+    paintShard(p, shard, t0, t1);
+    p.restore();
+    label(shardLaneRect(shard), m_run->shards[static_cast<std::size_t>(shard)].name);
+  }
   if (m_run == nullptr || m_run->nodes.empty()) {
     p.setPen(palette().color(QPalette::PlaceholderText));
     p.drawText(laneRect(0), Qt::AlignCenter, m_run == nullptr ? tr("no run") : tr("no nodes yet"));
@@ -396,6 +463,9 @@ void NodeLanes::paintEvent(QPaintEvent*) {
 
 QString NodeLanes::toolTipAt(const QPoint& pos) const {
   if (m_run == nullptr) return {};
+  for (int shard = 0; shard < shardCount(); ++shard) {
+    if (shardLaneRect(shard).adjusted(0, -1, 0, 1).contains(pos)) return shardToolTip(shard, timeForX(pos.x()));
+  }
   int lane = -2;
   if (clusterLaneRect().adjusted(0, -2, 0, 2).contains(pos)) lane = -1;
   for (int l = 0; l < laneCount() && lane == -2; ++l) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// NodeLanes: the timeline of one run, one lane per worker. Each lane shows the node's
+// NodeLanes: the timeline of one run, one lane per worker (and, above them, a thin lane per
+// shard of a sharded server: the share of each period it spent applying and serving,
+// from its SHARD_LOAD reports). Each worker lane shows the node's
 // state over time (COMPUTE, PUSH, WAIT, PULL, DOWN, IDLE in a fixed colour-blind-friendly
 // palette), a thin strip above it with the node's parallel state (SYNC, ASYNC, DOWN), and
 // the policy's decisions that changed something (state changes, barrier timeouts, drops:
@@ -60,6 +62,8 @@ class NodeLanes : public QWidget {
 
   static QColor stateColor(NodeState state);
   static QColor parallelColor(Parallel parallel);
+  // A shard lane's colour for the share of a period spent applying (true) or serving.
+  static QColor shardLoadColor(bool applying);
 
   // Geometry, for hit tests, tests and the report.
   double xForTime(double t) const;
@@ -67,6 +71,7 @@ class NodeLanes : public QWidget {
   QRect laneRect(int lane) const;   // the state body of worker lane `lane`
   QRect stripRect(int lane) const;  // the parallel-state strip above it
   QRect clusterLaneRect() const;
+  QRect shardLaneRect(int shard) const;  // a sharded server's shard `shard` (0 decides)
   QRect plotRect() const;           // the area the lanes' time axis spans
   // The tooltip shown at `pos`: the decisions/events near it, else the lane's state.
   QString toolTipAt(const QPoint& pos) const;
@@ -111,12 +116,16 @@ class NodeLanes : public QWidget {
 
   int laneHeight() const;
   int laneCount() const;
+  int shardCount() const;
+  int shardsHeight() const;  // the shard lanes' band, between the cluster lane and the workers'
   int laneOf(const QString& node) const;
   const LaneIndex& index(int lane) const;
   // [first, last) of the node's intervals that may overlap [t0, t1].
   std::pair<std::size_t, std::size_t> candidates(int lane, double t0, double t1) const;
   std::vector<Marker> markers(double t0, double t1) const;
   void paintLane(QPainter& p, int lane, double t0, double t1) const;
+  void paintShard(QPainter& p, int shard, double t0, double t1) const;
+  QString shardToolTip(int shard, double t) const;
   void paintAxis(QPainter& p, double t0, double t1) const;
   void paintLegend(QPainter& p) const;
   void setWindowByUser(double t0, double t1);

@@ -81,6 +81,34 @@ NodeData& RunData::node(const QString& nodeName) {
   return *nodes.insert(pos, std::move(fresh));
 }
 
+ShardData& RunData::shard(const QString& shardName) {
+  auto it = std::find_if(shards.begin(), shards.end(), [&](const ShardData& n) { return n.name == shardName; });
+  if (it != shards.end()) return *it;
+  auto pos = std::find_if(shards.begin(), shards.end(), [&](const ShardData& n) { return nodeBefore(shardName, n.name); });
+  ShardData fresh;
+  fresh.name = shardName;
+  return *shards.insert(pos, std::move(fresh));
+}
+
+bool RunData::addShardSample(const QString& shardName, const std::string& series, double t, double value) {
+  if (series != "shard_period_s" && series != "shard_apply_s" && series != "shard_serve_s") return false;
+  auto& load = shard(shardName).load;
+  auto it = std::find_if(load.rbegin(), load.rend(), [t](const ShardLoad& l) { return l.t1 == t; });
+  ShardLoad* period = nullptr;
+  if (it != load.rend()) {
+    period = &*it;
+  } else {
+    // Periods follow each other: one ending before the last stays in order.
+    auto pos = std::find_if(load.begin(), load.end(), [t](const ShardLoad& l) { return l.t1 > t; });
+    period = &*load.insert(pos, ShardLoad{t, t, 0, 0});
+  }
+  if (series == "shard_period_s") period->t0 = t - value;
+  if (series == "shard_apply_s") period->applyS = value;
+  if (series == "shard_serve_s") period->serveS = value;
+  endT = std::max(endT, t);
+  return true;
+}
+
 const NodeData* RunData::findNode(const QString& nodeName) const {
   auto it = std::find_if(nodes.begin(), nodes.end(), [&](const NodeData& n) { return n.name == nodeName; });
   return it == nodes.end() ? nullptr : &*it;
@@ -135,7 +163,11 @@ Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
   // Worker lanes first, so they exist in rank order even before any interval.
   auto nodes = store.nodes(runId);
   if (!nodes) return nodes.status();
+  // A sharded server's shards are lanes of their own (the servers of a chain are not).
+  const auto parsedSpec = parseSpecJson(d.specJson.toStdString(), "run spec");
+  const int shards = parsedSpec ? parsedSpec.value().ps().shards() : 1;
   for (const auto& n : nodes.value()) {
+    if (n.role == "server" && shards > 1) d.shard(QString::fromStdString(n.node)).host = QString::fromStdString(n.host);
     if (n.role != "worker" && n.role != "trainer") continue;
     NodeData& lane = d.node(QString::fromStdString(n.node));
     lane.host = QString::fromStdString(n.host);
@@ -154,6 +186,7 @@ Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
   auto samples = store.samples(runId);
   if (!samples) return samples.status();
   for (const auto& s : samples.value()) {
+    if (d.addShardSample(QString::fromStdString(s.node), s.series, s.tS, s.value)) continue;
     auto& n = d.node(QString::fromStdString(s.node));
     const Point p{s.tS, s.version, s.value};
     if (s.series == "wait_s") {

@@ -96,6 +96,19 @@ struct NodeData {
   double lastT = 0;               // latest time seen for this node
 };
 
+// One period of a sharded server's shard (SHARD_LOAD): seconds of it spent applying
+// updates to its range and serving the nodes' calls.
+struct ShardLoad {
+  double t0 = 0, t1 = 0;  // seconds of run time
+  double applyS = 0, serveS = 0;
+};
+
+struct ShardData {
+  QString name;  // "server" (shard 0, which decides), "shard-1", ...
+  QString host;  // as NodeData's
+  std::vector<ShardLoad> load;
+};
+
 struct RunData {
   std::int64_t runId = 0;
   QString name, kind, model, dataset, strategy, recovery, engine, status;
@@ -111,6 +124,7 @@ struct RunData {
   QString label;
   std::vector<Evaluation> evaluations;
   std::vector<NodeData> nodes;    // workers in rank order (the server is not a lane of its own)
+  std::vector<ShardData> shards;  // a sharded server's shards, shard 0 first (none: one server)
   std::vector<Decision> decisions;
   std::vector<Event> events;
   std::map<QString, double> summary;      // numeric summary figures
@@ -119,6 +133,10 @@ struct RunData {
   double endT = 0;                        // latest time of anything in the run
 
   NodeData& node(const QString& nodeName);    // finds or appends (keeps worker-N order)
+  ShardData& shard(const QString& shardName);  // finds or appends (keeps shard order)
+  // A SHARD_LOAD figure as the store keeps it (series shard_period_s, shard_apply_s,
+  // shard_serve_s of one period share its end `t`); false for another series.
+  bool addShardSample(const QString& shardName, const std::string& series, double t, double value);
   const NodeData* findNode(const QString& nodeName) const;
   // The first evaluation at or above `target`, if any.
   std::optional<double> timeToTarget(double target) const;

@@ -118,6 +118,13 @@ void LiveRunFeed::push(std::int64_t runId, const pb::EventBatch& batch) {
                                QString::fromStdString(net::decisionText(e)), QString::fromStdString(e.detail()),
                                net::decisionKindOf(e)});
         break;
+      case pb::ClusterEvent::SHARD_LOAD: {
+        const QString shard = e.shard() == 0 ? QStringLiteral("server") : QStringLiteral("shard-%1").arg(e.shard());
+        (void)d.addShardSample(shard, "shard_period_s", e.t_s(), e.period_s());
+        (void)d.addShardSample(shard, "shard_apply_s", e.t_s(), e.apply_s());
+        (void)d.addShardSample(shard, "shard_serve_s", e.t_s(), e.serve_s());
+        break;
+      }
       case pb::ClusterEvent::EVALUATION: {
         Evaluation ev;
         ev.t = e.version_t_s();  // time to target uses when the version was made
@@ -149,6 +156,7 @@ void LiveRunFeed::merge(RunData& into, RunData&& from) {
     target.iterations += n.iterations;
     target.lastT = std::max(target.lastT, n.lastT);
   }
+  for (auto& shard : from.shards) append(into.shard(shard.name).load, std::move(shard.load));
   append(into.decisions, std::move(from.decisions));
   append(into.events, std::move(from.events));
   for (const auto& [key, value] : from.summary) {
