@@ -49,10 +49,6 @@ grpc::Status withRetry(const WorkerOptions& o, const char* what, NodeStats& stat
   }
 }
 
-}  // namespace
-
-namespace {
-
 std::vector<std::string> serverList(const WorkerOptions& options) {
   if (!options.servers.empty()) return options.servers;
   return {options.server};
@@ -65,6 +61,28 @@ bool isOutage(const grpc::Status& status) {
          status.error_code() == grpc::StatusCode::CANCELLED;
 }
 
+void recoveryLine(const WorkerOptions& o, const RecoveryReport& report) { say(o, formatRecoveryLine(report)); }
+
+RecoveryReport outageReport(const WorkerOptions& o, const std::string& server, const grpc::Status& why,
+                            std::int64_t acked) {
+  RecoveryReport r;
+  r.kind = RecoveryReport::Kind::OutageDetected;
+  r.node = o.name;
+  r.server = server;
+  r.ackedVersion = acked;
+  r.status = describe(why);
+  return r;
+}
+
+// The evaluator's link to the server at `address`; a sharded server's shards are all
+// joined again (null when that fails: a restarted one may not answer yet).
+std::shared_ptr<ServerLink> evaluatorLink(const WorkerOptions& options, const std::string& address, bool sharded) {
+  if (!sharded) return std::make_shared<PsClient>(address, options.parameters, options.security);
+  WorkerOptions again = options;
+  again.connectTimeoutS = 0;
+  auto joined = joinServer(again, "evaluator");
+  return joined ? joined->client : nullptr;
+}
 
 }  // namespace
 
@@ -127,23 +145,6 @@ Result<JoinInfo> joinServer(const WorkerOptions& options, const std::string& rol
   }
   return info;
 }
-
-namespace {
-
-void recoveryLine(const WorkerOptions& o, const RecoveryReport& report) { say(o, formatRecoveryLine(report)); }
-
-RecoveryReport outageReport(const WorkerOptions& o, const std::string& server, const grpc::Status& why,
-                            std::int64_t acked) {
-  RecoveryReport r;
-  r.kind = RecoveryReport::Kind::OutageDetected;
-  r.node = o.name;
-  r.server = server;
-  r.ackedVersion = acked;
-  r.status = describe(why);
-  return r;
-}
-
-}  // namespace
 
 namespace {
 
@@ -355,10 +356,6 @@ Status WorkerLoop::flushBacklog(double outageS) {
 }
 
 Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
-  if (m_join.sharded) {
-    return Status::error(m_options.name + ": a shard of the server failed (" + describe(why) +
-                         "); a sharded server does not recover yet (recovery.mode NONE)");
-  }
   ++m_stats.outages;
   const auto outageStart = Clock::now();
   recoveryLine(m_options, outageReport(m_options, m_servers[m_current], why, m_ackedVersion));
@@ -399,14 +396,21 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
     const pb::JoinRequest request = rejoinRequest();
     for (std::size_t k = 0; k < m_servers.size(); ++k) {
       const std::size_t i = (m_current + k) % m_servers.size();
-      auto candidate = std::make_unique<PsClient>(m_servers[i], m_options.parameters, m_options.security,
+      auto candidate = std::make_shared<PsClient>(m_servers[i], m_options.parameters, m_options.security,
                                                   m_options.transport);
       pb::JoinReply reply;
       // A restarted stateless server answers once it has adopted parameters (seconds).
       auto status = candidate->join(request, reply, m_stateless ? 15.0 : 5.0);
       if (!status.ok()) continue;
       m_current = i;
-      m_client = std::move(candidate);
+      if (reply.shard_addresses_size() > 0) {
+        // A restarted sharded server: every shard is joined again (their calls start over).
+        auto link = ShardedLink::join(candidate, request, reply, m_options.security, m_options.transport, 5.0);
+        if (!link) continue;
+        m_client = std::move(link).value();
+      } else {
+        m_client = std::move(candidate);
+      }
       m_gradientAt = m_gradient.data();  // not the old client's slot
       const double outageS = secondsSince(outageStart);
       const std::size_t total = m_backlog.size();
@@ -599,10 +603,7 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
   const auto servers = serverList(options);
   std::size_t current = 0;
   // A sharded server's evaluator pulls every range (its join made the link); else shard 0's.
-  std::shared_ptr<ServerLink> client =
-      join.client ? join.client
-                  : std::shared_ptr<ServerLink>(std::make_shared<PsClient>(servers[current], options.parameters,
-                                                                           options.security));
+  std::shared_ptr<ServerLink> client = join.client ? join.client : evaluatorLink(options, servers[current], false);
   NodeStats stats;
   const auto& eval = join.spec.evaluation();
   const std::int64_t everyVersions = eval.every_steps() > 0 ? eval.every_steps() : 0;
@@ -615,7 +616,7 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
   // answers (a restarted server may hold an older version: the schedule starts over).
   auto pull = [&](pb::PullRequest& request, pb::PullReply& reply, const float*& params, double timeout) {
     auto status = client->pullParameters(request, reply, params, timeout);
-    if (!isOutage(status) || cancelled(options) || join.sharded) return status;
+    if (!isOutage(status) || cancelled(options)) return status;
     ++stats.outages;
     const auto outageStart = Clock::now();
     recoveryLine(options, outageReport(options, servers[current], status, -1));
@@ -624,7 +625,8 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       for (std::size_t k = 0; k < servers.size(); ++k) {
         const std::size_t i = (current + k) % servers.size();
-        auto candidate = std::make_shared<PsClient>(servers[i], options.parameters, options.security);
+        auto candidate = evaluatorLink(options, servers[i], join.sharded);
+        if (!candidate) continue;
         reply.Clear();
         status = candidate->pullParameters(request, reply, params, 5.0);
         if (!isOutage(status)) {

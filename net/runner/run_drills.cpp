@@ -60,6 +60,7 @@ ActionOutcome RunDrills::fire(int index, const v1::FaultSpec& fault, double t) {
     case v1::FaultSpec::KILL:
       m_expectedExit.insert(target);
       child->signal(SIGKILL);
+      stopShardZeroWith(target);
       return signalled(RE::KILL, target);
     case v1::FaultSpec::DISCONNECT:
       child->signal(SIGUSR1);
@@ -68,6 +69,19 @@ ActionOutcome RunDrills::fire(int index, const v1::FaultSpec& fault, double t) {
       child->signal(SIGSTOP);
       return signalled(RE::PAUSE, target);
   }
+}
+
+// A sharded server's shard 1..S-1 was killed: shard 0 goes with it (its decisions since
+// the checkpoint every shard will restore are undone anyway) and restarts after it.
+void RunDrills::stopShardZeroWith(const std::string& target) {
+  if (m_spec.ps().shards() <= 1 || target == "server" || !m_nodes.isServer(target)) return;
+  NodeProcess* shardZero = m_nodes.process("server");
+  if (shardZero == nullptr || !shardZero->running()) return;
+  m_expectedExit.insert("server");
+  shardZero->signal(SIGKILL);
+  m_stoppedWith[target] = "server";
+  m_say("run " + std::to_string(m_runId) + ": server (shard 0) stopped with " + target +
+        "; both restart, and every shard restores one version");
 }
 
 void RunDrills::fireDue(double t) {
@@ -120,8 +134,20 @@ std::optional<ActionOutcome> RunDrills::restartNode(const std::string& name, dou
       if (mode == v1::RecoverySpec::CHECKPOINT) extra.push_back("--restore");
       if (mode == v1::RecoverySpec::STATELESS) extra.push_back("--adopt");
     }
-    if (auto st = m_nodes.launchServer(name, m_nodes.portOf(name), extra); !st) return restartFailed(name, st.message());
-    m_starting.push_back({name, report, deadlineIn<std::chrono::steady_clock>(m_nodes.startTimeoutS())});
+    // A killed shard first, then shard 0 stopped with it: shard 0 asks every shard for
+    // its checkpoints when it starts.
+    std::vector<std::string> servers{name};
+    if (auto with = m_stoppedWith.find(name); with != m_stoppedWith.end()) {
+      servers.push_back(with->second);
+      m_stoppedWith.erase(with);
+    }
+    for (const auto& server : servers) {
+      if (NodeProcess* child = m_nodes.process(server); child != nullptr && server != name) child->waitFor(5.0);
+      if (auto st = m_nodes.launchServer(server, m_nodes.portOf(server), extra); !st) {
+        return restartFailed(server, st.message());
+      }
+      m_starting.push_back({server, report, deadlineIn<std::chrono::steady_clock>(m_nodes.startTimeoutS())});
+    }
     return std::nullopt;
   }
   if (const int rank = m_nodes.rankOf(name); rank >= 0) {
@@ -194,6 +220,7 @@ ActionOutcome RunDrills::signalByHand(const RunControl::Action& action, double t
   m_cpuAtFault[index] = cpuSnapshot();
   if (kill) m_expectedExit.insert(target);
   child->signal(kill ? SIGKILL : SIGSTOP);
+  if (kill) stopShardZeroWith(target);
   return signalled(kill ? RE::KILL : RE::PAUSE, target);
 }
 

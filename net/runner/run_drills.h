@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -55,6 +56,10 @@ class RunDrills {
   void takeCpuFigures();
   // `name` was killed on purpose (a drill or by hand); true once per such kill.
   bool takeExpectedExit(const std::string& name) { return m_expectedExit.erase(name) > 0; }
+  // `name` (a sharded server's shard 0) was stopped with a killed shard and restarts with it.
+  bool restartsWithAShard(const std::string& name) const {
+    return std::any_of(m_stoppedWith.begin(), m_stoppedWith.end(), [&](const auto& s) { return s.second == name; });
+  }
 
  private:
   // Where a restart's outcome is reported: a drill's "fault" event (and its detail), or
@@ -69,6 +74,7 @@ class RunDrills {
     std::chrono::steady_clock::time_point deadline;
   };
   ActionOutcome fire(int index, const v1::FaultSpec& fault, double t);
+  void stopShardZeroWith(const std::string& target);
   // The restart's outcome, or none while a server it started is starting.
   std::optional<ActionOutcome> restartNode(const std::string& name, double t, const Report& report);
   // A listening server takes its place: a chain replica at the tail, any other as recovery says.
@@ -94,6 +100,9 @@ class RunDrills {
   bool m_isChain;
   std::map<int, std::map<pid_t, double>> m_cpuAtFault;  // drill index -> CPU-s by pid at the fault
   std::set<std::string> m_expectedExit;
+  // A sharded server: a killed shard -> shard 0, stopped with it (its decisions, and the
+  // version it would serve, are rolled back at the restart), restarted after it.
+  std::map<std::string, std::string> m_stoppedWith;
   std::vector<PendingStart> m_starting;  // server restarts whose process has not listened yet
 };
 

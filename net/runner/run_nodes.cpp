@@ -81,7 +81,23 @@ Status RunNodes::launchServer(const std::string& name, const std::string& port, 
   const auto index = std::find(m_config.serverNames.begin(), m_config.serverNames.end(), name) - m_config.serverNames.begin();
   if (payloadPort > 0) args.insert(args.end(), {"--payload-port", std::to_string(payloadPort + index)});
   args.insert(args.end(), m_config.tlsServerArgs.begin(), m_config.tlsServerArgs.end());
-  if (!m_config.checkpointDir.empty()) args.insert(args.end(), {"--checkpoint-dir", m_config.checkpointDir});
+  const int shards = spec.ps().shards();
+  if (!m_config.checkpointDir.empty()) {
+    // Each shard checkpoints its range in a directory of its own (two may share a host).
+    const bool ownDir = shards > 1 && index > 0;
+    args.insert(args.end(), {"--checkpoint-dir", m_config.checkpointDir + (ownDir ? "/" + name : std::string())});
+  }
+  if (shards > 1) {
+    // Shards 1..S-1 are started first; shard 0 then streams its decisions to each of them.
+    args.insert(args.end(), {"--shards", std::to_string(shards), "--shard", std::to_string(index)});
+    if (index == 0) {
+      std::string peers;
+      for (std::size_t k = 1; k < m_config.serverNames.size(); ++k) {
+        peers += (peers.empty() ? "" : ",") + m_serverAddress[m_config.serverNames[k]];
+      }
+      args.insert(args.end(), {"--shard-peers", peers});
+    }
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   const auto record = recordArgs(name);
   args.insert(args.end(), record.begin(), record.end());
@@ -122,21 +138,11 @@ Result<std::string> RunNodes::startServer(const std::string& name, const std::st
 
 Status RunNodes::startServers(bool chain) {
   const auto& names = m_config.serverNames;
-  const int shards = m_config.spec->ps().shards();
   for (int i = static_cast<int>(names.size()) - 1; i >= 0; --i) {
     std::vector<std::string> extra;
     if (chain && i > 0) extra.push_back("--replica");
     if (chain && i + 1 < static_cast<int>(names.size())) {
       extra.insert(extra.end(), {"--chain-next", m_serverAddress[names[static_cast<std::size_t>(i) + 1]]});
-    }
-    if (shards > 1) {
-      // Shards 1..S-1 first; shard 0 then streams its decisions to each of them.
-      extra.insert(extra.end(), {"--shards", std::to_string(shards), "--shard", std::to_string(i)});
-      if (i == 0) {
-        std::string peers;
-        for (std::size_t k = 1; k < names.size(); ++k) peers += (peers.empty() ? "" : ",") + m_serverAddress[names[k]];
-        extra.insert(extra.end(), {"--shard-peers", peers});
-      }
     }
     // launch.server_port: replica i listens on server_port + i (0: any free port).
     const int fixedPort = m_config.spec->launch().server_port();

@@ -293,7 +293,7 @@ void RunSession::handleExit(const std::string& name, NodeProcess& child, double 
   if (isServer(name)) {
     if (m_chain) {
       if (!m_chainMaster->leave(name, runT)) m_failure = "every server replica exited";
-    } else if (!expected || !m_tracker.restartPending(name)) {
+    } else if (!expected || !(m_tracker.restartPending(name) || m_drills->restartsWithAShard(name))) {
       std::lock_guard<std::mutex> lock(m_lines.mu);
       m_failure = name + " exited during the run: " + child.exitInfo()->describe() +
                   (m_lines.serverStderrTail.empty() ? "" : " (" + m_lines.serverStderrTail + ")");

@@ -19,8 +19,12 @@ Status ParameterServer::Impl::restoreBeforeServing() {
   auto& o = options;
   const auto& rec = o.spec.recovery();
   const std::int64_t n = store->size();
+  // Shards 1..S-1 restore what shard 0's RESTORE says (ps_shard_recovery.cpp).
+  if (follower()) return Status::ok();
   // Recovery: where a restarted server's parameters come from.
-  if (o.restoreCheckpoint) {
+  if (sharded() && o.resumeAtS >= 0 && !o.replica) {
+    if (auto st = restoreShardsBeforeServing(); !st) return st;
+  } else if (o.restoreCheckpoint) {
     if (o.checkpointDir.empty()) return Status::error(o.name + ": restoring needs a checkpoint directory");
     CheckpointDirectory dir(o.checkpointDir, std::max(1, rec.checkpoint_keep()));
     std::vector<std::string> skipped;
@@ -86,12 +90,20 @@ void ParameterServer::Impl::afterUpdateLocked(double t) {
 // Takes the copy for the writer when a checkpoint is due and the writer is free (the
 // writer calls it again when it finishes, so a checkpoint due meanwhile is not lost).
 void ParameterServer::Impl::maybeCheckpointLocked(double t) {
+  if (follower()) return;  // shards 1..S-1 write at shard 0's CHECKPOINT steps only
   const std::int64_t v = store->version();
   const auto& rec = options.spec.recovery();
   if (checkpoints && !checkpointDue && v > lastCheckpointVersion) {
     const bool byUpdates = rec.checkpoint_every_updates() > 0 && v - lastCheckpointVersion >= rec.checkpoint_every_updates();
     const bool byTime = rec.checkpoint_every_s() > 0 && t - lastCheckpointT >= rec.checkpoint_every_s();
     if (byUpdates || byTime) {
+      if (sharded()) {
+        // Every other shard writes its range of the same version.
+        shardStep.Clear();
+        shardStep.set_kind(pb::ShardStep::CHECKPOINT);
+        shardStep.set_version(v);
+        logStepLocked();
+      }
       checkpointParams.assign(store->parameters(), store->parameters() + store->size());
       checkpointMomentum.assign(store->momentumBuffer().begin(), store->momentumBuffer().end());
       checkpointVersion = v;

@@ -71,6 +71,10 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
     reactor->Finish(followerJoinLocked(*req, reply));
     return reactor;
   }
+  if (shardGone) {
+    reactor->Finish(shardGoneStatus());
+    return reactor;
+  }
   if (!isHead) {
     reactor->Finish(notHead());
     return reactor;
@@ -170,6 +174,11 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
 void ParameterServer::Impl::admitPull(PendingPull* reactor, std::int64_t call) {
   std::lock_guard<std::mutex> lock(mu);
   reactor->call = call;
+  if (shardGone) {
+    reactor->finished = true;
+    reactor->refuse(shardGoneStatus());
+    return;
+  }
   ++counters.pullsAdmitted;
   if (follower()) {
     admitFollowerPullLocked(reactor);
@@ -333,6 +342,7 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
     return rejectLocked(rank, why, reason, req);
   };
   if (!isHead) return notHead();
+  if (shardGone) return shardGoneStatus();
   if (rank < 0 || rank >= options.workers) {
     return reject(pb::PushRefusal::MALFORMED, "push from unknown rank " + std::to_string(rank));
   }

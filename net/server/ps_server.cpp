@@ -94,8 +94,9 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
                          " parameters it was given");
   }
   if (shards > 1) {
-    if (options.spec.recovery().mode() != v1::RecoverySpec::NONE) {
-      return Status::error("ps.shards: a sharded server runs with recovery.mode NONE only (checkpoints, chains and "
+    const auto mode = options.spec.recovery().mode();
+    if (mode != v1::RecoverySpec::NONE && mode != v1::RecoverySpec::CHECKPOINT) {
+      return Status::error("ps.shards: a sharded server recovers with recovery.mode NONE or CHECKPOINT (chains and "
                            "stateless recovery per shard are not built yet)");
     }
     if (options.shard == 0 && static_cast<int>(options.shardAddresses.size()) != shards - 1) {
@@ -108,6 +109,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   if (!policy) return policy.status();
   impl->policy = std::move(policy).value();
   const auto count = options.initialParameters.size();
+  if (options.layout.shards() > 1) impl->initialRange = options.initialParameters;  // RESTORE of version 0
   impl->store = std::make_unique<ParameterStore>(std::move(options.initialParameters),
                                                  options.spec.optimizer().momentum(),
                                                  options.spec.optimizer().weight_decay());
@@ -192,7 +194,7 @@ bool ParameterServer::stopRequested() const {
 
 void ParameterServer::waitForStop() {
   std::unique_lock<std::mutex> lock(m_impl->mu);
-  m_impl->stopCv.wait(lock, [this] { return m_impl->stopping || m_impl->shuttingDown; });
+  m_impl->stopCv.wait(lock, [this] { return m_impl->stopping || m_impl->shuttingDown || m_impl->shardGone; });
 }
 
 void ParameterServer::shutdown(double graceSeconds) {

@@ -252,6 +252,14 @@ struct ParameterServer::Impl final : ChunkedRawService {
   std::vector<std::unique_ptr<ShardLogSender>> shardLogs;
   pb::ShardStep shardStep;
   std::string failure;
+  // Shard 0: a shard's log broke (it is gone, or refused a step): the server answers no
+  // more calls (UNAVAILABLE; never "stop", so the workers wait for a restarted shard 0)
+  // and `dasp server` exits with `failure`. Read without the lock on every call.
+  std::atomic<bool> shardGone{false};
+  // A sharded server: this shard's initial range (RESTORE of version 0); shard 0 restarted
+  // in a run with recovery: the version every shard restores to (-1: none, a first start).
+  std::vector<float> initialRange;
+  std::int64_t restoreVersion = -1;
   // Sharding, shards 1..S-1: per rank, the range of its latest push and the call that
   // pushed it (-1: none); per rank + 1 (0: the evaluator), the answers shard 0 released
   // that await their pulls, newest last (a few); whether shard 0's stream is open.
@@ -326,6 +334,9 @@ struct ParameterServer::Impl final : ChunkedRawService {
     std::random_device rd;
     return (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
            static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+  }
+  grpc::Status shardGoneStatus() const {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, options.name + ": a shard is gone; shard 0 waits for its restart");
   }
   grpc::Status notHead() const {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -478,6 +489,19 @@ struct ParameterServer::Impl final : ChunkedRawService {
   bool answerReleasedLocked(PendingPull* r);
   grpc::Status applyShardStepLocked(const pb::ShardStep& step);
 
+  // --- a sharded server's recovery (ps_shard_recovery.cpp) ---------------------------------------
+  // The versions of this shard's checkpoints that read back intact, ascending.
+  std::vector<std::int64_t> validCheckpointVersions() const;
+  // A restarted shard 0 (start(), before serving): the version every shard restores to,
+  // the newest checkpoint all of them hold (0, the initial parameters, without one or
+  // under recovery NONE); its own range restored, and the recovery event.
+  Status restoreShardsBeforeServing();
+  // Shard 0: a shard's log broke (`why`): no more calls are answered (shardGone).
+  void loseShardLocked(const std::string& why);
+  // Shards 1..S-1: CHECKPOINT (the range at shard 0's checkpoint, to the writer) and
+  // RESTORE (the range as of a version; every node's calls forgotten).
+  grpc::Status checkpointRangeLocked(const pb::ShardStep& step);
+  grpc::Status restoreRangeLocked(const pb::ShardStep& step);
 
   // --- the update record and the acknowledged version (ps_record.cpp) ---------------------------
   Status openRecord();

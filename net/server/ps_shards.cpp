@@ -81,15 +81,16 @@ void ParameterServer::Impl::setUpShards() {
     shardLogs.push_back(std::make_unique<ShardLogSender>(
         options.shardAddresses[i], shard, options.security, followDeadlineS(options.spec),
         [this](const std::string& message) {
-          // The ranges no longer add up to one model: the run ends, and says why.
+          // The ranges no longer add up to one model: this server answers no more.
           std::lock_guard<std::mutex> lock(mu);
-          if (!failure.empty() || shuttingDown) return;
-          failure = message;
-          say(message + "; the run stops");
-          stopping = true;
-          releaseParkedLocked(now());
-          stopCv.notify_all();
+          loseShardLocked(message);
         }));
+  }
+  if (restoreVersion >= 0) {  // a restarted shard 0: every shard first rolls back to it
+    shardStep.Clear();
+    shardStep.set_kind(pb::ShardStep::RESTORE);
+    shardStep.set_version(restoreVersion);
+    logStepLocked();
   }
 }
 
@@ -136,6 +137,7 @@ grpc::Status ParameterServer::Impl::followerJoinLocked(const pb::JoinRequest& re
     reply->set_world_size(options.workers);
     reply->set_incarnation(incarnation);
     reply->set_payload_port(socketPort);
+    for (const std::int64_t v : validCheckpointVersions()) reply->add_checkpoint_versions(v);
     return grpc::Status::OK;
   }
   const bool worker = req.role() == "worker";
@@ -350,6 +352,10 @@ grpc::Status ParameterServer::Impl::applyShardStepLocked(const pb::ShardStep& st
       parked.resize(keep);
       return grpc::Status::OK;
     }
+    case pb::ShardStep::CHECKPOINT:
+      return checkpointRangeLocked(step);
+    case pb::ShardStep::RESTORE:
+      return restoreRangeLocked(step);
     default:
       return bad("a step of unknown kind " + std::to_string(step.kind()));
   }

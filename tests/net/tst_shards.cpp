@@ -233,6 +233,8 @@ class TestShards : public QObject {
   void assembledPullsAreOfOneVersion();
   void anotherShardsRefusalIsShardZeros();
   void shardedRunThroughProcesses();
+  void killedShardRestoresOneVersion_data();
+  void killedShardRestoresOneVersion();
 };
 
 void TestShards::layoutIsPagesOfNearEqualRanges() {
@@ -450,6 +452,91 @@ void TestShards::shardedRunThroughProcesses() {
   const auto refused = test_support::runDasp({"run", tooMany, "--db", db, "--quiet"}, 60000);
   QVERIFY(refused.exitCode != 0);
   QVERIFY2(refused.err.contains("ps.shards"), qPrintable(refused.err));
+  // Recovery per shard is a checkpoint or none; a drill on a shard is a kill of a shard
+  // the run has.
+  spec["ps"] = QJsonObject{{"shards", 2}};
+  spec["model"] = QJsonObject{{"name", "mlp"}};
+  auto refusal = [&](const QJsonObject& changed, const QString& field) {
+    const QString file = test_support::writeSpecFile(dir.path(), "refused", changed);
+    const auto o = test_support::runDasp({"validate", file}, 60000);
+    return o.exitCode != 0 && o.err.contains(field) ? QString() : o.err + o.out;
+  };
+  QJsonObject chain = spec;
+  chain["recovery"] = QJsonObject{{"mode", "CHAIN"}};
+  QCOMPARE(refusal(chain, "recovery.mode"), QString());
+  QJsonObject paused = spec;
+  paused["faults"] = QJsonArray{QJsonObject{{"node", "shard-1"}, {"action", "PAUSE"}, {"at_s", 1}}};
+  QCOMPARE(refusal(paused, "faults[0].action"), QString());
+  QJsonObject unknown = spec;
+  unknown["faults"] = QJsonArray{QJsonObject{{"node", "shard-2"}, {"action", "KILL"}, {"at_s", 1}}};
+  QCOMPARE(refusal(unknown, "no node 'shard-2'"), QString());
+}
+
+// A drill kills one shard of 3 (or shard 0) mid-run. Every shard restores one version: the
+// newest checkpoint all of them hold (each writes its range at shard 0's CHECKPOINT), or
+// the initial parameters under NONE; the updates lost are those acknowledged beyond it,
+// and training goes on from it (a torn pull would fail the workers instead).
+void TestShards::killedShardRestoresOneVersion_data() {
+  QTest::addColumn<QString>("mode");
+  QTest::addColumn<QString>("killed");
+  QTest::newRow("checkpoint, shard-2 killed") << "CHECKPOINT" << "shard-2";
+  QTest::newRow("checkpoint, shard 0 killed") << "CHECKPOINT" << "server";
+  QTest::newRow("none, shard-1 killed") << "NONE" << "shard-1";
+}
+
+void TestShards::killedShardRestoresOneVersion() {
+  QFETCH(QString, mode);
+  QFETCH(QString, killed);
+  QTemporaryDir dir;
+  test_support::SyntheticSpec base;
+  base.workers = 3;
+  base.maxSeconds = 5;
+  QJsonObject spec = base.json();
+  spec["model"] = QJsonObject{{"name", "mlp"}};
+  spec["ps"] = QJsonObject{{"shards", 3}};
+  spec["recovery"] = QJsonObject{{"mode", mode}, {"checkpoint_every_updates", 50}};
+  spec["faults"] = QJsonArray{QJsonObject{{"node", killed}, {"action", "KILL"}, {"at_s", 1.5}, {"restart_after_s", 1}}};
+  const QString path = test_support::writeSpecFile(dir.path(), "shard-kill", spec);
+  const QString db = dir.filePath("runs.sqlite");
+  const auto run = test_support::runDasp({"run", path, "--db", db, "--json", "--quiet"}, 90000);
+  QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+  QVERIFY2(run.out.contains("\"status\":\"completed\""), qPrintable(run.out));
+  auto store = RunStore::open(db.toStdString()).value();
+  const std::int64_t id = store->listRuns().value().front().id;
+  const auto faults = store->faults(id).value();
+  QCOMPARE(faults.size(), std::size_t{1});
+  const auto& f = faults.front();
+  QCOMPARE(QString::fromStdString(f.fault.node), killed);
+  QVERIFY2(f.fault.versionAfter, f.fault.detail.c_str());
+  const std::int64_t restored = *f.fault.versionAfter;
+  const std::int64_t before = f.fault.versionBefore;
+  if (mode == "NONE") {
+    QCOMPARE(restored, std::int64_t{0});
+  } else {
+    // A checkpoint every shard held: every 50 updates, two kept, so well within 200.
+    QVERIFY2(restored > 0 && before - restored < 200, f.fault.detail.c_str());
+  }
+  // Lost: what the workers were acknowledged (the version before the fault, give or take
+  // the pushes in flight) beyond the version restored.
+  QVERIFY2(f.updatesLost && *f.updatesLost >= std::max<std::int64_t>(0, before - restored - 5) &&
+               *f.updatesLost <= before - restored + 5,
+           qPrintable(QStringLiteral("lost %1, version before %2, restored %3")
+                          .arg(f.updatesLost.value_or(-1))
+                          .arg(before)
+                          .arg(restored)));
+  // Every other shard rolled back to that version at shard 0's RESTORE.
+  for (const char* shard : {"shard-1", "shard-2"}) {
+    bool rolledBack = false;
+    for (const auto& l : store->logs(id, shard).value()) {
+      rolledBack = rolledBack || l.line.find("restored version " + std::to_string(restored) + " ") != std::string::npos;
+    }
+    QVERIFY2(rolledBack, shard);
+  }
+  // Training went on from it.
+  const auto summary = store->summary(id).value();
+  double updates = 0;
+  for (const auto& row : summary) updates = row.key == "updates" && row.value ? *row.value : updates;
+  QVERIFY2(updates > static_cast<double>(restored) + 10, qPrintable(QString::number(updates)));
 }
 
 QTEST_GUILESS_MAIN(TestShards)

@@ -258,14 +258,24 @@ void TestTransports::shmCallWithoutRegionIsRefused() {
   QCOMPARE(server->stats().version, 0LL);
 }
 
-void TestTransports::doorbellChecksTokenRankAndRequest() {
+// A server over shared memory and rank 0's region, attached: the doorbell tests' start.
+struct DoorbellFixture {
   QTemporaryDir dir;
-  auto server = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::SHM);
-  const pb::JoinReply joined = joinForRegion(*server, 0);
-  auto region = dasp::net::SharedRegion::attach(joined.shm_path(), joined.shm_nonce(), kFloats);
-  QVERIFY2(region.isOk(), region.message().c_str());
-  auto* block = region.value()->doorbell();
+  std::unique_ptr<dasp::net::ParameterServer> server = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::SHM);
+  dasp::Result<std::unique_ptr<dasp::net::SharedRegion>> region = attachRank0(*server);
+  dasp::net::DoorbellBlock* block = region.isOk() ? region.value()->doorbell() : nullptr;
   const std::string token = dasp::net::NodeSecurity().token;
+
+  static dasp::Result<std::unique_ptr<dasp::net::SharedRegion>> attachRank0(dasp::net::ParameterServer& s) {
+    const pb::JoinReply joined = joinForRegion(s, 0);
+    return dasp::net::SharedRegion::attach(joined.shm_path(), joined.shm_nonce(), kFloats);
+  }
+};
+
+void TestTransports::doorbellChecksTokenRankAndRequest() {
+  DoorbellFixture f;
+  QVERIFY2(f.region.isOk(), f.region.message().c_str());
+  auto& [dir, server, region, block, token] = f;
 
   auto refused = ring(block, token + "x", pushOf(0, true));
   QCOMPARE(refused.code, static_cast<int>(grpc::StatusCode::PERMISSION_DENIED));
@@ -299,13 +309,9 @@ void TestTransports::doorbellChecksTokenRankAndRequest() {
 // A Push rung on the doorbell is answered with its PushReply and leaves the slot alone; a
 // Pull puts the parameters into the slot. A kind the block does not know is refused.
 void TestTransports::doorbellTakesAPushAndAPull() {
-  QTemporaryDir dir;
-  auto server = startServer(dir.path().toStdString(), dasp::v1::ClusterSpec::SHM);
-  const pb::JoinReply joined = joinForRegion(*server, 0);
-  auto region = dasp::net::SharedRegion::attach(joined.shm_path(), joined.shm_nonce(), kFloats);
-  QVERIFY2(region.isOk(), region.message().c_str());
-  auto* block = region.value()->doorbell();
-  const std::string token = dasp::net::NodeSecurity().token;
+  DoorbellFixture f;
+  QVERIFY2(f.region.isOk(), f.region.message().c_str());
+  auto& [dir, server, region, block, token] = f;
   std::fill(region.value()->gradient(), region.value()->gradient() + kFloats, 0.5f);
   std::fill(region.value()->parameters(), region.value()->parameters() + kFloats, -7.0f);
   auto pushed = ring(block, token, pushOf(0, true), dasp::net::DoorbellKind::Push);

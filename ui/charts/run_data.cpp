@@ -70,25 +70,22 @@ bool nodeBefore(const QString& a, const QString& b) {
   return a < b;
 }
 
+// The item named `name` of `items` (kept in nodeBefore order), appended if new.
+template <typename Item>
+Item& namedItem(std::vector<Item>& items, const QString& name) {
+  auto it = std::find_if(items.begin(), items.end(), [&](const Item& n) { return n.name == name; });
+  if (it != items.end()) return *it;
+  auto pos = std::find_if(items.begin(), items.end(), [&](const Item& n) { return nodeBefore(name, n.name); });
+  Item fresh;
+  fresh.name = name;
+  return *items.insert(pos, std::move(fresh));
+}
+
 }  // namespace
 
-NodeData& RunData::node(const QString& nodeName) {
-  auto it = std::find_if(nodes.begin(), nodes.end(), [&](const NodeData& n) { return n.name == nodeName; });
-  if (it != nodes.end()) return *it;
-  auto pos = std::find_if(nodes.begin(), nodes.end(), [&](const NodeData& n) { return nodeBefore(nodeName, n.name); });
-  NodeData fresh;
-  fresh.name = nodeName;
-  return *nodes.insert(pos, std::move(fresh));
-}
+NodeData& RunData::node(const QString& nodeName) { return namedItem(nodes, nodeName); }
 
-ShardData& RunData::shard(const QString& shardName) {
-  auto it = std::find_if(shards.begin(), shards.end(), [&](const ShardData& n) { return n.name == shardName; });
-  if (it != shards.end()) return *it;
-  auto pos = std::find_if(shards.begin(), shards.end(), [&](const ShardData& n) { return nodeBefore(shardName, n.name); });
-  ShardData fresh;
-  fresh.name = shardName;
-  return *shards.insert(pos, std::move(fresh));
-}
+ShardData& RunData::shard(const QString& shardName) { return namedItem(shards, shardName); }
 
 bool RunData::addShardSample(const QString& shardName, const std::string& series, double t, double value) {
   if (series != "shard_period_s" && series != "shard_apply_s" && series != "shard_serve_s") return false;

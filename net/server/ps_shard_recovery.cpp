@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// A sharded server's recovery (internal: net/server/ps_server_impl.h; ps.shards > 1 with
+// recovery CHECKPOINT or NONE). Shard 0 coordinates: each checkpoint it takes is a
+// CHECKPOINT step of its log, so every shard writes its range of the same version. A
+// restarted shard 0 asks every other shard which checkpoints it holds intact, restores
+// its own range to the newest version all of them hold (0, the initial parameters, when
+// there is none, or under NONE), and begins each log with RESTORE of that version: the
+// shards hold one model again, and the nodes' calls before it are forgotten (their pulls
+// refused, so they join again). A shard whose log breaks takes shard 0 down with it
+// (shardGone): the runner restarts both, and the others roll back in place.
+// Every *Locked function runs with Impl::mu held.
+#include "net/server/ps_reactors.h"
+#include "net/server/shard_log.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace dasp::net {
+
+namespace {
+
+// How long a restarted shard 0 waits for each other shard's answer: they are started
+// before it.
+constexpr double kProbeS = 30;
+
+}  // namespace
+
+std::vector<std::int64_t> ParameterServer::Impl::validCheckpointVersions() const {
+  std::vector<std::int64_t> valid;
+  if (options.spec.recovery().mode() != v1::RecoverySpec::CHECKPOINT || options.checkpointDir.empty()) return valid;
+  const CheckpointDirectory dir(options.checkpointDir, std::max(1, options.spec.recovery().checkpoint_keep()));
+  for (const std::int64_t v : dir.versions()) {
+    if (CheckpointDirectory::readFile(dir.pathFor(v), options.modelName, store->size())) valid.push_back(v);
+  }
+  return valid;
+}
+
+Status ParameterServer::Impl::restoreShardsBeforeServing() {
+  const auto& o = options;
+  std::int64_t version = 0;
+  std::string why = "recovery NONE";
+  if (o.restoreCheckpoint) {
+    std::vector<std::int64_t> common = validCheckpointVersions();
+    // What each shard holds, for the event when they share none.
+    auto listed = [](const std::vector<std::int64_t>& versions) {
+      std::string text;
+      for (const auto v : versions) text += (text.empty() ? "" : " ") + std::to_string(v);
+      return text.empty() ? std::string("none") : text;
+    };
+    std::string holds = "shard 0: " + listed(common);
+    for (std::size_t i = 0; i < o.shardAddresses.size(); ++i) {
+      auto reply = probeShard(o.shardAddresses[i], o.security, kProbeS);
+      if (!reply) return Status::error(o.name + ": restoring the shards: " + reply.message());
+      std::vector<std::int64_t> theirs(reply->checkpoint_versions().begin(), reply->checkpoint_versions().end());
+      std::sort(theirs.begin(), theirs.end());
+      holds += "; shard " + std::to_string(i + 1) + ": " + listed(theirs);
+      std::vector<std::int64_t> both;
+      std::set_intersection(common.begin(), common.end(), theirs.begin(), theirs.end(), std::back_inserter(both));
+      common = std::move(both);
+    }
+    why = "no checkpoint version all " + std::to_string(o.layout.shards()) + " shards hold (" + holds + ")";
+    if (!common.empty()) {
+      version = common.back();
+      const CheckpointDirectory dir(o.checkpointDir, 1);
+      auto data = CheckpointDirectory::readFile(dir.pathFor(version), o.modelName, store->size());
+      if (!data) return Status::error(o.name + ": restoring the shards: " + data.message());
+      store->restore(data->parameters.data(), data->momentum.data(), version);
+      restartVersionTimesLocked(version, o.resumeAtS > 0 ? o.resumeAtS : 0.0);
+      lastCheckpointVersion = version;
+      emitRecoveryLocked(v1::RunEvent::RESTORED,
+                         "restored every shard to version " + std::to_string(version) + ", the newest checkpoint all " +
+                             std::to_string(o.layout.shards()) + " shards hold (this one: " + data->path + ")",
+                         version);
+    }
+  }
+  if (version == 0) {
+    emitRecoveryLocked(v1::RunEvent::STARTED_FRESH,
+                       why + ": every shard starts again from the initial parameters (version 0)", 0);
+  }
+  restoreVersion = version;
+  return Status::ok();
+}
+
+void ParameterServer::Impl::loseShardLocked(const std::string& why) {
+  if (!failure.empty() || shuttingDown) return;
+  failure = why;
+  say(why + "; this server stops answering (a restarted shard 0 restores every shard to one version)");
+  shardGone = true;
+  for (auto* p : parked) {
+    p->finished = true;
+    p->refuse(grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
+  }
+  parked.clear();
+  stopCv.notify_all();
+}
+
+grpc::Status ParameterServer::Impl::checkpointRangeLocked(const pb::ShardStep& step) {
+  if (step.version() != store->version()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        options.name + ": a checkpoint of version " + std::to_string(step.version()) +
+                            " at version " + std::to_string(store->version()));
+  }
+  // The writer still writes the last one: this version is missing here, and a restore
+  // takes a version every shard holds.
+  if (!checkpoints || checkpointDue) return grpc::Status::OK;
+  checkpointParams.assign(store->parameters(), store->parameters() + store->size());
+  checkpointMomentum.assign(store->momentumBuffer().begin(), store->momentumBuffer().end());
+  checkpointVersion = step.version();
+  checkpointT = now();
+  lastCheckpointVersion = step.version();
+  lastCheckpointT = checkpointT;
+  checkpointDue = true;
+  checkpointCv.notify_one();
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServer::Impl::restoreRangeLocked(const pb::ShardStep& step) {
+  const std::int64_t version = step.version();
+  if (version == 0) {
+    const std::vector<float> zero(initialRange.size(), 0.0f);
+    store->restore(initialRange.data(), zero.data(), 0);
+  } else {
+    const CheckpointDirectory dir(options.checkpointDir, 1);
+    auto data = CheckpointDirectory::readFile(dir.pathFor(version), options.modelName, store->size());
+    if (!data) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          options.name + ": cannot restore version " + std::to_string(version) + ": " + data.message());
+    }
+    store->restore(data->parameters.data(), data->momentum.data(), version);
+  }
+  lastCheckpointVersion = version;
+  // The nodes' calls before the restore are forgotten: a pull waiting here is refused, so
+  // its node joins again and numbers its calls afresh.
+  for (auto* p : parked) {
+    p->finished = true;
+    p->refuse(grpc::Status(grpc::StatusCode::UNAVAILABLE, options.name + " restored version " + std::to_string(version)));
+  }
+  parked.clear();
+  for (auto& answers : released) answers.clear();
+  std::fill(receivedCall.begin(), receivedCall.end(), -1);
+  for (std::size_t r = 0; r < gradientOf.size(); ++r) gradientOf[r] = held[r].data();
+  incarnation = newIncarnation();
+  say("restored version " + std::to_string(version) + " (shard 0's RESTORE)");
+  return grpc::Status::OK;
+}
+
+}  // namespace dasp::net
