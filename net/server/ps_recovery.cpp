@@ -104,16 +104,20 @@ void ParameterServer::Impl::maybeCheckpointLocked(double t) {
         shardStep.set_version(v);
         logStepLocked();
       }
-      checkpointParams.assign(store->parameters(), store->parameters() + store->size());
-      checkpointMomentum.assign(store->momentumBuffer().begin(), store->momentumBuffer().end());
-      checkpointVersion = v;
-      checkpointT = t;
-      lastCheckpointVersion = v;
-      lastCheckpointT = t;
-      checkpointDue = true;
-      checkpointCv.notify_one();
+      takeCheckpointLocked(t);
     }
   }
+}
+
+void ParameterServer::Impl::takeCheckpointLocked(double t) {
+  checkpointParams.assign(store->parameters(), store->parameters() + store->size());
+  checkpointMomentum.assign(store->momentumBuffer().begin(), store->momentumBuffer().end());
+  checkpointVersion = store->version();
+  checkpointT = t;
+  lastCheckpointVersion = checkpointVersion;
+  lastCheckpointT = t;
+  checkpointDue = true;
+  checkpointCv.notify_one();
 }
 
 void ParameterServer::Impl::writeCheckpoints() {

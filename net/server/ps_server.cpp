@@ -217,11 +217,8 @@ void ParameterServer::shutdown(double graceSeconds) {
     m_impl->checkpointCv.notify_all();
     replicator = std::move(m_impl->replicator);
     shardLogs = std::move(m_impl->shardLogs);  // after the release: its answers are logged
-    for (auto* p : m_impl->parked) {           // a shard's pulls shard 0 never released
-      p->finished = true;
-      p->refuse(grpc::Status(grpc::StatusCode::UNAVAILABLE, m_impl->options.name + " is shutting down"));
-    }
-    m_impl->parked.clear();
+    // A shard's pulls shard 0 never released.
+    m_impl->refuseParkedLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, m_impl->options.name + " is shutting down"));
   }
   // The replicator's and the shard logs' callbacks and the doorbells' threads take the
   // lock: stop them outside (a shard log writes what is queued and ends its stream).

@@ -458,6 +458,8 @@ struct ParameterServer::Impl final : ChunkedRawService {
   Status openCheckpoints();
   void afterUpdateLocked(double t);
   void maybeCheckpointLocked(double t);
+  // The copy of the parameters and momentum at this version, handed to the writer thread.
+  void takeCheckpointLocked(double t);
   void writeCheckpoints();
   void finishAdoptionLocked();
   grpc::Status handleBacklogLocked(const pb::PushRequest& req, const float* grad, double t, pb::PushReply* reply);
@@ -496,6 +498,8 @@ struct ParameterServer::Impl final : ChunkedRawService {
   // the newest checkpoint all of them hold (0, the initial parameters, without one or
   // under recovery NONE); its own range restored, and the recovery event.
   Status restoreShardsBeforeServing();
+  // Every parked pull refused with `status` (and forgotten).
+  void refuseParkedLocked(const grpc::Status& status);
   // Shard 0: a shard's log broke (`why`): no more calls are answered (shardGone).
   void loseShardLocked(const std::string& why);
   // Shards 1..S-1: CHECKPOINT (the range at shard 0's checkpoint, to the writer) and

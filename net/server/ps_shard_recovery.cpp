@@ -81,16 +81,20 @@ Status ParameterServer::Impl::restoreShardsBeforeServing() {
   return Status::ok();
 }
 
+void ParameterServer::Impl::refuseParkedLocked(const grpc::Status& status) {
+  for (auto* p : parked) {
+    p->finished = true;
+    p->refuse(status);
+  }
+  parked.clear();
+}
+
 void ParameterServer::Impl::loseShardLocked(const std::string& why) {
   if (!failure.empty() || shuttingDown) return;
   failure = why;
   say(why + "; this server stops answering (a restarted shard 0 restores every shard to one version)");
   shardGone = true;
-  for (auto* p : parked) {
-    p->finished = true;
-    p->refuse(grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
-  }
-  parked.clear();
+  refuseParkedLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
   stopCv.notify_all();
 }
 
@@ -102,15 +106,7 @@ grpc::Status ParameterServer::Impl::checkpointRangeLocked(const pb::ShardStep& s
   }
   // The writer still writes the last one: this version is missing here, and a restore
   // takes a version every shard holds.
-  if (!checkpoints || checkpointDue) return grpc::Status::OK;
-  checkpointParams.assign(store->parameters(), store->parameters() + store->size());
-  checkpointMomentum.assign(store->momentumBuffer().begin(), store->momentumBuffer().end());
-  checkpointVersion = step.version();
-  checkpointT = now();
-  lastCheckpointVersion = step.version();
-  lastCheckpointT = checkpointT;
-  checkpointDue = true;
-  checkpointCv.notify_one();
+  if (checkpoints && !checkpointDue) takeCheckpointLocked(now());
   return grpc::Status::OK;
 }
 
@@ -131,11 +127,8 @@ grpc::Status ParameterServer::Impl::restoreRangeLocked(const pb::ShardStep& step
   lastCheckpointVersion = version;
   // The nodes' calls before the restore are forgotten: a pull waiting here is refused, so
   // its node joins again and numbers its calls afresh.
-  for (auto* p : parked) {
-    p->finished = true;
-    p->refuse(grpc::Status(grpc::StatusCode::UNAVAILABLE, options.name + " restored version " + std::to_string(version)));
-  }
-  parked.clear();
+  refuseParkedLocked(
+      grpc::Status(grpc::StatusCode::UNAVAILABLE, options.name + " restored version " + std::to_string(version)));
   for (auto& answers : released) answers.clear();
   std::fill(receivedCall.begin(), receivedCall.end(), -1);
   for (std::size_t r = 0; r < gradientOf.size(); ++r) gradientOf[r] = held[r].data();
