@@ -2,10 +2,30 @@
 #include "net/client/sharded_link.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <random>
 #include <utility>
 
 namespace dasp::net {
+
+namespace {
+
+// The number of a node's next call (call_seq), unique to the call among every link this
+// process opens and, with a random start per process, among a node's processes: a shard
+// keeps shard 0's answers to a node's calls until a pull takes them, so a link made after
+// an outage (the evaluator tries one per server, a restarted worker starts afresh) must
+// never reuse the number of a call whose answer may still be on its way to a shard.
+std::int64_t nextCallNumber() {
+  static std::atomic<std::int64_t> next{[] {
+    std::random_device random;
+    // 31 random bits above 2^31 calls per process: positive, and never reached in a run.
+    return static_cast<std::int64_t>(random() & 0x7fffffffU) << 31;
+  }()};
+  return next.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+}  // namespace
 
 // A thread that runs one task at a time for its shard (a push or a pull of its range):
 // run() hands it over, wait() returns once it is done. A thread kept for the link's life,
@@ -223,7 +243,7 @@ grpc::Status ShardedLink::assemble(const grpc::Status& status0, const pb::PullRe
 
 grpc::Status ShardedLink::pullParameters(const pb::PullRequest& request, pb::PullReply& reply, const float*& params,
                                          double timeoutS) {
-  const std::int64_t call = ++m_call;
+  const std::int64_t call = nextCallNumber();
   pb::PullRequest first = request;
   first.set_call_seq(call);
   startRangePulls(request.rank(), call, timeoutS);
@@ -235,7 +255,7 @@ grpc::Status ShardedLink::pullParameters(const pb::PullRequest& request, pb::Pul
 
 grpc::Status ShardedLink::pushGradient(pb::PushRequest& request, const float* gradient, pb::PushReply& reply,
                                        double timeoutS) {
-  const std::int64_t call = ++m_call;
+  const std::int64_t call = nextCallNumber();
   grpc::Status status = pushOtherRanges(request, gradient, call, timeoutS);
   if (status.ok()) status = m_clients[0]->pushGradient(request, gradient, reply, timeoutS);
   clearRelayed(request);
@@ -245,7 +265,7 @@ grpc::Status ShardedLink::pushGradient(pb::PushRequest& request, const float* gr
 grpc::Status ShardedLink::pushPull(pb::PushRequest& request, const float* gradient, pb::PullReply& reply,
                                    const float*& params, double timeoutS) {
   params = nullptr;
-  const std::int64_t call = ++m_call;
+  const std::int64_t call = nextCallNumber();
   if (grpc::Status st = pushOtherRanges(request, gradient, call, timeoutS); !st.ok()) {
     clearRelayed(request);
     return st;

@@ -87,7 +87,6 @@ class ShardedLink final : public ServerLink {
   // a pull posted on the doorbell before shard 0's call and taken after it.
   bool m_inline = false;
   double m_pullTimeoutS = 0;
-  std::int64_t m_call = 0;                           // the node's calls (call_seq)
   std::vector<float> m_params;                       // the assembled model
   // Per shard, reused from call to call.
   pb::PullRequest m_rangePull;
