@@ -52,6 +52,7 @@ struct ServerFlags {
   int shards = 0;  // 0: the spec's ps.shards
   int shard = 0;
   std::string shardPeers;
+  std::string shardReplicas;
 };
 
 // "a,b,c" as its non-empty parts.
@@ -200,6 +201,22 @@ int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_poin
   options.shard = flags.shard;
   options.layout = layout.value();
   options.shardAddresses = commaList(flags.shardPeers);
+  for (const auto& entry : commaList(flags.shardReplicas)) {
+    // SHARD=HOST:PORT (an IPv6 host has colons, never '=').
+    const auto eq = entry.find('=');
+    int shard = -1;
+    if (eq != std::string::npos) {
+      try {
+        shard = std::stoi(entry.substr(0, eq));
+      } catch (const std::exception&) {
+        shard = -1;
+      }
+    }
+    if (shard < 1 || eq + 1 >= entry.size()) {
+      return fail("server: --shard-replicas: '" + entry + "' is not SHARD=HOST:PORT with a shard of 1 or more");
+    }
+    options.shardReplicas.push_back({shard, entry.substr(eq + 1)});
+  }
   if (shards > 1) {
     const auto from = initial->begin() + layout->offset(flags.shard);
     options.initialParameters.assign(from, from + layout->size(flags.shard));
@@ -358,6 +375,9 @@ void addNodeCommands(CLI::App& dasp, int& exitCode) {
       ->check(integerIn(0, kMaxShards - 1));
   server->add_option("--shard-peers", serverFlags->shardPeers,
                      "shard 0 of a sharded server: HOST:PORT of shards 1..S-1, in order, comma-separated");
+  server->add_option("--shard-replicas", serverFlags->shardReplicas,
+                     "shard 0 of a sharded server with chain replication: SHARD=HOST:PORT of each replica of "
+                     "shards 1..S-1 (started with --shard SHARD --replica), comma-separated");
   server->callback([serverFlags, processStart, &exitCode] { exitCode = serverCommand(*serverFlags, processStart); });
 
   auto workerFlags = std::make_shared<ClientFlags>();

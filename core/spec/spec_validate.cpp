@@ -539,13 +539,18 @@ Status validateRecoveries(const ExperimentSpec& spec) {
 Status validateFaults(const ExperimentSpec& spec) {
   // Fault drills name nodes of this run: server (the head; shard 0), server-N (chain
   // replicas), shard-N (a sharded server's other shards), evaluator, or a worker.
+  // replicas (shard-N-rK: chain replication per shard).
   std::vector<std::string> nodes{"server", "evaluator"};
-  if (spec.recovery().mode() == v1::RecoverySpec::CHAIN) {
-    const int replicas = spec.recovery().has_replicas() ? spec.recovery().replicas() : 3;
-    for (int r = 0; r < replicas; ++r) nodes.push_back("server-" + std::to_string(r));
+  const bool chain = spec.recovery().mode() == v1::RecoverySpec::CHAIN;
+  const int replicas = spec.recovery().has_replicas() ? spec.recovery().replicas() : 3;
+  const int shards = std::min(spec.ps().shards(), kMaxShards);  // (out of range: validateShards names it)
+  for (int r = 0; chain && shards <= 1 && r < replicas; ++r) nodes.push_back("server-" + std::to_string(r));
+  for (int s = 1; s < shards; ++s) {
+    nodes.push_back("shard-" + std::to_string(s));
+    for (int r = 1; chain && r < std::min(replicas, 16); ++r) {
+      nodes.push_back("shard-" + std::to_string(s) + "-r" + std::to_string(r));
+    }
   }
-  // (ps.shards out of its range is refused by validateShards, naming it.)
-  for (int s = 1; s < std::min(spec.ps().shards(), kMaxShards + 1); ++s) nodes.push_back("shard-" + std::to_string(s));
   for (const auto& w : expandWorkers(spec)) nodes.push_back(w.name());
   for (int i = 0; i < spec.faults_size(); ++i) {
     const auto& f = spec.faults(i);
@@ -591,25 +596,35 @@ Status validateShards(const ExperimentSpec& spec) {
   }
   if (shards == 1) return Status::ok();
   const std::string why = "a sharded server (ps.shards " + std::to_string(shards) + ")";
-  // Every shard restores one version: a checkpoint all of them hold, or the start.
-  auto perShard = [](const v1::RecoverySpec& r) {
-    return r.mode() == v1::RecoverySpec::NONE || r.mode() == v1::RecoverySpec::CHECKPOINT;
-  };
-  if (!perShard(spec.recovery())) {
-    return bad("recovery.mode", why + " recovers with NONE or CHECKPOINT: chains and stateless recovery per shard "
-                                      "are not built yet");
-  }
-  for (int i = 0; i < spec.suite_size(); ++i) {
-    if (!perShard(spec.suite(i).recovery())) {
-      return bad("suite[" + std::to_string(i) + "].recovery.mode", why + " recovers with NONE or CHECKPOINT only");
+  // Every shard restores one version (a checkpoint all of them hold, or the start), or a
+  // shard's replica takes its place.
+  for (int i = -1; i < spec.suite_size(); ++i) {
+    const auto& r = i < 0 ? spec.recovery() : spec.suite(i).recovery();
+    if (r.mode() == v1::RecoverySpec::STATELESS) {
+      return bad((i < 0 ? "" : "suite[" + std::to_string(i) + "].") + "recovery.mode",
+                 why + " recovers with NONE, CHECKPOINT or CHAIN: stateless recovery per shard is not built yet");
     }
+  }
+  const bool chain = spec.recovery().mode() == v1::RecoverySpec::CHAIN;
+  if (chain && spec.recovery().has_replicas() && spec.recovery().replicas() < 2) {
+    return bad("recovery.replicas", why + " with CHAIN gives each shard 1..S-1 replicas - 1 replicas: at least 2 (got " +
+                                        std::to_string(spec.recovery().replicas()) + ")");
   }
   for (int i = 0; i < spec.faults_size(); ++i) {
     const auto& f = spec.faults(i);
+    const std::string field = "faults[" + std::to_string(i) + "]";
     const bool onShard = f.node() == "server" || f.node().rfind("shard-", 0) == 0;
     if (onShard && f.action() != v1::FaultSpec::KILL) {
-      return bad("faults[" + std::to_string(i) + "].action",
-                 why + ": a drill on a shard is a KILL (a paused shard would hold every other one)");
+      return bad(field + ".action", why + ": a drill on a shard is a KILL (a paused shard would hold every other one)");
+    }
+    if (!chain || !onShard) continue;
+    if (f.node() == "server" || f.node().find("-r") != std::string::npos) {
+      return bad(field + ".node", why + " with CHAIN: a drill kills shard-N (its replica takes its place), not '" +
+                                      f.node() + "' (shard 0 has no replica yet)");
+    }
+    if (f.has_restart_after_s()) {
+      return bad(field + ".restart_after_s",
+                 why + " with CHAIN: a killed shard does not rejoin its chain yet (its replica holds its place)");
     }
   }
   return Status::ok();

@@ -106,16 +106,46 @@ Result<std::unique_ptr<ShardedLink>> ShardedLink::join(std::shared_ptr<PsClient>
     }
     clients.push_back(std::move(client));
   }
-  return std::unique_ptr<ShardedLink>(new ShardedLink(std::move(layout).value(), std::move(clients)));
+  if (reply.shard_replica_addresses_size() != reply.shard_replica_of_size()) {
+    return Status::error("the server's join reply names " + std::to_string(reply.shard_replica_addresses_size()) +
+                         " shard replicas but the shards of " + std::to_string(reply.shard_replica_of_size()));
+  }
+  // Only a worker pushes: the evaluator needs no replica.
+  std::vector<Replica> replicas;
+  for (int k = 0; k < reply.shard_replica_addresses_size() && reply.rank() >= 0; ++k) {
+    const int shard = reply.shard_replica_of(k);
+    const std::string& address = reply.shard_replica_addresses(k);
+    if (shard < 1 || shard >= shards) {
+      return Status::error("the server's join reply names a replica of shard " + std::to_string(shard) + " of " +
+                           std::to_string(shards));
+    }
+    Replica replica;
+    replica.shard = shard;
+    replica.client = std::make_shared<PsClient>(address, layout->size(shard), security, transport);
+    pb::JoinReply joined;
+    const grpc::Status st = replica.client->join(rangeJoin, joined, timeoutS);
+    if (!st.ok()) {
+      return Status::error("cannot join the replica of shard " + std::to_string(shard) + " at " + address + ": " +
+                           describe(st));
+    }
+    replicas.push_back(std::move(replica));
+  }
+  return std::unique_ptr<ShardedLink>(
+      new ShardedLink(std::move(layout).value(), std::move(clients), std::move(replicas)));
 }
 
-ShardedLink::ShardedLink(ShardLayout layout, std::vector<std::shared_ptr<PsClient>> clients)
-    : m_layout(std::move(layout)), m_clients(std::move(clients)) {
+ShardedLink::ShardedLink(ShardLayout layout, std::vector<std::shared_ptr<PsClient>> clients,
+                         std::vector<Replica> replicas)
+    : m_layout(std::move(layout)), m_clients(std::move(clients)), m_replicas(std::move(replicas)) {
   const auto s = static_cast<std::size_t>(shards());
-  m_inline = std::all_of(m_clients.begin() + 1, m_clients.end(),
-                         [](const auto& c) { return c->transport() == LocalTransport::Shm; });
+  const auto onShm = [](const std::shared_ptr<PsClient>& c) { return c->transport() == LocalTransport::Shm; };
+  m_inline = std::all_of(m_clients.begin() + 1, m_clients.end(), onShm) &&
+             std::all_of(m_replicas.begin(), m_replicas.end(), [&](const Replica& r) { return onShm(r.client); });
   m_callers.resize(s);
   for (std::size_t i = 1; i < s && !m_inline; ++i) m_callers[i] = std::make_unique<Caller>();
+  for (auto& r : m_replicas) {
+    if (!m_inline) r.caller = std::make_unique<Caller>();
+  }
   m_params.resize(static_cast<std::size_t>(m_layout.parameters()));
   m_rangePush.resize(s);
   m_pushReplies.resize(s);
@@ -189,7 +219,7 @@ grpc::Status ShardedLink::pushOtherRanges(pb::PushRequest& request, const float*
     m_pushReplies[s].Clear();
     m_status[s] = m_clients[s]->pushGradient(range, gradient + m_layout.offset(i), m_pushReplies[s], timeoutS);
   };
-  onOtherShards(push);
+  const grpc::Status replicas = pushReplicas(request, gradient, call, timeoutS, [&] { onOtherShards(push); });
   for (int i = 1; i < shards(); ++i) {
     const auto s = static_cast<std::size_t>(i);
     if (m_status[s].ok()) continue;
@@ -202,8 +232,41 @@ grpc::Status ShardedLink::pushOtherRanges(pb::PushRequest& request, const float*
     refusal->set_message(m_status[s].error_message());
     return grpc::Status::OK;
   }
+  // A replica that did not take its range (it is gone): shard 0 must not decide on it.
+  if (!replicas.ok()) return replicas;
   for (int i = 1; i < shards(); ++i) {
     for (const double sum : m_pushReplies[static_cast<std::size_t>(i)].block_sums()) request.add_relayed_block_sums(sum);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ShardedLink::pushReplicas(const pb::PushRequest& request, const float* gradient, std::int64_t call,
+                                       double timeoutS, const std::function<void()>& pushShards) {
+  const auto pushOne = [&](Replica& r) {
+    r.push.set_rank(request.rank());
+    r.push.set_call_seq(call);
+    r.push.set_base_version(request.base_version());
+    r.push.set_batch_size(request.batch_size());
+    r.reply.Clear();
+    r.status = r.client->pushGradient(r.push, gradient + m_layout.offset(r.shard), r.reply, timeoutS);
+  };
+  for (auto& r : m_replicas) {
+    if (r.caller) r.caller->run([&pushOne, &r] { pushOne(r); });
+  }
+  pushShards();
+  for (auto& r : m_replicas) {
+    if (r.caller) {
+      r.caller->wait();
+    } else {
+      pushOne(r);
+    }
+  }
+  for (const auto& r : m_replicas) {
+    if (!r.status.ok()) {
+      return grpc::Status(r.status.error_code(),
+                          "the replica of shard " + std::to_string(r.shard) + ": " + r.status.error_message(),
+                          r.status.error_details());
+    }
   }
   return grpc::Status::OK;
 }
@@ -301,6 +364,7 @@ std::string ShardedLink::takeTransportNote() {
 std::int64_t ShardedLink::bytesSent() const {
   std::int64_t sum = 0;
   for (const auto& c : m_clients) sum += c->bytesSent();
+  for (const auto& r : m_replicas) sum += r.client->bytesSent();
   return sum;
 }
 

@@ -10,6 +10,9 @@
 // pull of call k with the version shard 0 released call k at. The parameters are assembled
 // into one buffer only when every shard answered with that one version; a torn mix is an
 // error (INTERNAL), never handed to the model.
+// With chain replication per shard, a worker also pushes each range to the shard's
+// replicas (JoinReply.shard_replica_addresses) before shard 0's call, and pulls from the
+// shards only.
 // Threading: one caller at a time (each call blocks it); the shard threads are its own.
 
 #include "core/common/result.h"
@@ -60,8 +63,23 @@ class ShardedLink final : public ServerLink {
  private:
   class Caller;  // a thread that makes one shard's calls
 
-  ShardedLink(ShardLayout layout, std::vector<std::shared_ptr<PsClient>> clients);
+  // A replica of shard `shard` (chain replication per shard): the worker pushes it the
+  // shard's range before shard 0 decides, so it holds every gradient its shard applies.
+  struct Replica {
+    int shard = 0;
+    std::shared_ptr<PsClient> client;
+    std::unique_ptr<Caller> caller;  // none when inline
+    pb::PushRequest push;
+    pb::PushReply reply;
+    grpc::Status status;
+  };
+
+  ShardedLink(ShardLayout layout, std::vector<std::shared_ptr<PsClient>> clients, std::vector<Replica> replicas);
   int shards() const { return m_layout.shards(); }
+  // Pushes every replica its shard's range of `gradient` for call `call`, beside the shards'
+  // own pushes (`pushShards`); the first failure of a replica, else OK.
+  grpc::Status pushReplicas(const pb::PushRequest& request, const float* gradient, std::int64_t call, double timeoutS,
+                            const std::function<void()>& pushShards);
   // Shards 1..S-1 (in parallel unless inline): each runs `call(i)`; returns when all are done.
   void onOtherShards(const std::function<void(int)>& call);
   // The other shards' pulls of the node's call `call`: started before shard 0's call (so
@@ -82,6 +100,7 @@ class ShardedLink final : public ServerLink {
   ShardLayout m_layout;
   std::vector<std::shared_ptr<PsClient>> m_clients;  // [i]: shard i
   std::vector<std::unique_ptr<Caller>> m_callers;    // [i]: shard i (none for 0, nor when inline)
+  std::vector<Replica> m_replicas;                   // a worker's, with chain replication per shard
   // Every other shard is over shared memory: its calls move no bytes over a wire, so they
   // are made from the caller's thread (a thread's wake-ups cost more than they overlap),
   // a pull posted on the doorbell before shard 0's call and taken after it.

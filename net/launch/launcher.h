@@ -63,8 +63,16 @@ struct Placement {
 Result<Placement> placeNodes(const ExperimentSpec& spec, const std::vector<std::string>& servers,
                              const std::vector<std::string>& workers, const std::string& localDasp);
 // The server processes of a run: the chain's replicas (head first, "server-0" ...), or the
-// shards of a sharded server ("server", then "shard-1" ...), or the one "server".
+// shards of a sharded server ("server", then "shard-1" ..., then with chain replication
+// each one's replicas: "shard-1-r1" ...), or the one "server".
 std::vector<std::string> serverNodeNames(const ExperimentSpec& spec);
+// A sharded server's process `name` (one of serverNodeNames): the shard it holds (0 for
+// "server") and whether it is a replica of that shard.
+struct ShardProcess {
+  int shard = 0;
+  bool replica = false;
+};
+ShardProcess shardProcessOf(const std::string& name);
 
 // The address nodes dial to reach a server bound to `bind` on `host`, listening on `port`:
 // "HOST:PORT" with the bind address itself, unless it is a wildcard (0.0.0.0, ::), then

@@ -7,6 +7,7 @@
 #include "net/security/node_security.h"
 
 #include <algorithm>
+#include <regex>
 #include <set>
 
 namespace dasp::net {
@@ -112,13 +113,25 @@ Result<Placement> placeNodes(const ExperimentSpec& spec, const std::vector<std::
 
 std::vector<std::string> serverNodeNames(const ExperimentSpec& spec) {
   std::vector<std::string> names;
-  if (spec.recovery().mode() == v1::RecoverySpec::CHAIN) {
+  const bool chain = spec.recovery().mode() == v1::RecoverySpec::CHAIN;
+  const int shards = spec.ps().shards();
+  if (chain && shards <= 1) {
     for (int i = 0; i < spec.recovery().replicas(); ++i) names.push_back("server-" + std::to_string(i));
-  } else {
-    names.push_back("server");
-    for (int i = 1; i < spec.ps().shards(); ++i) names.push_back("shard-" + std::to_string(i));
+    return names;
+  }
+  names.push_back("server");
+  for (int i = 1; i < shards; ++i) names.push_back("shard-" + std::to_string(i));
+  for (int r = 1; chain && r < spec.recovery().replicas(); ++r) {
+    for (int i = 1; i < shards; ++i) names.push_back("shard-" + std::to_string(i) + "-r" + std::to_string(r));
   }
   return names;
+}
+
+ShardProcess shardProcessOf(const std::string& name) {
+  static const std::regex pattern(R"(^shard-(\d+)(-r\d+)?$)");
+  std::smatch m;
+  if (!std::regex_match(name, m, pattern)) return {};
+  return {std::stoi(m[1].str()), m[2].matched};
 }
 
 std::string serverDialAddress(const std::string& bind, const v1::HostSpec& host, const std::string& port) {

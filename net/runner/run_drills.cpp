@@ -39,7 +39,8 @@ RunDrills::RunDrills(std::int64_t runId, const ExperimentSpec& spec, RunNodes& n
                      std::function<void(const std::string&)> say)
     : m_runId(runId), m_spec(spec), m_nodes(nodes), m_chain(chain), m_control(control), m_tracker(tracker),
       m_recorder(recorder), m_say(std::move(say)),
-      m_isChain(spec.recovery().mode() == v1::RecoverySpec::CHAIN) {}
+      m_isChain(spec.recovery().mode() == v1::RecoverySpec::CHAIN && spec.ps().shards() <= 1),
+      m_isShardChain(spec.recovery().mode() == v1::RecoverySpec::CHAIN && spec.ps().shards() > 1) {}
 
 std::map<pid_t, double> RunDrills::cpuSnapshot() {
   std::map<pid_t, double> out;
@@ -55,7 +56,9 @@ ActionOutcome RunDrills::fire(int index, const v1::FaultSpec& fault, double t) {
   NodeProcess* child = m_nodes.process(target);
   if (child == nullptr || !child->running()) return notApplied(target + " is not running; fault not applied");
   m_cpuAtFault[index] = cpuSnapshot();
-  m_tracker.fired(index, t, target, m_nodes.isServer(target), m_isChain, m_nodes.rankOf(target));
+  // A killed shard of a chained sharded server recovers as a chain's head does: when its
+  // replica is promoted (shard 0's PROMOTED event).
+  m_tracker.fired(index, t, target, m_nodes.isServer(target), m_isChain || m_isShardChain, m_nodes.rankOf(target));
   switch (fault.action()) {
     case v1::FaultSpec::KILL:
       m_expectedExit.insert(target);
@@ -74,7 +77,7 @@ ActionOutcome RunDrills::fire(int index, const v1::FaultSpec& fault, double t) {
 // A sharded server's shard 1..S-1 was killed: shard 0 goes with it (its decisions since
 // the checkpoint every shard will restore are undone anyway) and restarts after it.
 void RunDrills::stopShardZeroWith(const std::string& target) {
-  if (m_spec.ps().shards() <= 1 || target == "server" || !m_nodes.isServer(target)) return;
+  if (m_spec.ps().shards() <= 1 || m_isShardChain || target == "server" || !m_nodes.isServer(target)) return;
   NodeProcess* shardZero = m_nodes.process("server");
   if (shardZero == nullptr || !shardZero->running()) return;
   m_expectedExit.insert("server");

@@ -97,7 +97,8 @@ class RunDrills {
   FaultTracker& m_tracker;
   RunRecorder& m_recorder;
   std::function<void(const std::string&)> m_say;
-  bool m_isChain;
+  bool m_isChain;       // a chain of whole servers (ChainMaster)
+  bool m_isShardChain;  // chain replication per shard (shard 0 promotes a shard's replica)
   std::map<int, std::map<pid_t, double>> m_cpuAtFault;  // drill index -> CPU-s by pid at the fault
   std::set<std::string> m_expectedExit;
   // A sharded server: a killed shard -> shard 0, stopped with it (its decisions, and the

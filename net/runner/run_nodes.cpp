@@ -88,14 +88,24 @@ Status RunNodes::launchServer(const std::string& name, const std::string& port, 
     args.insert(args.end(), {"--checkpoint-dir", m_config.checkpointDir + (ownDir ? "/" + name : std::string())});
   }
   if (shards > 1) {
-    // Shards 1..S-1 are started first; shard 0 then streams its decisions to each of them.
-    args.insert(args.end(), {"--shards", std::to_string(shards), "--shard", std::to_string(index)});
-    if (index == 0) {
-      std::string peers;
+    // Shards 1..S-1 (and their replicas) are started first; shard 0 then streams its
+    // decisions to each of them.
+    const ShardProcess me = shardProcessOf(name);
+    args.insert(args.end(), {"--shards", std::to_string(shards), "--shard", std::to_string(me.shard)});
+    if (me.replica) args.push_back("--replica");
+    if (name == m_config.serverNames.front()) {
+      std::string peers, replicas;
       for (std::size_t k = 1; k < m_config.serverNames.size(); ++k) {
-        peers += (peers.empty() ? "" : ",") + m_serverAddress[m_config.serverNames[k]];
+        const std::string& other = m_config.serverNames[k];
+        const ShardProcess it = shardProcessOf(other);
+        if (it.replica) {
+          replicas += (replicas.empty() ? "" : ",") + std::to_string(it.shard) + "=" + m_serverAddress[other];
+        } else {
+          peers += (peers.empty() ? "" : ",") + m_serverAddress[other];
+        }
       }
       args.insert(args.end(), {"--shard-peers", peers});
+      if (!replicas.empty()) args.insert(args.end(), {"--shard-replicas", replicas});
     }
   }
   args.insert(args.end(), extra.begin(), extra.end());
@@ -138,6 +148,8 @@ Result<std::string> RunNodes::startServer(const std::string& name, const std::st
 
 Status RunNodes::startServers(bool chain) {
   const auto& names = m_config.serverNames;
+  // A sharded server's replicas are its shards' (launchServer): not a chain of servers.
+  chain = chain && m_config.spec->ps().shards() <= 1;
   for (int i = static_cast<int>(names.size()) - 1; i >= 0; --i) {
     std::vector<std::string> extra;
     if (chain && i > 0) extra.push_back("--replica");

@@ -38,7 +38,7 @@ RunSession::RunSession(const ExperimentSpec& spec, const RunnerOptions& options)
     : m_spec(spec),
       m_options(options),
       m_serverNames(serverNodeNames(spec)),
-      m_chain(spec.recovery().mode() == v1::RecoverySpec::CHAIN),
+      m_chain(spec.recovery().mode() == v1::RecoverySpec::CHAIN && spec.ps().shards() <= 1),
       m_recovery(recoveryName(spec.recovery().mode())),
       m_tracker(std::vector<v1::FaultSpec>(spec.faults().begin(), spec.faults().end())) {
   for (const auto& w : expandWorkers(spec)) m_workerNames.push_back(w.name());
@@ -59,6 +59,11 @@ void RunSession::say(const std::string& text) const {
 
 bool RunSession::isServer(const std::string& node) const {
   return std::find(m_serverNames.begin(), m_serverNames.end(), node) != m_serverNames.end();
+}
+
+bool RunSession::shardChainGoesOn(const std::string& server) const {
+  return m_spec.recovery().mode() == v1::RecoverySpec::CHAIN && m_spec.ps().shards() > 1 &&
+         server != m_serverNames.front();
 }
 
 Status RunSession::checkFaultNodes() const {
@@ -248,6 +253,7 @@ Status RunSession::startNodes() {
   m_watcher->start(m_nodes->addressOf(m_serverNames.front()));
   if (m_spec.ps().shards() > 1) {
     for (std::size_t i = 1; i < m_serverNames.size(); ++i) {
+      if (shardProcessOf(m_serverNames[i]).replica) continue;  // a standby: no load of its own to draw
       m_shardWatchers.push_back(std::make_unique<EventWatcher>(m_lines, m_security, nullptr, [this](const pb::EventBatch& batch) {
         pb::EventBatch loads;
         for (const auto& e : batch.events()) {
@@ -293,7 +299,8 @@ void RunSession::handleExit(const std::string& name, NodeProcess& child, double 
   if (isServer(name)) {
     if (m_chain) {
       if (!m_chainMaster->leave(name, runT)) m_failure = "every server replica exited";
-    } else if (!expected || !(m_tracker.restartPending(name) || m_drills->restartsWithAShard(name))) {
+    } else if (!expected || !(m_tracker.restartPending(name) || m_drills->restartsWithAShard(name) ||
+                               shardChainGoesOn(name))) {
       std::lock_guard<std::mutex> lock(m_lines.mu);
       m_failure = name + " exited during the run: " + child.exitInfo()->describe() +
                   (m_lines.serverStderrTail.empty() ? "" : " (" + m_lines.serverStderrTail + ")");

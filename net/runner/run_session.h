@@ -63,12 +63,15 @@ class RunSession {
   void onLine(const std::string& node, bool isStderr, const std::string& line);
   void say(const std::string& text) const;
   bool isServer(const std::string& node) const;
+  // Chain replication per shard: shard 0 goes on without this shard or replica (a replica
+  // takes a shard's place; shard 0 itself exits when none is left).
+  bool shardChainGoesOn(const std::string& server) const;
 
   ExperimentSpec m_spec;  // a SLURM spec without hosts gets its allocation's (run())
   const RunnerOptions& m_options;
   std::vector<std::string> m_workerNames;
   std::vector<std::string> m_serverNames;
-  bool m_chain = false;
+  bool m_chain = false;  // a chain of whole servers (a sharded server's chains are its shards')
 
   std::unique_ptr<RunStore> m_store;
   std::unique_ptr<RunRecorder> m_recorder;

@@ -153,8 +153,13 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
   reply->set_shard_seed(options.spec.seed());
   reply->set_incarnation(incarnation);
   if (sharded()) {
-    for (const auto& a : options.shardAddresses) reply->add_shard_addresses(a);
+    for (const auto& a : servingShardAddresses) reply->add_shard_addresses(a);
     for (const auto b : options.layout.begin) reply->add_shard_begin(b);
+    for (const auto& f : shardFollowers) {
+      if (!f.live || f.head) continue;
+      reply->add_shard_replica_addresses(f.address);
+      reply->add_shard_replica_of(f.shard);
+    }
   }
   if (adopting && req->role() == "worker") {
     // Answered once the parameters are adopted (every worker rejoined, or the wait ended):

@@ -95,9 +95,18 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   }
   if (shards > 1) {
     const auto mode = options.spec.recovery().mode();
-    if (mode != v1::RecoverySpec::NONE && mode != v1::RecoverySpec::CHECKPOINT) {
-      return Status::error("ps.shards: a sharded server recovers with recovery.mode NONE or CHECKPOINT (chains and "
-                           "stateless recovery per shard are not built yet)");
+    if (mode == v1::RecoverySpec::STATELESS) {
+      return Status::error("ps.shards: a sharded server recovers with recovery.mode NONE, CHECKPOINT or CHAIN "
+                           "(stateless recovery per shard is not built yet)");
+    }
+    for (const auto& r : options.shardReplicas) {
+      if (r.shard < 1 || r.shard >= shards || r.address.empty()) {
+        return Status::error(options.name + ": a replica of shard " + std::to_string(r.shard) + " at '" + r.address +
+                             "': only shards 1.." + std::to_string(shards - 1) + " have replicas");
+      }
+    }
+    if (options.replica && options.shard == 0) {
+      return Status::error(options.name + ": shard 0 of a sharded server has no replicas yet");
     }
     if (options.shard == 0 && static_cast<int>(options.shardAddresses.size()) != shards - 1) {
       return Status::error(options.name + ": shard 0 of " + std::to_string(shards) + " needs the addresses of the " +
@@ -142,7 +151,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   if (o.resumeAtS >= 0 && !o.replica) impl->setClock(o.resumeAtS);
   if (auto st = impl->restoreBeforeServing(); !st) return st;
   impl->policy->reset(o.workers, std::max(0.0, o.resumeAtS));
-  if (o.spec.recovery().mode() == v1::RecoverySpec::CHAIN) impl->setUpChain();
+  if (impl->chainMode()) impl->setUpChain();
   if (auto st = impl->openCheckpoints(); !st) return st;
   if (auto st = impl->openRecord(); !st) return st;
   impl->recordStateLocked(UpdateRecordKind::Initial);

@@ -64,7 +64,7 @@ struct ServerOptions {
   std::string checkpointDir;              // checkpoint mode: where checkpoints go
   bool restoreCheckpoint = false;         // load the latest valid checkpoint first
   bool adoptFromWorkers = false;          // stateless restart: take the workers' parameters
-  bool replica = false;                   // chain: start as a replica, not the head
+  bool replica = false;                   // chain: start as a replica, not the head (a shard's: below)
   std::string chainNext;                  // chain: the successor's address (empty: tail)
   // Non-empty: write every state held and every update applied to this file
   // (core/params/update_record.h; `dasp server --record`).
@@ -83,6 +83,15 @@ struct ServerOptions {
   int shard = 0;
   ShardLayout layout;  // begin {0, 0}: set to the whole model by start()
   std::vector<std::string> shardAddresses;
+  // Chain replication per shard (recovery CHAIN with ps.shards > 1). Shard 0: the replicas
+  // of shards 1..S-1, each a hot standby that follows shard 0's log as its shard does and
+  // takes the shard's place when the shard's log breaks. Shards 1..S-1: `replica` starts
+  // this process as one (it answers no pull until shard 0 says so: ShardStep SERVE).
+  struct ShardReplica {
+    int shard = 0;
+    std::string address;
+  };
+  std::vector<ShardReplica> shardReplicas;
   // Tests: the run's time, in seconds, from this instead of the wall clock (once every
   // worker has joined), so that two servers given the same calls at the same scripted
   // times decide the same. Called from any thread. Empty: the wall clock.

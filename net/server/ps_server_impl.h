@@ -250,6 +250,20 @@ struct ParameterServer::Impl final : ChunkedRawService {
   // pointers are moved out by shutdown()); a step, reused; why the run ended when a shard
   // stopped following (empty: it did not).
   std::vector<std::unique_ptr<ShardLogSender>> shardLogs;
+  // Shard 0: whom shardLogs[k] goes to (a shard, or a replica of one: chain replication
+  // per shard), and where the nodes reach shard i now ([i - 1]: its first address, or the
+  // replica that took its place).
+  struct ShardFollower {
+    int shard = 0;
+    std::string address;
+    bool head = true;  // the shard's nodes pull from it
+    bool live = true;  // its log has not broken
+  };
+  std::vector<ShardFollower> shardFollowers;
+  std::vector<std::string> servingShardAddresses;
+  // Shards 1..S-1: whether this one answers the nodes' pulls (a replica: once shard 0's
+  // SERVE says it took its shard's place; until then it keeps no answers).
+  bool answersPulls = true;
   pb::ShardStep shardStep;
   std::string failure;
   // Shard 0: a shard's log broke (it is gone, or refused a step): the server answers no
@@ -357,7 +371,8 @@ struct ParameterServer::Impl final : ChunkedRawService {
   const char* stateName(int rank) const {
     return rank >= 0 && rank < options.workers ? toString(policy->state(rank)) : "";
   }
-  bool chainMode() const { return options.spec.recovery().mode() == v1::RecoverySpec::CHAIN; }
+  // Chain replication of one server (a sharded server's chains are its shards' replicas).
+  bool chainMode() const { return options.spec.recovery().mode() == v1::RecoverySpec::CHAIN && !sharded(); }
   bool forwardsEachUpdate() const {
     return chainMode() && isHead && replicator && options.spec.recovery().forward_every() <= 1 &&
            replicator->hasSuccessor();
@@ -502,6 +517,9 @@ struct ParameterServer::Impl final : ChunkedRawService {
   void refuseParkedLocked(const grpc::Status& status);
   // Shard 0: a shard's log broke (`why`): no more calls are answered (shardGone).
   void loseShardLocked(const std::string& why);
+  // Shard 0: the log to shardFollowers[k] broke. A replica leaves its shard's chain; a
+  // shard is replaced by its first live replica (SERVE), else lost (loseShardLocked).
+  void shardFollowerLostLocked(std::size_t k, const std::string& why);
   // Shards 1..S-1: CHECKPOINT (the range at shard 0's checkpoint, to the writer) and
   // RESTORE (the range as of a version; every node's calls forgotten).
   grpc::Status checkpointRangeLocked(const pb::ShardStep& step);

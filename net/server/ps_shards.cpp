@@ -69,6 +69,7 @@ class ParameterServer::Impl::ShardLogReader final : public grpc::ServerReadReact
 void ParameterServer::Impl::setUpShards() {
   const auto workers = static_cast<std::size_t>(options.workers);
   if (follower()) {
+    answersPulls = !options.replica;
     receivedRange.resize(workers);
     receivingRange.resize(workers);
     receiving.assign(workers, 0);
@@ -76,14 +77,17 @@ void ParameterServer::Impl::setUpShards() {
     released.resize(workers + 1);
     return;
   }
+  servingShardAddresses = options.shardAddresses;
   for (std::size_t i = 0; i < options.shardAddresses.size(); ++i) {
-    const int shard = static_cast<int>(i) + 1;
+    shardFollowers.push_back({static_cast<int>(i) + 1, options.shardAddresses[i], true, true});
+  }
+  for (const auto& r : options.shardReplicas) shardFollowers.push_back({r.shard, r.address, false, true});
+  for (std::size_t k = 0; k < shardFollowers.size(); ++k) {
     shardLogs.push_back(std::make_unique<ShardLogSender>(
-        options.shardAddresses[i], shard, options.security, followDeadlineS(options.spec),
-        [this](const std::string& message) {
-          // The ranges no longer add up to one model: this server answers no more.
+        shardFollowers[k].address, shardFollowers[k].shard, options.security, followDeadlineS(options.spec),
+        [this, k](const std::string& message) {
           std::lock_guard<std::mutex> lock(mu);
-          loseShardLocked(message);
+          shardFollowerLostLocked(k, message);
         }));
   }
   if (restoreVersion >= 0) {  // a restarted shard 0: every shard first rolls back to it
@@ -96,7 +100,43 @@ void ParameterServer::Impl::setUpShards() {
 
 void ParameterServer::Impl::logStepLocked() {
   const double t = now();
-  for (auto& log : shardLogs) log->enqueue(shardStep, t);
+  for (std::size_t k = 0; k < shardLogs.size(); ++k) {
+    if (shardFollowers[k].live) shardLogs[k]->enqueue(shardStep, t);
+  }
+}
+
+void ParameterServer::Impl::shardFollowerLostLocked(std::size_t k, const std::string& why) {
+  auto& lost = shardFollowers[k];
+  if (!lost.live || shuttingDown || !failure.empty()) return;
+  lost.live = false;
+  const std::string shard = "shard " + std::to_string(lost.shard);
+  if (!lost.head) {
+    emitRecoveryLocked(v1::RunEvent::REPLICA_UNREACHABLE,
+                       "the replica of " + shard + " at " + lost.address + " left its chain (" + why +
+                           "); the shard goes on without it",
+                       store->version());
+    return;
+  }
+  // The shard's first live replica has carried out every step the shard did and holds
+  // every range pushed since it started (a worker pushes each replica before shard 0): it
+  // takes the shard's place at this version, and nothing is undone.
+  for (std::size_t j = 0; j < shardFollowers.size(); ++j) {
+    auto& next = shardFollowers[j];
+    if (!next.live || next.head || next.shard != lost.shard) continue;
+    next.head = true;
+    servingShardAddresses[static_cast<std::size_t>(lost.shard - 1)] = next.address;
+    shardStep.Clear();
+    shardStep.set_kind(pb::ShardStep::SERVE);
+    shardStep.set_version(store->version());
+    shardLogs[j]->enqueue(shardStep, now());
+    emitRecoveryLocked(v1::RunEvent::PROMOTED,
+                       "the replica of " + shard + " at " + next.address + " took its place at version " +
+                           std::to_string(store->version()) + " (" + why + "); nothing is undone",
+                       store->version());
+    return;
+  }
+  // The ranges no longer add up to one model: this server answers no more.
+  loseShardLocked(options.shardReplicas.empty() ? why : why + " (no replica of " + shard + " is left)");
 }
 
 void ParameterServer::Impl::logRankStepLocked(pb::ShardStep::Kind kind, int rank, std::int64_t call) {
@@ -326,6 +366,13 @@ grpc::Status ParameterServer::Impl::applyShardStepLocked(const pb::ShardStep& st
     case pb::ShardStep::RELEASE:
     case pb::ShardStep::ABANDON: {
       if (rank < -1 || rank >= options.workers) return bad("an answer to unknown rank " + std::to_string(rank));
+      if (!answersPulls) {  // a replica: no node pulls from it (nor holds its answers)
+        if (step.kind() == pb::ShardStep::RELEASE && step.version() != store->version()) {
+          return bad("released version " + std::to_string(step.version()) + " but holds " +
+                     std::to_string(store->version()));
+        }
+        return grpc::Status::OK;
+      }
       Released answer;
       answer.call = step.call_seq();
       answer.abandoned = step.kind() == pb::ShardStep::ABANDON;
@@ -352,6 +399,14 @@ grpc::Status ParameterServer::Impl::applyShardStepLocked(const pb::ShardStep& st
       parked.resize(keep);
       return grpc::Status::OK;
     }
+    case pb::ShardStep::SERVE:
+      if (step.version() != store->version()) {
+        return bad("takes its shard's place at version " + std::to_string(step.version()) + " but holds " +
+                   std::to_string(store->version()));
+      }
+      answersPulls = true;
+      say("takes shard " + std::to_string(options.shard) + "'s place at version " + std::to_string(step.version()));
+      return grpc::Status::OK;
     case pb::ShardStep::CHECKPOINT:
       return checkpointRangeLocked(step);
     case pb::ShardStep::RESTORE:

@@ -19,6 +19,7 @@
 #include "tests/support/security_fixtures.h"
 #include "tests/support/specs.h"
 
+#include <QDir>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QTemporaryDir>
@@ -220,6 +221,33 @@ std::vector<float> scriptedRun(const ExperimentSpec& spec, int workers, int shar
   return parameters;
 }
 
+// A run of 5 s of 3 workers (mlp) on 3 shards with `recovery` and one drill (`fault`), in
+// `dir`: its store once the run completed with one fault recorded (null, the test failed,
+// otherwise).
+std::unique_ptr<RunStore> runShardDrill(const QString& dir, const QJsonObject& recovery, const QJsonObject& fault) {
+  test_support::SyntheticSpec base;
+  base.workers = 3;
+  base.maxSeconds = 5;
+  QJsonObject spec = base.json();
+  spec["model"] = QJsonObject{{"name", "mlp"}};
+  spec["ps"] = QJsonObject{{"shards", 3}};
+  spec["recovery"] = recovery;
+  spec["faults"] = QJsonArray{fault};
+  const QString path = test_support::writeSpecFile(dir, "shard-drill", spec);
+  const QString db = QDir(dir).filePath("runs.sqlite");
+  const auto run = test_support::runDasp({"run", path, "--db", db, "--json", "--quiet"}, 90000);
+  if (run.exitCode != 0 || !run.out.contains("\"status\":\"completed\"")) {
+    QTest::qFail(qPrintable(run.err + run.out), __FILE__, __LINE__);
+    return nullptr;
+  }
+  auto store = RunStore::open(db.toStdString()).value();
+  if (store->faults(store->listRuns().value().front().id).value().size() != 1) {
+    QTest::qFail("not one fault recorded", __FILE__, __LINE__);
+    return nullptr;
+  }
+  return store;
+}
+
 }  // namespace
 
 class TestShards : public QObject {
@@ -235,6 +263,7 @@ class TestShards : public QObject {
   void shardedRunThroughProcesses();
   void killedShardRestoresOneVersion_data();
   void killedShardRestoresOneVersion();
+  void killedShardsReplicaTakesItsPlace();
 };
 
 void TestShards::layoutIsPagesOfNearEqualRanges() {
@@ -461,9 +490,23 @@ void TestShards::shardedRunThroughProcesses() {
     const auto o = test_support::runDasp({"validate", file}, 60000);
     return o.exitCode != 0 && o.err.contains(field) ? QString() : o.err + o.out;
   };
+  QJsonObject stateless = spec;
+  stateless["recovery"] = QJsonObject{{"mode", "STATELESS"}};
+  QCOMPARE(refusal(stateless, "recovery.mode"), QString());
+  // With chain replication per shard, a drill kills shard 1..S-1 for good (its replica
+  // takes its place): not shard 0, which has no replica, nor a replica.
   QJsonObject chain = spec;
-  chain["recovery"] = QJsonObject{{"mode", "CHAIN"}};
-  QCOMPARE(refusal(chain, "recovery.mode"), QString());
+  chain["recovery"] = QJsonObject{{"mode", "CHAIN"}, {"replicas", 2}};
+  auto chainKill = [&](const QString& node, bool restart) {
+    QJsonObject kill{{"node", node}, {"action", "KILL"}, {"at_s", 1}};
+    if (restart) kill["restart_after_s"] = 1;
+    QJsonObject s = chain;
+    s["faults"] = QJsonArray{kill};
+    return s;
+  };
+  QCOMPARE(refusal(chainKill("server", false), "faults[0].node"), QString());
+  QCOMPARE(refusal(chainKill("shard-1-r1", false), "faults[0].node"), QString());
+  QCOMPARE(refusal(chainKill("shard-1", true), "faults[0].restart_after_s"), QString());
   QJsonObject paused = spec;
   paused["faults"] = QJsonArray{QJsonObject{{"node", "shard-1"}, {"action", "PAUSE"}, {"at_s", 1}}};
   QCOMPARE(refusal(paused, "faults[0].action"), QString());
@@ -488,23 +531,12 @@ void TestShards::killedShardRestoresOneVersion() {
   QFETCH(QString, mode);
   QFETCH(QString, killed);
   QTemporaryDir dir;
-  test_support::SyntheticSpec base;
-  base.workers = 3;
-  base.maxSeconds = 5;
-  QJsonObject spec = base.json();
-  spec["model"] = QJsonObject{{"name", "mlp"}};
-  spec["ps"] = QJsonObject{{"shards", 3}};
-  spec["recovery"] = QJsonObject{{"mode", mode}, {"checkpoint_every_updates", 50}};
-  spec["faults"] = QJsonArray{QJsonObject{{"node", killed}, {"action", "KILL"}, {"at_s", 1.5}, {"restart_after_s", 1}}};
-  const QString path = test_support::writeSpecFile(dir.path(), "shard-kill", spec);
-  const QString db = dir.filePath("runs.sqlite");
-  const auto run = test_support::runDasp({"run", path, "--db", db, "--json", "--quiet"}, 90000);
-  QVERIFY2(run.exitCode == 0, qPrintable(run.err));
-  QVERIFY2(run.out.contains("\"status\":\"completed\""), qPrintable(run.out));
-  auto store = RunStore::open(db.toStdString()).value();
+  const auto store =
+      runShardDrill(dir.path(), QJsonObject{{"mode", mode}, {"checkpoint_every_updates", 50}},
+                    QJsonObject{{"node", killed}, {"action", "KILL"}, {"at_s", 1.5}, {"restart_after_s", 1}});
+  QVERIFY(store);
   const std::int64_t id = store->listRuns().value().front().id;
   const auto faults = store->faults(id).value();
-  QCOMPARE(faults.size(), std::size_t{1});
   const auto& f = faults.front();
   QCOMPARE(QString::fromStdString(f.fault.node), killed);
   QVERIFY2(f.fault.versionAfter, f.fault.detail.c_str());
@@ -537,6 +569,35 @@ void TestShards::killedShardRestoresOneVersion() {
   double updates = 0;
   for (const auto& row : summary) updates = row.key == "updates" && row.value ? *row.value : updates;
   QVERIFY2(updates > static_cast<double>(restored) + 10, qPrintable(QString::number(updates)));
+}
+
+// Chain replication per shard: a killed shard's replica, which followed shard 0's log and
+// took every range the workers pushed the shard, takes its place at once: nothing is
+// undone, nothing acknowledged is lost, and training goes on.
+void TestShards::killedShardsReplicaTakesItsPlace() {
+  QTemporaryDir dir;
+  const auto store = runShardDrill(dir.path(), QJsonObject{{"mode", "CHAIN"}, {"replicas", 2}},
+                                   QJsonObject{{"node", "shard-2"}, {"action", "KILL"}, {"at_s", 1.5}});
+  QVERIFY(store);
+  const std::int64_t id = store->listRuns().value().front().id;
+  const auto faults = store->faults(id).value();
+  const auto& f = faults.front().fault;
+  const auto& lost = faults.front().updatesLost;
+  QCOMPARE(QString::fromStdString(f.node), QStringLiteral("shard-2"));
+  QVERIFY2(f.versionAfter && *f.versionAfter >= f.versionBefore, f.detail.c_str());
+  QVERIFY2(f.detail.find("took its place") != std::string::npos, f.detail.c_str());
+  QVERIFY2(lost && *lost == 0, f.detail.c_str());
+  // The replica carried on from shard 0's version: it was told to serve, and did not restore.
+  bool serves = false;
+  for (const auto& l : store->logs(id, "shard-2-r1").value()) {
+    serves = serves || l.line.find("takes shard 2's place at version " + std::to_string(*f.versionAfter)) !=
+                           std::string::npos;
+  }
+  QVERIFY(serves);
+  const auto summary = store->summary(id).value();
+  double updates = 0;
+  for (const auto& row : summary) updates = row.key == "updates" && row.value ? *row.value : updates;
+  QVERIFY2(updates > static_cast<double>(*f.versionAfter) + 10, qPrintable(QString::number(updates)));
 }
 
 QTEST_GUILESS_MAIN(TestShards)
