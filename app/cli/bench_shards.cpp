@@ -4,7 +4,7 @@
 // the servers' hosts each behind a link limited with `tc tbf`, the workers' host
 // unshaped; one run with 1 shard, one with 2 shards on two hosts. Their aggregate
 // push+pull throughput (every worker's bytes both ways over the run's seconds) is
-// compared in the same invocation.
+// compared in the same invocation, and with the same case on the virtual-cluster engine.
 #include "app/cli/cli.h"
 #include "app/cli/signals.h"
 
@@ -15,6 +15,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 namespace dasp::cli {
 namespace {
@@ -52,13 +53,22 @@ ExperimentSpec linkBoundSpec(const net::NetnsHosts& hosts, int shards) {
   return withDefaults(spec);
 }
 
-// Every worker's bytes, both ways, per second of the run.
+// The same case on the virtual-cluster engine: each shard's link `mbit` (sim.server_link:
+// one push or pull at a time), the workers' links unshaped, the same MLP's gradients.
+ExperimentSpec engineSpec(ExperimentSpec spec, double mbit) {
+  spec.clear_launch();
+  spec.set_engine("sim");
+  spec.mutable_sim()->mutable_server_link()->set_mbit(mbit);
+  return spec;
+}
+
+// Every worker's bytes, both ways, per second of the run (on the engine: of virtual time).
 Result<double> throughputMBps(const ExperimentSpec& spec, const std::string& db) {
   net::RunnerOptions options;
   options.daspBinary = selfPath();
   options.dbPath = db;
   options.cancel = stopRequested();
-  auto run = net::runExperiment(spec, options);
+  auto run = spec.engine() == "sim" ? runOnSimulator(spec, options) : net::runExperiment(spec, options);
   if (!run) return run.status();
   if (run->status != "completed" || run->seconds <= 0) {
     return Status::error(spec.name() + ": the run " + run->status + " (" + run->stopReason + ")");
@@ -87,15 +97,26 @@ Result<ShardLinkRates> benchShardLinks(double mbit) {
   char dir[] = "/tmp/dasp-bench-shards-XXXXXX";
   if (mkdtemp(dir) == nullptr) return Status::error("bench ps --shards: cannot create a temporary directory");
   const std::string db = std::string(dir) + "/runs.sqlite";
-  auto one = throughputMBps(linkBoundSpec(*hosts.value(), 1), db);
-  auto two = one ? throughputMBps(linkBoundSpec(*hosts.value(), 2), db) : one;
+  std::vector<double> measured;  // real 1, real 2, engine 1, engine 2
+  Status status = Status::ok();  // the first failure
+  for (const bool engine : {false, true}) {
+    for (const int shards : {1, 2}) {
+      const ExperimentSpec real = linkBoundSpec(*hosts.value(), shards);
+      auto mbps = status ? throughputMBps(engine ? engineSpec(real, mbit) : real, db) : Result<double>(status);
+      if (!mbps) status = mbps.status();
+      measured.push_back(mbps ? mbps.value() : 0);
+    }
+  }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
-  if (!one) return one.status();
-  if (!two) return two.status();
-  rates.oneShardMBps = one.value();
-  rates.twoShardsMBps = two.value();
-  rates.ratio = rates.oneShardMBps > 0 ? rates.twoShardsMBps / rates.oneShardMBps : 0;
+  if (!status) return status;
+  auto ratio = [](double one, double two) { return one > 0 ? two / one : 0; };
+  rates.oneShardMBps = measured[0];
+  rates.twoShardsMBps = measured[1];
+  rates.ratio = ratio(measured[0], measured[1]);
+  rates.engineOneMBps = measured[2];
+  rates.engineTwoMBps = measured[3];
+  rates.engineRatio = ratio(measured[2], measured[3]);
   return rates;
 }
 

@@ -16,6 +16,13 @@
 #include <string>
 #include <vector>
 
+namespace dasp {
+struct RunSummary;
+namespace net {
+struct RunnerOptions;
+}  // namespace net
+}  // namespace dasp
+
 namespace dasp::cli {
 
 using ::dasp::jsonNumber;  // core/common/json_text.h
@@ -50,15 +57,21 @@ struct BenchSimFlags {
 int benchSim(const BenchSimFlags& flags);
 
 // `dasp bench ps --shards` (b), bench_shards.cpp: the aggregate push+pull throughput of
-// link-bound runs with 1 and 2 shards, each server host's link limited to `mbit`.
+// link-bound runs with 1 and 2 shards, each server host's link limited to `mbit`, and of
+// the same case on the virtual-cluster engine (each shard's sim.server_link `mbit`).
 inline constexpr int kShardBenchWorkers = 4;
 struct ShardLinkRates {
   double linkMbit = 0;
   double oneShardMBps = 0, twoShardsMBps = 0;  // every worker's bytes both ways per second
   double ratio = 0;                            // two / one
+  double engineOneMBps = 0, engineTwoMBps = 0, engineRatio = 0;  // the same case on the engine
   std::string notMeasured;  // why no host could be made here (not root, no iproute2)
 };
 Result<ShardLinkRates> benchShardLinks(double mbit);
+
+// One planned run on the virtual-cluster engine, with the spec's computation wired in
+// (cmd_run.cpp).
+Result<RunSummary> runOnSimulator(const ExperimentSpec& spec, const net::RunnerOptions& options);
 
 // --- option checks: each names the value it refuses (CLI11 prefixes the flag) ---
 

@@ -320,8 +320,10 @@ int benchPsShards(const BenchPsFlags& flags, const TrainTest& data) {
       std::printf("(b) not measured: %s\n", links->notMeasured.c_str());
     } else {
       std::printf("(b) %d workers, each server host behind %.0f Mbit/s each way: push+pull %.1f MB/s with 1 shard, "
-                  "%.1f MB/s with 2 shards on 2 hosts: ratio %.2f\n",
-                  kShardBenchWorkers, links->linkMbit, links->oneShardMBps, links->twoShardsMBps, links->ratio);
+                  "%.1f MB/s with 2 shards on 2 hosts: ratio %.2f; the engine on the same case: %.1f and %.1f "
+                  "MB/s, ratio %.2f\n",
+                  kShardBenchWorkers, links->linkMbit, links->oneShardMBps, links->twoShardsMBps, links->ratio,
+                  links->engineOneMBps, links->engineTwoMBps, links->engineRatio);
     }
     return 0;
   }
@@ -336,7 +338,10 @@ int benchPsShards(const BenchPsFlags& flags, const TrainTest& data) {
     std::cout << ",\"link_mbit\":" << jsonNumber(links->linkMbit)
               << ",\"one_shard_link_mbps\":" << jsonNumber(links->oneShardMBps)
               << ",\"two_shards_link_mbps\":" << jsonNumber(links->twoShardsMBps)
-              << ",\"two_shards_vs_one_throughput\":" << jsonNumber(links->ratio);
+              << ",\"two_shards_vs_one_throughput\":" << jsonNumber(links->ratio)
+              << ",\"engine_one_shard_link_mbps\":" << jsonNumber(links->engineOneMBps)
+              << ",\"engine_two_shards_link_mbps\":" << jsonNumber(links->engineTwoMBps)
+              << ",\"engine_two_shards_vs_one_throughput\":" << jsonNumber(links->engineRatio);
   } else {
     std::cout << ",\"links_not_measured\":" << jsonString(links->notMeasured);
   }

@@ -48,19 +48,6 @@ struct RunFlags {
   bool quiet = false;
 };
 
-// One planned run on the virtual-cluster engine, with the spec's computation wired in.
-Result<RunSummary> runOnSimulator(const ExperimentSpec& spec, const net::RunnerOptions& options) {
-  auto bundle = ml::makeSimCompute(spec);
-  if (!bundle) return bundle.status();
-  SimOptions sim;
-  sim.dbPath = options.dbPath;
-  sim.tags = options.tags;
-  sim.cancel = options.cancel;
-  sim.log = options.log;
-  sim.onRunCreated = options.onRunCreated;
-  return runSimulation(spec, bundle.value()->compute, sim);
-}
-
 // The recovery metrics of a run's fault drills as a JSON array.
 std::string faultsJson(const std::vector<RecoveryMetrics>& faults) {
   auto opt = [](const auto& v) { return v ? jsonNumber(static_cast<double>(*v)) : std::string("null"); };
@@ -275,6 +262,18 @@ int runCommand(const RunFlags& flags) {
 }
 
 }  // namespace
+
+Result<RunSummary> runOnSimulator(const ExperimentSpec& spec, const net::RunnerOptions& options) {
+  auto bundle = ml::makeSimCompute(spec);
+  if (!bundle) return bundle.status();
+  SimOptions sim;
+  sim.dbPath = options.dbPath;
+  sim.tags = options.tags;
+  sim.cancel = options.cancel;
+  sim.log = options.log;
+  sim.onRunCreated = options.onRunCreated;
+  return runSimulation(spec, bundle.value()->compute, sim);
+}
 
 void addRunCommand(CLI::App& dasp, int& exitCode) {
   auto flags = std::make_shared<RunFlags>();
