@@ -236,8 +236,11 @@ void RunNodes::finish(double graceS) {
     if (isServer(name)) continue;
     child->waitFor(5.0);
   }
-  for (auto& [name, child] : m_children) {
-    if (!isServer(name)) continue;
+  // The servers in their order: shard 0 (or the chain's head) first, so that every other
+  // shard has carried out its whole log when it is stopped.
+  for (const auto& name : m_config.serverNames) {
+    NodeProcess* child = process(name);
+    if (child == nullptr) continue;
     child->signal(SIGTERM);
     if (!child->waitFor(10.0)) {
       child->signal(SIGKILL);

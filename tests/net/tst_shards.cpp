@@ -10,6 +10,7 @@
 //    nothing is applied anywhere.
 //  - `dasp run` with ps.shards 2 runs through real processes, and the store names the shard.
 #include "core/params/shard_layout.h"
+#include "core/params/update_record.h"
 #include "core/spec/spec.h"
 #include "core/store/run_store.h"
 #include "net/client/nodes.h"
@@ -31,6 +32,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace {
@@ -264,6 +266,7 @@ class TestShards : public QObject {
   void killedShardRestoresOneVersion_data();
   void killedShardRestoresOneVersion();
   void killedShardsReplicaTakesItsPlace();
+  void replicasHoldTheirShardsBits();
 };
 
 void TestShards::layoutIsPagesOfNearEqualRanges() {
@@ -598,6 +601,43 @@ void TestShards::killedShardsReplicaTakesItsPlace() {
   double updates = 0;
   for (const auto& row : summary) updates = row.key == "updates" && row.value ? *row.value : updates;
   QVERIFY2(updates > static_cast<double>(*f.versionAfter) + 10, qPrintable(QString::number(updates)));
+}
+
+// A shard's replica is fed what the shard is fed (the ranges the workers push, shard 0's
+// log), so at the end of a run it holds the shard's parameters and momentum bit for bit
+// (each writes its final state to its update record).
+void TestShards::replicasHoldTheirShardsBits() {
+  QTemporaryDir dir;
+  test_support::SyntheticSpec base;
+  base.workers = 3;
+  base.maxSeconds = 2;
+  QJsonObject spec = base.json();
+  spec["model"] = QJsonObject{{"name", "mlp"}};
+  spec["ps"] = QJsonObject{{"shards", 3}};
+  spec["recovery"] = QJsonObject{{"mode", "CHAIN"}, {"replicas", 2}};
+  const QString path = test_support::writeSpecFile(dir.path(), "shard-replicas", spec);
+  const QString records = dir.filePath("records");
+  const auto run = test_support::runDasp(
+      {"run", path, "--db", dir.filePath("runs.sqlite"), "--record", records, "--json", "--quiet"}, 90000);
+  QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+  auto finalState = [&](const QString& node) -> std::optional<UpdateRecord> {
+    auto all = readUpdateRecords(QDir(records).filePath("run-1/" + node + ".0.record").toStdString());
+    if (!all) return std::nullopt;
+    for (auto& r : all.value()) {
+      if (r.kind == UpdateRecordKind::Final) return std::move(r);
+    }
+    return std::nullopt;
+  };
+  for (const QString shard : {"shard-1", "shard-2"}) {
+    const auto head = finalState(shard);
+    const auto replica = finalState(shard + "-r1");
+    QVERIFY2(head && replica, qPrintable(shard));
+    QVERIFY2(head->version > 10, qPrintable(QString::number(head->version)));  // it trained
+    QCOMPARE(replica->version, head->version);
+    QCOMPARE(replica->values.size(), head->values.size());
+    QVERIFY2(std::memcmp(replica->values.data(), head->values.data(), head->values.size() * sizeof(float)) == 0,
+             qPrintable(shard + " and its replica hold different bits"));
+  }
 }
 
 QTEST_GUILESS_MAIN(TestShards)
