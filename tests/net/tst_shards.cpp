@@ -223,17 +223,23 @@ std::vector<float> scriptedRun(const ExperimentSpec& spec, int workers, int shar
   return parameters;
 }
 
-// A run of 5 s of 3 workers (mlp) on 3 shards with `recovery` and one drill (`fault`), in
-// `dir`: its store once the run completed with one fault recorded (null, the test failed,
-// otherwise).
-std::unique_ptr<RunStore> runShardDrill(const QString& dir, const QJsonObject& recovery, const QJsonObject& fault) {
+// A run of `seconds` of 3 workers (mlp) on 3 shards with `recovery`.
+QJsonObject threeShardSpec(const QJsonObject& recovery, double seconds) {
   test_support::SyntheticSpec base;
   base.workers = 3;
-  base.maxSeconds = 5;
+  base.maxSeconds = seconds;
   QJsonObject spec = base.json();
   spec["model"] = QJsonObject{{"name", "mlp"}};
   spec["ps"] = QJsonObject{{"shards", 3}};
   spec["recovery"] = recovery;
+  return spec;
+}
+
+// A run of 5 s of 3 workers (mlp) on 3 shards with `recovery` and one drill (`fault`), in
+// `dir`: its store once the run completed with one fault recorded (null, the test failed,
+// otherwise).
+std::unique_ptr<RunStore> runShardDrill(const QString& dir, const QJsonObject& recovery, const QJsonObject& fault) {
+  QJsonObject spec = threeShardSpec(recovery, 5);
   spec["faults"] = QJsonArray{fault};
   const QString path = test_support::writeSpecFile(dir, "shard-drill", spec);
   const QString db = QDir(dir).filePath("runs.sqlite");
@@ -608,14 +614,8 @@ void TestShards::killedShardsReplicaTakesItsPlace() {
 // (each writes its final state to its update record).
 void TestShards::replicasHoldTheirShardsBits() {
   QTemporaryDir dir;
-  test_support::SyntheticSpec base;
-  base.workers = 3;
-  base.maxSeconds = 2;
-  QJsonObject spec = base.json();
-  spec["model"] = QJsonObject{{"name", "mlp"}};
-  spec["ps"] = QJsonObject{{"shards", 3}};
-  spec["recovery"] = QJsonObject{{"mode", "CHAIN"}, {"replicas", 2}};
-  const QString path = test_support::writeSpecFile(dir.path(), "shard-replicas", spec);
+  const QString path = test_support::writeSpecFile(
+      dir.path(), "shard-replicas", threeShardSpec(QJsonObject{{"mode", "CHAIN"}, {"replicas", 2}}, 2));
   const QString records = dir.filePath("records");
   const auto run = test_support::runDasp(
       {"run", path, "--db", dir.filePath("runs.sqlite"), "--record", records, "--json", "--quiet"}, 90000);
