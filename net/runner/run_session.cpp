@@ -421,7 +421,15 @@ Result<RunSummary> RunSession::summarize(const std::string& stopReason) {
   summary.recovery = m_recovery;
   summary.seed = m_spec.seed();
   summary.workers = static_cast<int>(m_workerNames.size());
-  summary.stopReason = m_failure.empty() ? stopReason : "failed";
+  // Cancelled by the time the nodes are stopped: a node that exited first went with the
+  // same cancellation (scancel signals the runner and every job step at once, and a
+  // step's exit may be seen before the runner's own signal).
+  const bool cancelled = stopReason == "cancelled" || (m_options.cancel && m_options.cancel->load());
+  if (cancelled && !m_failure.empty()) {
+    say("run " + std::to_string(m_runId) + ": cancelled (before that: " + m_failure + ")");
+    m_failure.clear();
+  }
+  summary.stopReason = !m_failure.empty() ? "failed" : cancelled ? "cancelled" : stopReason;
   summary.timeToTargetS = f.targetT;
   summary.finalAccuracy = f.lastAccuracy;
   summary.finalLoss = f.lastLoss;
@@ -449,10 +457,10 @@ Result<RunSummary> RunSession::summarize(const std::string& stopReason) {
     rows.push_back({"store_rows_lost", static_cast<double>(h.lostRows), ""});
   }
   m_recorder->setSummary(rows);
-  const RunStatus status = !m_failure.empty()          ? RunStatus::Failed
-                           : stopReason == "cancelled" ? RunStatus::Stopped
-                           : f.divergence              ? RunStatus::Diverged
-                                                       : RunStatus::Completed;
+  const RunStatus status = !m_failure.empty() ? RunStatus::Failed
+                           : cancelled        ? RunStatus::Stopped
+                           : f.divergence     ? RunStatus::Diverged
+                                              : RunStatus::Completed;
   summary.status = toString(status);
   if (status == RunStatus::Diverged) {
     summary.divergence = f.divergence;
