@@ -73,6 +73,10 @@ struct ShardProcess {
   bool replica = false;
 };
 ShardProcess shardProcessOf(const std::string& name);
+// Chain replication (recovery CHAIN) of whole servers ("server-0" ..., ChainMaster), or of
+// a sharded server's shards 1..S-1 ("shard-N-rK": shard 0 promotes a shard's replica).
+bool chainsWholeServers(const ExperimentSpec& spec);
+bool chainsShards(const ExperimentSpec& spec);
 
 // The address nodes dial to reach a server bound to `bind` on `host`, listening on `port`:
 // "HOST:PORT" with the bind address itself, unless it is a wildcard (0.0.0.0, ::), then

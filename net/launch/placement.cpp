@@ -113,18 +113,25 @@ Result<Placement> placeNodes(const ExperimentSpec& spec, const std::vector<std::
 
 std::vector<std::string> serverNodeNames(const ExperimentSpec& spec) {
   std::vector<std::string> names;
-  const bool chain = spec.recovery().mode() == v1::RecoverySpec::CHAIN;
-  const int shards = spec.ps().shards();
-  if (chain && shards <= 1) {
+  if (chainsWholeServers(spec)) {
     for (int i = 0; i < spec.recovery().replicas(); ++i) names.push_back("server-" + std::to_string(i));
     return names;
   }
+  const int shards = spec.ps().shards();
   names.push_back("server");
   for (int i = 1; i < shards; ++i) names.push_back("shard-" + std::to_string(i));
-  for (int r = 1; chain && r < spec.recovery().replicas(); ++r) {
+  for (int r = 1; chainsShards(spec) && r < spec.recovery().replicas(); ++r) {
     for (int i = 1; i < shards; ++i) names.push_back("shard-" + std::to_string(i) + "-r" + std::to_string(r));
   }
   return names;
+}
+
+bool chainsWholeServers(const ExperimentSpec& spec) {
+  return spec.recovery().mode() == v1::RecoverySpec::CHAIN && spec.ps().shards() <= 1;
+}
+
+bool chainsShards(const ExperimentSpec& spec) {
+  return spec.recovery().mode() == v1::RecoverySpec::CHAIN && spec.ps().shards() > 1;
 }
 
 ShardProcess shardProcessOf(const std::string& name) {

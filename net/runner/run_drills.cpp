@@ -39,8 +39,7 @@ RunDrills::RunDrills(std::int64_t runId, const ExperimentSpec& spec, RunNodes& n
                      std::function<void(const std::string&)> say)
     : m_runId(runId), m_spec(spec), m_nodes(nodes), m_chain(chain), m_control(control), m_tracker(tracker),
       m_recorder(recorder), m_say(std::move(say)),
-      m_isChain(spec.recovery().mode() == v1::RecoverySpec::CHAIN && spec.ps().shards() <= 1),
-      m_isShardChain(spec.recovery().mode() == v1::RecoverySpec::CHAIN && spec.ps().shards() > 1) {}
+      m_isChain(chainsWholeServers(spec)), m_isShardChain(chainsShards(spec)) {}
 
 std::map<pid_t, double> RunDrills::cpuSnapshot() {
   std::map<pid_t, double> out;

@@ -148,8 +148,6 @@ Result<std::string> RunNodes::startServer(const std::string& name, const std::st
 
 Status RunNodes::startServers(bool chain) {
   const auto& names = m_config.serverNames;
-  // A sharded server's replicas are its shards' (launchServer): not a chain of servers.
-  chain = chain && m_config.spec->ps().shards() <= 1;
   for (int i = static_cast<int>(names.size()) - 1; i >= 0; --i) {
     std::vector<std::string> extra;
     if (chain && i > 0) extra.push_back("--replica");

@@ -57,7 +57,8 @@ class RunNodes {
   int rankOf(const std::string& node) const;  // -1: not a worker
   std::string nameOf(int rank) const;         // a worker's name; "server" otherwise
 
-  // Every server, tail first (each replica is told its successor); the first failure.
+  // Every server, last first: with `chain` (a chain of whole servers: chainsWholeServers)
+  // each replica is told its successor. The first failure.
   Status startServers(bool chain);
   // Starts server `name` on `port` ("0": any) with `extra` flags and returns at once:
   // serverStart() says when it listens. A restart starts this way, so that the runner's

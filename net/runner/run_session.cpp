@@ -38,7 +38,7 @@ RunSession::RunSession(const ExperimentSpec& spec, const RunnerOptions& options)
     : m_spec(spec),
       m_options(options),
       m_serverNames(serverNodeNames(spec)),
-      m_chain(spec.recovery().mode() == v1::RecoverySpec::CHAIN && spec.ps().shards() <= 1),
+      m_chain(chainsWholeServers(spec)),
       m_recovery(recoveryName(spec.recovery().mode())),
       m_tracker(std::vector<v1::FaultSpec>(spec.faults().begin(), spec.faults().end())) {
   for (const auto& w : expandWorkers(spec)) m_workerNames.push_back(w.name());
@@ -62,8 +62,7 @@ bool RunSession::isServer(const std::string& node) const {
 }
 
 bool RunSession::shardChainGoesOn(const std::string& server) const {
-  return m_spec.recovery().mode() == v1::RecoverySpec::CHAIN && m_spec.ps().shards() > 1 &&
-         server != m_serverNames.front();
+  return chainsShards(m_spec) && server != m_serverNames.front();
 }
 
 Status RunSession::checkFaultNodes() const {

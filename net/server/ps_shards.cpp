@@ -366,21 +366,15 @@ grpc::Status ParameterServer::Impl::applyShardStepLocked(const pb::ShardStep& st
     case pb::ShardStep::RELEASE:
     case pb::ShardStep::ABANDON: {
       if (rank < -1 || rank >= options.workers) return bad("an answer to unknown rank " + std::to_string(rank));
-      if (!answersPulls) {  // a replica: no node pulls from it (nor holds its answers)
-        if (step.kind() == pb::ShardStep::RELEASE && step.version() != store->version()) {
-          return bad("released version " + std::to_string(step.version()) + " but holds " +
-                     std::to_string(store->version()));
-        }
-        return grpc::Status::OK;
+      if (step.kind() == pb::ShardStep::RELEASE && step.version() != store->version()) {
+        return bad("released version " + std::to_string(step.version()) + " but holds " +
+                   std::to_string(store->version()));
       }
+      if (!answersPulls) return grpc::Status::OK;  // a replica: no node pulls from it (nor holds its answers)
       Released answer;
       answer.call = step.call_seq();
       answer.abandoned = step.kind() == pb::ShardStep::ABANDON;
       if (!answer.abandoned) {
-        if (step.version() != store->version()) {
-          return bad("released version " + std::to_string(step.version()) + " but holds " +
-                     std::to_string(store->version()));
-        }
         answer.version = step.version();
         answer.stop = step.stop();
         if (step.parameters()) answer.parameters = store->snapshot();
