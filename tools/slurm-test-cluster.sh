@@ -202,6 +202,17 @@ signal_and_wait() {
   for pid in "${left[@]}"; do echo "$pid"; done
 }
 
+# Client processes of this cluster still alive (an salloc that outlived its dasp run would
+# otherwise spin on the vanished controller for good, taking a core from the tests after).
+client_procs() {
+  local comm_file pid comm
+  for comm_file in /proc/[0-9]*/comm; do
+    read -r comm 2> /dev/null < "$comm_file" || continue
+    pid=${comm_file#/proc/}; pid=${pid%/comm}
+    case $comm in salloc | srun | sbatch | scancel) ours "$pid" && echo "$pid" ;; esac
+  done
+}
+
 stop_cluster() {
   local name pid daemons=() munged=() steps left
   while read -r name pid; do
@@ -219,6 +230,13 @@ stop_cluster() {
   if (( ${#left[@]} )); then
     mapfile -t steps < <(step_procs)
     mapfile -t left < <(signal_and_wait KILL "${left[@]}" "${steps[@]}")
+  fi
+  local clients
+  mapfile -t clients < <(client_procs)
+  if (( ${#clients[@]} )); then
+    echo "stop: ending Slurm clients left running: $(ps -o pid=,args= -p "$(IFS=,; echo "${clients[*]}")" | tr '\n' ';')" >&2
+    mapfile -t clients < <(signal_and_wait KILL "${clients[@]}")
+    left+=("${clients[@]}")
   fi
   (( ${#munged[@]} == 0 )) || signal_and_wait TERM "${munged[@]}" > /dev/null
   mapfile -t steps < <(step_procs)

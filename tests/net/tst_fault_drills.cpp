@@ -40,10 +40,11 @@ namespace {
 
 constexpr int kWorkers = 3;
 constexpr double kBarrierTimeoutS = 1.0;
-// A run lasts 3.5 s past its restart: under the suite's load (node-process tests three at
-// a time) a restarted worker was seen to rejoin 2.4 s after its restart, and the checks
-// want training after that.
-constexpr double kRunSeconds = 6.0;
+// A run lasts 5.5 s past its restart: under the suite's load (node-process tests three at
+// a time) a restarted worker was seen to rejoin 2.4 s after its restart, and a restarted
+// server to be still starting 3.5 s after it (a node process loads LibTorch: 0.65 s of
+// CPU alone), and the checks want training after that.
+constexpr double kRunSeconds = 8.0;
 constexpr double kFaultAtS = 1.5;
 constexpr double kRestartAfterS = 1.0;
 QJsonObject fault(const QString& node, const QString& action, double atS, std::optional<double> restartAfterS) {
@@ -541,7 +542,7 @@ void TestFaultDrills::restartingServerHoldsNothingUp() {
       {"placement",
        QJsonObject{{"servers", QJsonArray{"slow"}}, {"workers", QJsonArray{"here"}}, {"evaluator", "here"}}}};
   const auto spec = writeSpec(m_dir, "slow-restart", "asp", kWorkers, QJsonObject{{"mode", "CHAIN"}, {"replicas", 3}},
-                              QJsonArray{fault("server", "KILL", 1.0, 0.2), fault("server", "KILL", 1.6, 0.2)}, 6.0,
+                              QJsonArray{fault("server", "KILL", 1.0, 0.2), fault("server", "KILL", 1.6, 0.2)}, kRunSeconds,
                               launch);
   const auto r = runDrill(spec, db);
   QVERIFY2(r.finished && r.exitCode == 0, qPrintable(describe(r)));
