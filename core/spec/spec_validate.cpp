@@ -596,15 +596,8 @@ Status validateShards(const ExperimentSpec& spec) {
   }
   if (shards == 1) return Status::ok();
   const std::string why = "a sharded server (ps.shards " + std::to_string(shards) + ")";
-  // Every shard restores one version (a checkpoint all of them hold, or the start), or a
-  // shard's replica takes its place.
-  for (int i = -1; i < spec.suite_size(); ++i) {
-    const auto& r = i < 0 ? spec.recovery() : spec.suite(i).recovery();
-    if (r.mode() == v1::RecoverySpec::STATELESS) {
-      return bad((i < 0 ? "" : "suite[" + std::to_string(i) + "].") + "recovery.mode",
-                 why + " recovers with NONE, CHECKPOINT or CHAIN: stateless recovery per shard is not built yet");
-    }
-  }
+  // Every shard restores one version (a checkpoint all of them hold, the start, or the
+  // model the workers hold), or a shard's replica takes its place.
   const bool chain = spec.recovery().mode() == v1::RecoverySpec::CHAIN;
   if (chain && spec.recovery().has_replicas() && spec.recovery().replicas() < 2) {
     return bad("recovery.replicas", why + " with CHAIN gives each shard 1..S-1 replicas - 1 replicas: at least 2 (got " +

@@ -216,6 +216,8 @@ grpc::Status ShardedLink::pushOtherRanges(pb::PushRequest& request, const float*
     range.set_call_seq(call);
     range.set_base_version(request.base_version());
     range.set_batch_size(request.batch_size());
+    range.set_backlog_total(request.backlog_total());  // a stateless worker's backlog
+    range.set_backlog_index(request.backlog_index());
     m_pushReplies[s].Clear();
     m_status[s] = m_clients[s]->pushGradient(range, gradient + m_layout.offset(i), m_pushReplies[s], timeoutS);
   };
@@ -247,6 +249,8 @@ grpc::Status ShardedLink::pushReplicas(const pb::PushRequest& request, const flo
     r.push.set_call_seq(call);
     r.push.set_base_version(request.base_version());
     r.push.set_batch_size(request.batch_size());
+    r.push.set_backlog_total(request.backlog_total());
+    r.push.set_backlog_index(request.backlog_index());
     r.reply.Clear();
     r.status = r.client->pushGradient(r.push, gradient + m_layout.offset(r.shard), r.reply, timeoutS);
   };

@@ -22,7 +22,7 @@ Status ParameterServer::Impl::restoreBeforeServing() {
   // Shards 1..S-1 restore what shard 0's RESTORE says (ps_shard_recovery.cpp).
   if (follower()) return Status::ok();
   // Recovery: where a restarted server's parameters come from.
-  if (sharded() && o.resumeAtS >= 0 && !o.replica) {
+  if (sharded() && o.resumeAtS >= 0 && !o.replica && !o.adoptFromWorkers) {
     if (auto st = restoreShardsBeforeServing(); !st) return st;
   } else if (o.restoreCheckpoint) {
     if (o.checkpointDir.empty()) return Status::error(o.name + ": restoring needs a checkpoint directory");
@@ -149,13 +149,18 @@ void ParameterServer::Impl::finishAdoptionLocked() {
   started = true;
   const double t = now();
   for (auto& c : lastContact) c = t;
+  if (sharded()) restoreAdoptedShardsLocked();
+  const std::string everyShard = sharded() ? "; every shard takes its range of it" : "";
   if (adoptedVersion >= 0) {
     emitRecoveryLocked(v1::RunEvent::ADOPTED, "adopted version " + std::to_string(adoptedVersion) + " from " + adoptedFrom +
-                                      " (the highest any rejoining worker held); momentum restarts from zero",
+                                      " (the highest any rejoining worker held" + everyShard +
+                                      "); momentum restarts from zero",
                        adoptedVersion);
   } else {
     emitRecoveryLocked(v1::RunEvent::STARTED_FRESH,
-                       "no rejoining worker offered parameters; starting from the initial parameters (version 0)", 0);
+                       "no rejoining worker offered parameters; starting from the initial parameters (version 0)" +
+                           everyShard,
+                       0);
   }
   for (auto& j : parkedJoins) {
     j.reply->set_server_t_s(t);
@@ -167,8 +172,8 @@ void ParameterServer::Impl::finishAdoptionLocked() {
 
 // Stateless recovery: the gradients a worker computed while no server answered arrive
 // one by one and are applied together, in one step, by the spec's backlog rule.
-grpc::Status ParameterServer::Impl::handleBacklogLocked(const pb::PushRequest& req, const float* grad, double t,
-                                                        pb::PushReply* reply) {
+grpc::Status ParameterServer::Impl::handleBacklogLocked(const pb::PushRequest& req, const float* grad,
+                                                        float clipScale, double t, pb::PushReply* reply) {
   const auto r = static_cast<std::size_t>(req.rank());
   const auto n = static_cast<std::size_t>(store->size());
   auto& sum = backlogSum[r];
@@ -179,6 +184,15 @@ grpc::Status ParameterServer::Impl::handleBacklogLocked(const pb::PushRequest& r
     backlogOldestBase[r] = req.base_version();
   }
   for (std::size_t i = 0; i < n; ++i) sum[i] += grad[i];
+  if (sharded()) {  // every other shard adds its range of this push (clipped alike)
+    shardStep.Clear();
+    shardStep.set_kind(pb::ShardStep::BACKLOG);
+    shardStep.set_rank(req.rank());
+    shardStep.set_call_seq(req.call_seq());
+    shardStep.set_scale(clipScale);
+    shardStep.set_starts_sum(req.backlog_index() == 0);
+    logStepLocked();
+  }
   ++backlogCount[r];
   backlogOldestBase[r] = std::min(backlogOldestBase[r], req.base_version());
   reply->set_stop(stopping);
@@ -203,6 +217,15 @@ grpc::Status ParameterServer::Impl::handleBacklogLocked(const pb::PushRequest& r
   const float* g = sum.data();
   store->apply(&g, &weight, 1, lr);
   recordUpdateLocked(&g, &weight, 1, lr);
+  if (sharded()) {  // every other shard applies its range's sum alike
+    shardStep.Clear();
+    shardStep.set_kind(pb::ShardStep::APPLY_BACKLOG);
+    shardStep.set_rank(req.rank());
+    shardStep.set_version(store->version());
+    shardStep.set_lr(lr);
+    shardStep.add_weights(weight);
+    logStepLocked();
+  }
   versionTime.push_back(t);
   counters.applied += count;
   counters.backlogApplied += count;

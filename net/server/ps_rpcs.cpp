@@ -134,7 +134,10 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
     if (adopting && req->held_version() > adoptedVersion && !req->held_parameters().empty()) {
       // Stateless restart: the highest version any worker holds wins (its size and
       // finiteness were checked); momentum is not kept by workers, so it restarts from zero.
-      store->restore(reinterpret_cast<const float*>(req->held_parameters().data()), nullptr, req->held_version());
+      const auto* offeredModel = reinterpret_cast<const float*>(req->held_parameters().data());
+      // A sharded server keeps the whole model: each other shard's RESTORE takes its range.
+      if (sharded()) adoptedWhole.assign(offeredModel, offeredModel + options.layout.parameters());
+      store->restore(offeredModel, nullptr, req->held_version());
       restartVersionTimesLocked(req->held_version(), now());
       adoptedVersion = req->held_version();
       adoptedFrom = req->name();
@@ -407,7 +410,8 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
   counters.bytesReceived += static_cast<std::int64_t>(bytes);
   lastContact[static_cast<std::size_t>(rank)] = t;
   if (req.backlog_total() > 0) {
-    const auto handled = handleBacklogLocked(req, grad, t, reply);
+    const float clipScale = decision.verdict == GradientGuard::Verdict::Clip ? static_cast<float>(decision.scale) : 1.0f;
+    const auto handled = handleBacklogLocked(req, grad, clipScale, t, reply);
     reply->set_acked_version(vouchedVersionLocked());
     return handled;
   }

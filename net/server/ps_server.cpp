@@ -94,11 +94,6 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
                          " parameters it was given");
   }
   if (shards > 1) {
-    const auto mode = options.spec.recovery().mode();
-    if (mode == v1::RecoverySpec::STATELESS) {
-      return Status::error("ps.shards: a sharded server recovers with recovery.mode NONE, CHECKPOINT or CHAIN "
-                           "(stateless recovery per shard is not built yet)");
-    }
     for (const auto& r : options.shardReplicas) {
       if (r.shard < 1 || r.shard >= shards || r.address.empty()) {
         return Status::error(options.name + ": a replica of shard " + std::to_string(r.shard) + " at '" + r.address +

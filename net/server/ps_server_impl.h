@@ -243,6 +243,16 @@ struct ParameterServer::Impl final : ChunkedRawService {
   double adoptDeadline = 0;                  // start anyway at this run time
   std::int64_t adoptedVersion = -1;
   std::string adoptedFrom;
+  std::vector<float> adoptedWhole;  // sharded shard 0: the whole model adopted (each shard takes its range)
+  // Stateless, shards 1..S-1: per rank, its backlog pushes' ranges that shard 0's BACKLOG
+  // steps have not added yet, oldest first (a worker flushes its backlog without waiting
+  // for them), and the buffers of those added (reused).
+  struct BacklogRange {
+    std::int64_t call = 0;
+    std::vector<float> values;
+  };
+  std::vector<std::deque<BacklogRange>> backlogRanges;
+  std::vector<std::vector<float>> spareRanges;
   // The update record (options.recordPath; null: none) and its scratch buffer.
   std::unique_ptr<UpdateRecordWriter> record;
   std::vector<float> recordScratch;
@@ -477,7 +487,9 @@ struct ParameterServer::Impl final : ChunkedRawService {
   void takeCheckpointLocked(double t);
   void writeCheckpoints();
   void finishAdoptionLocked();
-  grpc::Status handleBacklogLocked(const pb::PushRequest& req, const float* grad, double t, pb::PushReply* reply);
+  // `clipScale`: the guard's factor the gradient was clipped by (1: none).
+  grpc::Status handleBacklogLocked(const pb::PushRequest& req, const float* grad, float clipScale, double t,
+                                   pb::PushReply* reply);
 
   // --- chain (ps_chain.cpp) --------------------------------------------------------------------
   void setUpChain();
@@ -524,6 +536,13 @@ struct ParameterServer::Impl final : ChunkedRawService {
   // RESTORE (the range as of a version; every node's calls forgotten).
   grpc::Status checkpointRangeLocked(const pb::ShardStep& step);
   grpc::Status restoreRangeLocked(const pb::ShardStep& step);
+  // Stateless, sharded: shard 0 sends each other shard its range of the adopted model (or
+  // the initial one); shards 1..S-1 queue a backlog push's range, add it to the rank's sum
+  // at BACKLOG, and apply the sum at APPLY_BACKLOG, as shard 0 does with its range.
+  void restoreAdoptedShardsLocked();
+  grpc::Status queueBacklogRangeLocked(std::size_t rank, std::int64_t call);
+  grpc::Status addBacklogRangeLocked(const pb::ShardStep& step);
+  grpc::Status applyBacklogLocked(const pb::ShardStep& step);
 
   // --- the update record and the acknowledged version (ps_record.cpp) ---------------------------
   Status openRecord();

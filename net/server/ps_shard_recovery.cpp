@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A sharded server's recovery (internal: net/server/ps_server_impl.h; ps.shards > 1 with
-// recovery CHECKPOINT or NONE). Shard 0 coordinates: each checkpoint it takes is a
+// recovery CHECKPOINT, NONE or STATELESS). Shard 0 coordinates: each checkpoint it takes is a
 // CHECKPOINT step of its log, so every shard writes its range of the same version. A
 // restarted shard 0 asks every other shard which checkpoints it holds intact, restores
 // its own range to the newest version all of them hold (0, the initial parameters, when
@@ -8,6 +8,10 @@
 // shards hold one model again, and the nodes' calls before it are forgotten (their pulls
 // refused, so they join again). A shard whose log breaks takes shard 0 down with it
 // (shardGone): the runner restarts both, and the others roll back in place.
+// Stateless: a restarted shard 0 adopts the whole model the rejoining workers hold, and its
+// RESTORE hands each shard its range of it; a worker's backlog reaches every shard as its
+// pushes do, and each shard sums and applies its range as shard 0 says (BACKLOG,
+// APPLY_BACKLOG), so the shards keep the bits of one server.
 // Every *Locked function runs with Impl::mu held.
 #include "net/server/ps_reactors.h"
 #include "net/server/shard_log.h"
@@ -110,10 +114,37 @@ grpc::Status ParameterServer::Impl::checkpointRangeLocked(const pb::ShardStep& s
   return grpc::Status::OK;
 }
 
+void ParameterServer::Impl::restoreAdoptedShardsLocked() {
+  const double t = now();
+  for (std::size_t k = 0; k < shardLogs.size(); ++k) {
+    const auto& f = shardFollowers[k];
+    if (!f.live) continue;
+    shardStep.Clear();
+    shardStep.set_kind(pb::ShardStep::RESTORE);
+    shardStep.set_version(std::max<std::int64_t>(0, adoptedVersion));
+    if (adoptedVersion >= 0) {
+      const auto i = static_cast<std::size_t>(f.shard);
+      const float* range = adoptedWhole.data() + options.layout.offset(i);
+      shardStep.set_range_parameters(range, static_cast<std::size_t>(options.layout.size(i)) * sizeof(float));
+    }
+    shardLogs[k]->enqueue(shardStep, t);
+  }
+  adoptedWhole.clear();
+  adoptedWhole.shrink_to_fit();
+}
+
 grpc::Status ParameterServer::Impl::restoreRangeLocked(const pb::ShardStep& step) {
   const std::int64_t version = step.version();
-  if (version == 0) {
-    const std::vector<float> zero(initialRange.size(), 0.0f);
+  const std::vector<float> zero(initialRange.size(), 0.0f);
+  if (!step.range_parameters().empty()) {
+    if (step.range_parameters().size() != gradientBytes()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          options.name + ": a RESTORE of " + std::to_string(step.range_parameters().size()) +
+                              " bytes for a range of " + std::to_string(gradientBytes()));
+    }
+    // Adopted from a worker, which keeps no momentum: it restarts from zero.
+    store->restore(reinterpret_cast<const float*>(step.range_parameters().data()), zero.data(), version);
+  } else if (version == 0) {
     store->restore(initialRange.data(), zero.data(), 0);
   } else {
     const CheckpointDirectory dir(options.checkpointDir, 1);
@@ -134,6 +165,74 @@ grpc::Status ParameterServer::Impl::restoreRangeLocked(const pb::ShardStep& step
   for (std::size_t r = 0; r < gradientOf.size(); ++r) gradientOf[r] = held[r].data();
   incarnation = newIncarnation();
   say("restored version " + std::to_string(version) + " (shard 0's RESTORE)");
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServer::Impl::queueBacklogRangeLocked(std::size_t rank, std::int64_t call) {
+  auto& queue = backlogRanges[rank];
+  const auto bound = static_cast<std::size_t>(std::max(1, options.spec.recovery().backlog_max_gradients()));
+  if (queue.size() >= bound) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        options.name + ": " + std::to_string(queue.size()) + " backlog ranges of rank " +
+                            std::to_string(rank) + " already wait for shard 0 (recovery.backlog_max_gradients)");
+  }
+  queue.push_back({call, std::move(receivingRange[rank])});
+  receivingRange[rank].clear();
+  if (!spareRanges.empty()) {
+    receivingRange[rank] = std::move(spareRanges.back());
+    spareRanges.pop_back();
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServer::Impl::addBacklogRangeLocked(const pb::ShardStep& step) {
+  const int rank = step.rank();
+  auto bad = [&](const std::string& why) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, options.name + ": BACKLOG of rank " +
+                                                                   std::to_string(rank) + ": " + why);
+  };
+  if (rank < 0 || rank >= options.workers) return bad("no such worker");
+  auto& queue = backlogRanges[static_cast<std::size_t>(rank)];
+  // Ranges of calls shard 0 never took (refused, or lost with a shard 0 that failed) go.
+  while (!queue.empty() && queue.front().call < step.call_seq()) {
+    spareRanges.push_back(std::move(queue.front().values));
+    queue.pop_front();
+  }
+  if (queue.empty() || queue.front().call != step.call_seq()) {
+    return bad("its push of call " + std::to_string(step.call_seq()) + " never arrived here");
+  }
+  std::vector<float>& g = queue.front().values;
+  auto& sum = backlogSum[static_cast<std::size_t>(rank)];
+  if (step.starts_sum() || sum.size() != g.size()) sum.assign(g.size(), 0.0f);
+  // As shard 0 does: the clipped copy first, then the sum (the same bits).
+  if (step.scale() != 1.0f) {
+    for (float& v : g) v = step.scale() * v;
+  }
+  for (std::size_t i = 0; i < g.size(); ++i) sum[i] += g[i];
+  spareRanges.push_back(std::move(g));
+  queue.pop_front();
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServer::Impl::applyBacklogLocked(const pb::ShardStep& step) {
+  const auto r = static_cast<std::size_t>(std::max(0, step.rank()));
+  if (step.rank() < 0 || step.rank() >= options.workers || step.weights_size() != 1 ||
+      backlogSum[r].size() != static_cast<std::size_t>(store->size())) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        options.name + ": APPLY_BACKLOG of rank " + std::to_string(step.rank()) + " without its sum");
+  }
+  const float* g = backlogSum[r].data();
+  const double weight = step.weights(0);
+  {
+    const ApplyTimer timed(this);
+    store->apply(&g, &weight, 1, step.lr());
+  }
+  if (store->version() != step.version()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        options.name + ": applied a backlog as version " + std::to_string(store->version()) +
+                            ", shard 0 made " + std::to_string(step.version()));
+  }
+  ++counters.applied;
   return grpc::Status::OK;
 }
 

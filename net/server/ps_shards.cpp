@@ -75,6 +75,7 @@ void ParameterServer::Impl::setUpShards() {
     receiving.assign(workers, 0);
     receivedCall.assign(workers, -1);
     released.resize(workers + 1);
+    backlogRanges.resize(workers);
     return;
   }
   servingShardAddresses = options.shardAddresses;
@@ -255,15 +256,20 @@ grpc::Status ParameterServer::Impl::receiveRange(const pb::PushRequest& req, con
                        std::to_string(rank) + "'s gradient",
                    norm);
   }
-  if (gradientOf[r] == receivedRange[r].data() && !receivedRange[r].empty()) {
+  if (req.backlog_total() > 0) {
+    // A stateless worker's backlog: flushed without waiting for shard 0's steps, so each
+    // range waits in a queue for its BACKLOG step.
+    if (auto st = queueBacklogRangeLocked(r, req.call_seq()); !st.ok()) return st;
+  } else if (gradientOf[r] == receivedRange[r].data() && !receivedRange[r].empty()) {
     // Shard 0's steps still name the range this push would replace (a node does not push
     // again before the pull of its last push is answered).
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "shard " + std::to_string(options.shard) + ": rank " + std::to_string(rank) +
                             " pushed again before its last push was decided");
+  } else {
+    std::swap(receivingRange[r], receivedRange[r]);
+    receivedCall[r] = req.call_seq();
   }
-  std::swap(receivingRange[r], receivedRange[r]);
-  receivedCall[r] = req.call_seq();
   ++counters.pushes;
   counters.bytesReceived += static_cast<std::int64_t>(bytes);
   for (const double s : sum.blockSums()) reply->add_block_sums(s);
@@ -401,6 +407,10 @@ grpc::Status ParameterServer::Impl::applyShardStepLocked(const pb::ShardStep& st
       answersPulls = true;
       say("takes shard " + std::to_string(options.shard) + "'s place at version " + std::to_string(step.version()));
       return grpc::Status::OK;
+    case pb::ShardStep::BACKLOG:
+      return addBacklogRangeLocked(step);
+    case pb::ShardStep::APPLY_BACKLOG:
+      return applyBacklogLocked(step);
     case pb::ShardStep::CHECKPOINT:
       return checkpointRangeLocked(step);
     case pb::ShardStep::RESTORE:

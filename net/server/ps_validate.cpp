@@ -75,11 +75,14 @@ grpc::Status ParameterServer::Impl::checkJoinFields(const pb::JoinRequest& req) 
     return invalid("join rejected: held_version " + std::to_string(req.held_version()) + " is negative");
   }
   if (!req.held_parameters().empty()) {
-    if (req.held_parameters().size() != gradientBytes()) {
+    // The whole model's, a sharded server's too (shard 0 hands each shard its range).
+    const std::int64_t count = options.layout.parameters();
+    const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
+    if (req.held_parameters().size() != bytes) {
       return invalid("join rejected: held_parameters has " + std::to_string(req.held_parameters().size()) +
-                     " bytes, the model has " + std::to_string(gradientBytes()));
+                     " bytes, the model has " + std::to_string(bytes));
     }
-    if (!allFinite(reinterpret_cast<const float*>(req.held_parameters().data()), store->size())) {
+    if (!allFinite(reinterpret_cast<const float*>(req.held_parameters().data()), count)) {
       return invalid("join rejected: held_parameters contain NaN or Inf");
     }
   }

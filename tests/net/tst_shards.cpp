@@ -223,37 +223,52 @@ std::vector<float> scriptedRun(const ExperimentSpec& spec, int workers, int shar
   return parameters;
 }
 
-// A run of `seconds` of 3 workers (mlp) on 3 shards with `recovery`.
-QJsonObject threeShardSpec(const QJsonObject& recovery, double seconds) {
-  test_support::SyntheticSpec base;
-  base.workers = 3;
-  base.maxSeconds = seconds;
-  QJsonObject spec = base.json();
-  spec["model"] = QJsonObject{{"name", "mlp"}};
-  spec["ps"] = QJsonObject{{"shards", 3}};
-  spec["recovery"] = recovery;
-  return spec;
-}
-
-// A run of 5 s of 3 workers (mlp) on 3 shards with `recovery` and one drill (`fault`), in
-// `dir`: its store once the run completed with one fault recorded (null, the test failed,
-// otherwise).
-std::unique_ptr<RunStore> runShardDrill(const QString& dir, const QJsonObject& recovery, const QJsonObject& fault) {
-  QJsonObject spec = threeShardSpec(recovery, 5);
-  spec["faults"] = QJsonArray{fault};
-  const QString path = test_support::writeSpecFile(dir, "shard-drill", spec);
-  const QString db = QDir(dir).filePath("runs.sqlite");
-  const auto run = test_support::runDasp({"run", path, "--db", db, "--json", "--quiet"}, 90000);
-  if (run.exitCode != 0 || !run.out.contains("\"status\":\"completed\"")) {
-    QTest::qFail(qPrintable(run.err + run.out), __FILE__, __LINE__);
-    return nullptr;
+// A stateless worker's backlog, flushed as after an outage: one push-pull, then `count`
+// gradients computed at that version, pushed with their backlog fields; the model's
+// parameters (all shards') once a pull sees the backlog applied.
+std::vector<float> backlogRun(const ExperimentSpec& spec, int shards, int count) {
+  Shards cluster = startShards(spec, 1, initialFlat(kFlat), shards);
+  auto joined = joinServer(flatWorker(cluster.address, kFlat, 0), "worker");
+  if (!joined) {
+    QTest::qFail(joined.message().c_str(), __FILE__, __LINE__);
+    return {};
   }
-  auto store = RunStore::open(db.toStdString()).value();
-  if (store->faults(store->listRuns().value().front().id).value().size() != 1) {
-    QTest::qFail("not one fault recorded", __FILE__, __LINE__);
-    return nullptr;
+  ServerLink& link = *joined->client;
+  ps::v1::PullRequest pull;
+  pull.set_rank(0);
+  pull.set_min_version(-1);
+  ps::v1::PullReply reply;
+  const float* params = nullptr;
+  std::vector<float> g(static_cast<std::size_t>(kFlat));
+  ps::v1::PushRequest push;
+  push.set_rank(0);
+  push.set_batch_size(spec.batch_size());
+  std::string failure;
+  if (auto st = link.pullParameters(pull, reply, params, 30); !st.ok()) failure = "pull: " + describe(st);
+  gradientOf(0, 0, g);
+  push.set_base_version(reply.version());
+  if (auto st = link.pushPull(push, g.data(), reply, params, 30); failure.empty() && !st.ok()) {
+    failure = "push-pull: " + describe(st);
   }
-  return store;
+  const std::int64_t base = reply.version();
+  for (int k = 0; k < count && failure.empty(); ++k) {
+    gradientOf(0, k + 1, g);
+    push.set_base_version(base);
+    push.set_backlog_total(count);
+    push.set_backlog_index(k);
+    push.set_backlog_outage_s(1);
+    ps::v1::PushReply pushed;
+    if (auto st = link.pushGradient(push, g.data(), pushed, 30); !st.ok()) failure = "backlog: " + describe(st);
+  }
+  pull.set_min_version(base + 1);
+  if (auto st = link.pullParameters(pull, reply, params, 30); failure.empty() && !st.ok()) {
+    failure = "pull after the backlog: " + describe(st);
+  }
+  if (failure.empty() && reply.version() != base + 1) failure = "the backlog was not applied as one update";
+  auto parameters = cluster.parameters();
+  for (auto& s : cluster.servers) s->shutdown(1.0);
+  if (!failure.empty()) QTest::qFail(failure.c_str(), __FILE__, __LINE__);
+  return parameters;
 }
 
 }  // namespace
@@ -265,14 +280,12 @@ class TestShards : public QObject {
   void layoutIsPagesOfNearEqualRanges();
   void fourShardsGiveTheBitsOfOne_data();
   void fourShardsGiveTheBitsOfOne();
+  void backlogGivesTheBitsOfOne_data();
+  void backlogGivesTheBitsOfOne();
   void assembledPullsAreOfOneVersion_data();
   void assembledPullsAreOfOneVersion();
   void anotherShardsRefusalIsShardZeros();
   void shardedRunThroughProcesses();
-  void killedShardRestoresOneVersion_data();
-  void killedShardRestoresOneVersion();
-  void killedShardsReplicaTakesItsPlace();
-  void replicasHoldTheirShardsBits();
 };
 
 void TestShards::layoutIsPagesOfNearEqualRanges() {
@@ -325,6 +338,36 @@ void TestShards::fourShardsGiveTheBitsOfOne() {
   QCOMPARE(differ, std::int64_t{0});
   // The parameters moved (the run did something to compare).
   QVERIFY(std::memcmp(one.data(), initialFlat(kFlat).data(), one.size() * sizeof(float)) != 0);
+}
+
+// Stateless recovery per shard: a worker's backlog reaches every shard as its pushes do,
+// and each shard sums and applies its range as shard 0 says, so S = 4 keeps the bits of
+// S = 1, whatever the backlog rule, with the guard clipping each gradient too.
+void TestShards::backlogGivesTheBitsOfOne_data() {
+  QTest::addColumn<int>("rule");
+  QTest::addColumn<bool>("clip");
+  QTest::newRow("sum") << int{v1::RecoverySpec::SUM} << false;
+  QTest::newRow("mean, the guard clipping") << int{v1::RecoverySpec::MEAN} << true;
+}
+
+void TestShards::backlogGivesTheBitsOfOne() {
+  QFETCH(int, rule);
+  QFETCH(bool, clip);
+  ExperimentSpec spec = scriptedSpec("asp", 1);
+  spec.mutable_recovery()->set_mode(v1::RecoverySpec::STATELESS);
+  spec.mutable_recovery()->set_backlog_rule(static_cast<v1::RecoverySpec::BacklogRule>(rule));
+  if (clip) {
+    auto* guard = spec.mutable_strategy()->mutable_gradient_guard();
+    guard->set_mode(v1::GradientGuardSpec::CLIP);
+    guard->set_clip_norm(0.5);
+  }
+  const auto one = backlogRun(spec, 1, 5);
+  const auto four = backlogRun(spec, 4, 5);
+  QCOMPARE(four.size(), one.size());
+  QVERIFY(!one.empty());
+  std::int64_t differ = 0;
+  for (std::size_t i = 0; i < one.size(); ++i) differ += std::memcmp(&one[i], &four[i], sizeof(float)) != 0;
+  QCOMPARE(differ, std::int64_t{0});
 }
 
 // Each way a node reaches the shards and shard 0's log reaches the others: the payload
@@ -490,8 +533,7 @@ void TestShards::shardedRunThroughProcesses() {
   const auto refused = test_support::runDasp({"run", tooMany, "--db", db, "--quiet"}, 60000);
   QVERIFY(refused.exitCode != 0);
   QVERIFY2(refused.err.contains("ps.shards"), qPrintable(refused.err));
-  // Recovery per shard is a checkpoint or none; a drill on a shard is a kill of a shard
-  // the run has.
+  // A drill on a shard is a kill of a shard the run has.
   spec["ps"] = QJsonObject{{"shards", 2}};
   spec["model"] = QJsonObject{{"name", "mlp"}};
   auto refusal = [&](const QJsonObject& changed, const QString& field) {
@@ -499,9 +541,6 @@ void TestShards::shardedRunThroughProcesses() {
     const auto o = test_support::runDasp({"validate", file}, 60000);
     return o.exitCode != 0 && o.err.contains(field) ? QString() : o.err + o.out;
   };
-  QJsonObject stateless = spec;
-  stateless["recovery"] = QJsonObject{{"mode", "STATELESS"}};
-  QCOMPARE(refusal(stateless, "recovery.mode"), QString());
   // With chain replication per shard, a drill kills shard 1..S-1 for good (its replica
   // takes its place): not shard 0, which has no replica, nor a replica.
   QJsonObject chain = spec;
@@ -522,122 +561,6 @@ void TestShards::shardedRunThroughProcesses() {
   QJsonObject unknown = spec;
   unknown["faults"] = QJsonArray{QJsonObject{{"node", "shard-2"}, {"action", "KILL"}, {"at_s", 1}}};
   QCOMPARE(refusal(unknown, "no node 'shard-2'"), QString());
-}
-
-// A drill kills one shard of 3 (or shard 0) mid-run. Every shard restores one version: the
-// newest checkpoint all of them hold (each writes its range at shard 0's CHECKPOINT), or
-// the initial parameters under NONE; the updates lost are those acknowledged beyond it,
-// and training goes on from it (a torn pull would fail the workers instead).
-void TestShards::killedShardRestoresOneVersion_data() {
-  QTest::addColumn<QString>("mode");
-  QTest::addColumn<QString>("killed");
-  QTest::newRow("checkpoint, shard-2 killed") << "CHECKPOINT" << "shard-2";
-  QTest::newRow("checkpoint, shard 0 killed") << "CHECKPOINT" << "server";
-  QTest::newRow("none, shard-1 killed") << "NONE" << "shard-1";
-}
-
-void TestShards::killedShardRestoresOneVersion() {
-  QFETCH(QString, mode);
-  QFETCH(QString, killed);
-  QTemporaryDir dir;
-  const auto store =
-      runShardDrill(dir.path(), QJsonObject{{"mode", mode}, {"checkpoint_every_updates", 50}},
-                    QJsonObject{{"node", killed}, {"action", "KILL"}, {"at_s", 1.5}, {"restart_after_s", 1}});
-  QVERIFY(store);
-  const std::int64_t id = store->listRuns().value().front().id;
-  const auto faults = store->faults(id).value();
-  const auto& f = faults.front();
-  QCOMPARE(QString::fromStdString(f.fault.node), killed);
-  QVERIFY2(f.fault.versionAfter, f.fault.detail.c_str());
-  const std::int64_t restored = *f.fault.versionAfter;
-  const std::int64_t before = f.fault.versionBefore;
-  if (mode == "NONE") {
-    QCOMPARE(restored, std::int64_t{0});
-  } else {
-    // A checkpoint every shard held: every 50 updates, two kept, so well within 200.
-    QVERIFY2(restored > 0 && before - restored < 200, f.fault.detail.c_str());
-  }
-  // Lost: what the workers were acknowledged (the version before the fault, give or take
-  // the pushes in flight) beyond the version restored.
-  QVERIFY2(f.updatesLost && *f.updatesLost >= std::max<std::int64_t>(0, before - restored - 5) &&
-               *f.updatesLost <= before - restored + 5,
-           qPrintable(QStringLiteral("lost %1, version before %2, restored %3")
-                          .arg(f.updatesLost.value_or(-1))
-                          .arg(before)
-                          .arg(restored)));
-  // Every other shard rolled back to that version at shard 0's RESTORE.
-  for (const char* shard : {"shard-1", "shard-2"}) {
-    bool rolledBack = false;
-    for (const auto& l : store->logs(id, shard).value()) {
-      rolledBack = rolledBack || l.line.find("restored version " + std::to_string(restored) + " ") != std::string::npos;
-    }
-    QVERIFY2(rolledBack, shard);
-  }
-  // Training went on from it.
-  const auto summary = store->summary(id).value();
-  double updates = 0;
-  for (const auto& row : summary) updates = row.key == "updates" && row.value ? *row.value : updates;
-  QVERIFY2(updates > static_cast<double>(restored) + 10, qPrintable(QString::number(updates)));
-}
-
-// Chain replication per shard: a killed shard's replica, which followed shard 0's log and
-// took every range the workers pushed the shard, takes its place at once: nothing is
-// undone, nothing acknowledged is lost, and training goes on.
-void TestShards::killedShardsReplicaTakesItsPlace() {
-  QTemporaryDir dir;
-  const auto store = runShardDrill(dir.path(), QJsonObject{{"mode", "CHAIN"}, {"replicas", 2}},
-                                   QJsonObject{{"node", "shard-2"}, {"action", "KILL"}, {"at_s", 1.5}});
-  QVERIFY(store);
-  const std::int64_t id = store->listRuns().value().front().id;
-  const auto faults = store->faults(id).value();
-  const auto& f = faults.front().fault;
-  const auto& lost = faults.front().updatesLost;
-  QCOMPARE(QString::fromStdString(f.node), QStringLiteral("shard-2"));
-  QVERIFY2(f.versionAfter && *f.versionAfter >= f.versionBefore, f.detail.c_str());
-  QVERIFY2(f.detail.find("took its place") != std::string::npos, f.detail.c_str());
-  QVERIFY2(lost && *lost == 0, f.detail.c_str());
-  // The replica carried on from shard 0's version: it was told to serve, and did not restore.
-  bool serves = false;
-  for (const auto& l : store->logs(id, "shard-2-r1").value()) {
-    serves = serves || l.line.find("takes shard 2's place at version " + std::to_string(*f.versionAfter)) !=
-                           std::string::npos;
-  }
-  QVERIFY(serves);
-  const auto summary = store->summary(id).value();
-  double updates = 0;
-  for (const auto& row : summary) updates = row.key == "updates" && row.value ? *row.value : updates;
-  QVERIFY2(updates > static_cast<double>(*f.versionAfter) + 10, qPrintable(QString::number(updates)));
-}
-
-// A shard's replica is fed what the shard is fed (the ranges the workers push, shard 0's
-// log), so at the end of a run it holds the shard's parameters and momentum bit for bit
-// (each writes its final state to its update record).
-void TestShards::replicasHoldTheirShardsBits() {
-  QTemporaryDir dir;
-  const QString path = test_support::writeSpecFile(
-      dir.path(), "shard-replicas", threeShardSpec(QJsonObject{{"mode", "CHAIN"}, {"replicas", 2}}, 2));
-  const QString records = dir.filePath("records");
-  const auto run = test_support::runDasp(
-      {"run", path, "--db", dir.filePath("runs.sqlite"), "--record", records, "--json", "--quiet"}, 90000);
-  QVERIFY2(run.exitCode == 0, qPrintable(run.err));
-  auto finalState = [&](const QString& node) -> std::optional<UpdateRecord> {
-    auto all = readUpdateRecords(QDir(records).filePath("run-1/" + node + ".0.record").toStdString());
-    if (!all) return std::nullopt;
-    for (auto& r : all.value()) {
-      if (r.kind == UpdateRecordKind::Final) return std::move(r);
-    }
-    return std::nullopt;
-  };
-  for (const QString shard : {"shard-1", "shard-2"}) {
-    const auto head = finalState(shard);
-    const auto replica = finalState(shard + "-r1");
-    QVERIFY2(head && replica, qPrintable(shard));
-    QVERIFY2(head->version > 10, qPrintable(QString::number(head->version)));  // it trained
-    QCOMPARE(replica->version, head->version);
-    QCOMPARE(replica->values.size(), head->values.size());
-    QVERIFY2(std::memcmp(replica->values.data(), head->values.data(), head->values.size() * sizeof(float)) == 0,
-             qPrintable(shard + " and its replica hold different bits"));
-  }
 }
 
 QTEST_GUILESS_MAIN(TestShards)

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+// A sharded parameter server's faults: `dasp run` with 3 shards through real processes and
+// a drill on one of them.
+//  - A killed shard (or shard 0) under CHECKPOINT, NONE or STATELESS: every shard restores
+//    one version, the updates lost are counted against the acknowledgements, and training
+//    goes on (under STATELESS with the workers' backlogs applied on every shard).
+//  - Under CHAIN a killed shard's replica takes its place with nothing lost, and a
+//    replica holds its shard's bits at the end of a run.
+#include "core/params/update_record.h"
+#include "core/store/run_store.h"
+#include "tests/support/processes.h"
+#include "tests/support/specs.h"
+
+#include <QDir>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cstring>
+#include <optional>
+
+namespace {
+
+using namespace dasp;
+
+// A run of `seconds` of 3 workers (mlp) on 3 shards with `recovery`.
+QJsonObject threeShardSpec(const QJsonObject& recovery, double seconds) {
+  test_support::SyntheticSpec base;
+  base.workers = 3;
+  base.maxSeconds = seconds;
+  QJsonObject spec = base.json();
+  spec["model"] = QJsonObject{{"name", "mlp"}};
+  spec["ps"] = QJsonObject{{"shards", 3}};
+  spec["recovery"] = recovery;
+  return spec;
+}
+
+// A run of 9 s of 3 workers (mlp) on 3 shards with `recovery` and one drill (`fault`), in
+// `dir`: its store once the run completed with one fault recorded (null, the test failed,
+// otherwise). 9 s: the restarted processes must be up before the run ends, and on 2 cores
+// beside three other tests a process start can take seconds.
+std::unique_ptr<RunStore> runShardDrill(const QString& dir, const QJsonObject& recovery, const QJsonObject& fault) {
+  QJsonObject spec = threeShardSpec(recovery, 9);
+  spec["faults"] = QJsonArray{fault};
+  const QString path = test_support::writeSpecFile(dir, "shard-drill", spec);
+  const QString db = QDir(dir).filePath("runs.sqlite");
+  const auto run = test_support::runDasp({"run", path, "--db", db, "--json", "--quiet"}, 90000);
+  if (run.exitCode != 0 || !run.out.contains("\"status\":\"completed\"")) {
+    QTest::qFail(qPrintable(run.err + run.out), __FILE__, __LINE__);
+    return nullptr;
+  }
+  auto store = RunStore::open(db.toStdString()).value();
+  if (store->faults(store->listRuns().value().front().id).value().size() != 1) {
+    QTest::qFail("not one fault recorded", __FILE__, __LINE__);
+    return nullptr;
+  }
+  return store;
+}
+}  // namespace
+
+class TestShardFaults : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void killedShardRestoresOneVersion_data();
+  void killedShardRestoresOneVersion();
+  void killedShardsReplicaTakesItsPlace();
+  void replicasHoldTheirShardsBits();
+};
+
+// A drill kills one shard of 3 (or shard 0) mid-run. Every shard restores one version: the
+// newest checkpoint all of them hold (each writes its range at shard 0's CHECKPOINT), or
+// the initial parameters under NONE; the updates lost are those acknowledged beyond it,
+// and training goes on from it (a torn pull would fail the workers instead).
+void TestShardFaults::killedShardRestoresOneVersion_data() {
+  QTest::addColumn<QString>("mode");
+  QTest::addColumn<QString>("killed");
+  QTest::newRow("checkpoint, shard-2 killed") << "CHECKPOINT" << "shard-2";
+  QTest::newRow("checkpoint, shard 0 killed") << "CHECKPOINT" << "server";
+  QTest::newRow("none, shard-1 killed") << "NONE" << "shard-1";
+  QTest::newRow("stateless, shard-1 killed") << "STATELESS" << "shard-1";
+  QTest::newRow("stateless, shard 0 killed") << "STATELESS" << "server";
+}
+
+void TestShardFaults::killedShardRestoresOneVersion() {
+  QFETCH(QString, mode);
+  QFETCH(QString, killed);
+  QTemporaryDir dir;
+  const auto store =
+      runShardDrill(dir.path(), QJsonObject{{"mode", mode}, {"checkpoint_every_updates", 50}},
+                    QJsonObject{{"node", killed}, {"action", "KILL"}, {"at_s", 1.5}, {"restart_after_s", 1}});
+  QVERIFY(store);
+  const std::int64_t id = store->listRuns().value().front().id;
+  const auto faults = store->faults(id).value();
+  const auto& f = faults.front();
+  QCOMPARE(QString::fromStdString(f.fault.node), killed);
+  QVERIFY2(f.fault.versionAfter, f.fault.detail.c_str());
+  const std::int64_t restored = *f.fault.versionAfter;
+  const std::int64_t before = f.fault.versionBefore;
+  if (mode == "NONE") {
+    QCOMPARE(restored, std::int64_t{0});
+  } else if (mode == "STATELESS") {
+    // The highest version a rejoining worker held: at most a push or two behind.
+    QVERIFY2(restored > 0 && before - restored <= 5, f.fault.detail.c_str());
+  } else {
+    // A checkpoint every shard held: every 50 updates, two kept, so well within 200.
+    QVERIFY2(restored > 0 && before - restored < 200, f.fault.detail.c_str());
+  }
+  // Lost: what the workers were acknowledged (the version before the fault, give or take
+  // the pushes in flight) beyond the version restored.
+  QVERIFY2(f.updatesLost && *f.updatesLost >= std::max<std::int64_t>(0, before - restored - 5) &&
+               *f.updatesLost <= before - restored + 5,
+           qPrintable(QStringLiteral("lost %1, version before %2, restored %3")
+                          .arg(f.updatesLost.value_or(-1))
+                          .arg(before)
+                          .arg(restored)));
+  // Every other shard rolled back to that version at shard 0's RESTORE.
+  for (const char* shard : {"shard-1", "shard-2"}) {
+    bool rolledBack = false;
+    for (const auto& l : store->logs(id, shard).value()) {
+      rolledBack = rolledBack || l.line.find("restored version " + std::to_string(restored) + " ") != std::string::npos;
+    }
+    QVERIFY2(rolledBack, shard);
+  }
+  if (mode == "STATELESS") {
+    // The workers' backlogs were applied on every shard (a shard that missed one would
+    // answer a version the others do not hold: a torn pull, and the workers fail).
+    bool backlog = false;
+    for (const auto& e : store->events(id).value()) backlog = backlog || e.code == v1::RunEvent::BACKLOG;
+    QVERIFY(backlog);
+  }
+  // Training went on from it.
+  const auto summary = store->summary(id).value();
+  double updates = 0;
+  for (const auto& row : summary) updates = row.key == "updates" && row.value ? *row.value : updates;
+  QVERIFY2(updates > static_cast<double>(restored) + 10, qPrintable(QString::number(updates)));
+}
+
+// Chain replication per shard: a killed shard's replica, which followed shard 0's log and
+// took every range the workers pushed the shard, takes its place at once: nothing is
+// undone, nothing acknowledged is lost, and training goes on.
+void TestShardFaults::killedShardsReplicaTakesItsPlace() {
+  QTemporaryDir dir;
+  const auto store = runShardDrill(dir.path(), QJsonObject{{"mode", "CHAIN"}, {"replicas", 2}},
+                                   QJsonObject{{"node", "shard-2"}, {"action", "KILL"}, {"at_s", 1.5}});
+  QVERIFY(store);
+  const std::int64_t id = store->listRuns().value().front().id;
+  const auto faults = store->faults(id).value();
+  const auto& f = faults.front().fault;
+  const auto& lost = faults.front().updatesLost;
+  QCOMPARE(QString::fromStdString(f.node), QStringLiteral("shard-2"));
+  QVERIFY2(f.versionAfter && *f.versionAfter >= f.versionBefore, f.detail.c_str());
+  QVERIFY2(f.detail.find("took its place") != std::string::npos, f.detail.c_str());
+  QVERIFY2(lost && *lost == 0, f.detail.c_str());
+  // The replica carried on from shard 0's version: it was told to serve, and did not restore.
+  bool serves = false;
+  for (const auto& l : store->logs(id, "shard-2-r1").value()) {
+    serves = serves || l.line.find("takes shard 2's place at version " + std::to_string(*f.versionAfter)) !=
+                           std::string::npos;
+  }
+  QVERIFY(serves);
+  const auto summary = store->summary(id).value();
+  double updates = 0;
+  for (const auto& row : summary) updates = row.key == "updates" && row.value ? *row.value : updates;
+  QVERIFY2(updates > static_cast<double>(*f.versionAfter) + 10, qPrintable(QString::number(updates)));
+}
+
+// A shard's replica is fed what the shard is fed (the ranges the workers push, shard 0's
+// log), so at the end of a run it holds the shard's parameters and momentum bit for bit
+// (each writes its final state to its update record).
+void TestShardFaults::replicasHoldTheirShardsBits() {
+  QTemporaryDir dir;
+  const QString path = test_support::writeSpecFile(
+      dir.path(), "shard-replicas", threeShardSpec(QJsonObject{{"mode", "CHAIN"}, {"replicas", 2}}, 2));
+  const QString records = dir.filePath("records");
+  const auto run = test_support::runDasp(
+      {"run", path, "--db", dir.filePath("runs.sqlite"), "--record", records, "--json", "--quiet"}, 90000);
+  QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+  auto finalState = [&](const QString& node) -> std::optional<UpdateRecord> {
+    auto all = readUpdateRecords(QDir(records).filePath("run-1/" + node + ".0.record").toStdString());
+    if (!all) return std::nullopt;
+    for (auto& r : all.value()) {
+      if (r.kind == UpdateRecordKind::Final) return std::move(r);
+    }
+    return std::nullopt;
+  };
+  for (const QString shard : {"shard-1", "shard-2"}) {
+    const auto head = finalState(shard);
+    const auto replica = finalState(shard + "-r1");
+    QVERIFY2(head && replica, qPrintable(shard));
+    QVERIFY2(head->version > 10, qPrintable(QString::number(head->version)));  // it trained
+    QCOMPARE(replica->version, head->version);
+    QCOMPARE(replica->values.size(), head->values.size());
+    QVERIFY2(std::memcmp(replica->values.data(), head->values.data(), head->values.size() * sizeof(float)) == 0,
+             qPrintable(shard + " and its replica hold different bits"));
+  }
+}
+QTEST_GUILESS_MAIN(TestShardFaults)
+#include "tst_shard_faults.moc"
