@@ -19,6 +19,12 @@ IterationTimeline iterationTimeline(const pb::ClusterEvent& e) {
   return t;
 }
 
+std::string shardLoadNode(const pb::ClusterEvent& e) {
+  if (!e.node().empty()) return e.node();
+  // The shard's node as the runner names it (net/launch/placement.cpp).
+  return e.shard() == 0 ? "server" : "shard-" + std::to_string(e.shard());
+}
+
 std::string decisionText(const pb::ClusterEvent& e) {
   std::string what = e.decision();
   if (e.decision_kind() == pb::ClusterEvent::STATE_CHANGE) what += " " + e.parallel_state() + "->" + e.state();
@@ -138,8 +144,7 @@ void EventRecording::record(const pb::EventBatch& batch) {
         break;
       }
       case pb::ClusterEvent::SHARD_LOAD: {
-        // The shard's node as the runner names it (net/launch/placement.cpp).
-        const std::string shard = e.shard() == 0 ? "server" : "shard-" + std::to_string(e.shard());
+        const std::string shard = shardLoadNode(e);
         m_recorder.record(SampleRow{runId, shard, "shard_period_s", e.t_s(), e.version(), e.period_s()});
         m_recorder.record(SampleRow{runId, shard, "shard_apply_s", e.t_s(), e.version(), e.apply_s()});
         m_recorder.record(SampleRow{runId, shard, "shard_serve_s", e.t_s(), e.version(), e.serve_s()});

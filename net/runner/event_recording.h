@@ -27,6 +27,8 @@ IterationTimeline iterationTimeline(const dasp::ps::v1::ClusterEvent& iteration)
 // A DECISION event as the decisions table and the GUI show it: "state_change SYNC->ASYNC",
 // "drop 9", "barrier_timeout".
 std::string decisionText(const dasp::ps::v1::ClusterEvent& decision);
+// The node whose load a SHARD_LOAD event reports ("server", "shard-2", "shard-2-r1").
+std::string shardLoadNode(const dasp::ps::v1::ClusterEvent& load);
 // A DECISION event's kind (nullopt when the event names none).
 std::optional<DecisionKind> decisionKindOf(const dasp::ps::v1::ClusterEvent& decision);
 

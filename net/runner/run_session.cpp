@@ -251,8 +251,9 @@ Status RunSession::startNodes() {
   });
   m_watcher->start(m_nodes->addressOf(m_serverNames.front()));
   if (m_spec.ps().shards() > 1) {
+    // Every other shard and every replica: a replica's load (the ranges it takes, the steps
+    // it carries out) is what a standby costs, and once promoted it serves the shard.
     for (std::size_t i = 1; i < m_serverNames.size(); ++i) {
-      if (shardProcessOf(m_serverNames[i]).replica) continue;  // a standby: no load of its own to draw
       m_shardWatchers.push_back(std::make_unique<EventWatcher>(m_lines, m_security, nullptr, [this](const pb::EventBatch& batch) {
         pb::EventBatch loads;
         for (const auto& e : batch.events()) {

@@ -92,7 +92,8 @@ class RunSession {
   std::unique_ptr<RunNodes> m_nodes;
   std::unique_ptr<EventRecording> m_recording;
   std::unique_ptr<EventWatcher> m_watcher;
-  // A sharded server's shards 1..S-1: their SHARD_LOAD events (the head's come with the rest).
+  // A sharded server's shards 1..S-1 and their replicas: their SHARD_LOAD events (shard 0's
+  // come with the rest).
   std::vector<std::unique_ptr<EventWatcher>> m_shardWatchers;
   std::unique_ptr<ServerControl> m_control;
   std::unique_ptr<ChainMaster> m_chainMaster;

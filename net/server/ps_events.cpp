@@ -90,6 +90,7 @@ void ParameterServer::Impl::noteLoadLocked(double t) {
     e->set_t_s(t);
     e->set_rank(-1);
     e->set_shard(options.shard);
+    e->set_node(options.name);
     e->set_period_s(period);
     e->set_apply_s(loadApplyS);
     e->set_serve_s(loadServeS);

@@ -17,6 +17,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -168,14 +169,15 @@ void TestShardFaults::killedShardsReplicaTakesItsPlace() {
 
 // A shard's replica is fed what the shard is fed (the ranges the workers push, shard 0's
 // log), so at the end of a run it holds the shard's parameters and momentum bit for bit
-// (each writes its final state to its update record).
+// (each writes its final state to its update record). Its load is the run's too: a lane of
+// its own, from its SHARD_LOAD periods in the store.
 void TestShardFaults::replicasHoldTheirShardsBits() {
   QTemporaryDir dir;
   const QString path = test_support::writeSpecFile(
       dir.path(), "shard-replicas", threeShardSpec(QJsonObject{{"mode", "CHAIN"}, {"replicas", 2}}, 2));
   const QString records = dir.filePath("records");
-  const auto run = test_support::runDasp(
-      {"run", path, "--db", dir.filePath("runs.sqlite"), "--record", records, "--json", "--quiet"}, 90000);
+  const QString db = dir.filePath("runs.sqlite");
+  const auto run = test_support::runDasp({"run", path, "--db", db, "--record", records, "--json", "--quiet"}, 90000);
   QVERIFY2(run.exitCode == 0, qPrintable(run.err));
   auto finalState = [&](const QString& node) -> std::optional<UpdateRecord> {
     auto all = readUpdateRecords(QDir(records).filePath("run-1/" + node + ".0.record").toStdString());
@@ -194,6 +196,13 @@ void TestShardFaults::replicasHoldTheirShardsBits() {
     QCOMPARE(replica->values.size(), head->values.size());
     QVERIFY2(std::memcmp(replica->values.data(), head->values.data(), head->values.size() * sizeof(float)) == 0,
              qPrintable(shard + " and its replica hold different bits"));
+  }
+  auto store = RunStore::open(db.toStdString()).value();
+  const auto applied = store->samples(store->listRuns().value().front().id, "shard_apply_s").value();
+  for (const char* replica : {"shard-1-r1", "shard-2-r1"}) {
+    double applying = -1;
+    for (const auto& a : applied) applying = a.node == replica ? std::max(applying, 0.0) + a.value : applying;
+    QVERIFY2(applying > 0, replica);  // periods were reported, and the replica applied updates
   }
 }
 QTEST_GUILESS_MAIN(TestShardFaults)

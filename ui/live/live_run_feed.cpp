@@ -119,7 +119,7 @@ void LiveRunFeed::push(std::int64_t runId, const pb::EventBatch& batch) {
                                net::decisionKindOf(e)});
         break;
       case pb::ClusterEvent::SHARD_LOAD: {
-        const QString shard = e.shard() == 0 ? QStringLiteral("server") : QStringLiteral("shard-%1").arg(e.shard());
+        const QString shard = QString::fromStdString(net::shardLoadNode(e));
         (void)d.addShardSample(shard, "shard_period_s", e.t_s(), e.period_s());
         (void)d.addShardSample(shard, "shard_apply_s", e.t_s(), e.apply_s());
         (void)d.addShardSample(shard, "shard_serve_s", e.t_s(), e.serve_s());
