@@ -135,17 +135,17 @@ void ParameterServer::Impl::restoreAdoptedShardsLocked() {
 
 grpc::Status ParameterServer::Impl::restoreRangeLocked(const pb::ShardStep& step) {
   const std::int64_t version = step.version();
-  const std::vector<float> zero(initialRange.size(), 0.0f);
+  // Adopted from a worker, which keeps no momentum, or the start: momentum from zero
+  // (ParameterStore::restore zeroes it when given none).
   if (!step.range_parameters().empty()) {
     if (step.range_parameters().size() != gradientBytes()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           options.name + ": a RESTORE of " + std::to_string(step.range_parameters().size()) +
                               " bytes for a range of " + std::to_string(gradientBytes()));
     }
-    // Adopted from a worker, which keeps no momentum: it restarts from zero.
-    store->restore(reinterpret_cast<const float*>(step.range_parameters().data()), zero.data(), version);
+    store->restore(reinterpret_cast<const float*>(step.range_parameters().data()), nullptr, version);
   } else if (version == 0) {
-    store->restore(initialRange.data(), zero.data(), 0);
+    store->restore(initialRange.data(), nullptr, 0);
   } else {
     const CheckpointDirectory dir(options.checkpointDir, 1);
     auto data = CheckpointDirectory::readFile(dir.pathFor(version), options.modelName, store->size());
