@@ -94,7 +94,10 @@ ReturnToService=2
 # Short timeouts: tests want failures and clean-ups in seconds, finished jobs gone fast.
 SlurmctldTimeout=10
 SlurmdTimeout=20
-KillWait=2
+# Slurm's own KillWait (30 s): a cancelled batch job's script stops its run, folds the store
+# and copies it back between TERM and KILL (net/launch/slurm_script.cpp). With 2 s, a loaded
+# machine (or AddressSanitizer's slower process starts) killed the script before the copy.
+KillWait=30
 MinJobAge=2
 EOF
   # Several slurmd on one host (slurmd -N NAME): each node its own port, all at 127.0.0.1.
