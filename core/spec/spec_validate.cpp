@@ -607,10 +607,8 @@ Status validateShards(const ExperimentSpec& spec) {
     const auto& f = spec.faults(i);
     const std::string field = "faults[" + std::to_string(i) + "]";
     const bool onShard = f.node() == "server" || f.node().rfind("shard-", 0) == 0;
-    if (onShard && f.action() != v1::FaultSpec::KILL) {
-      return bad(field + ".action", why + ": a drill on a shard is a KILL (a paused shard would hold every other one)");
-    }
-    if (!chain || !onShard) continue;
+    // A PAUSE holds the shard's nodes on their deadlines and goes on where it stopped.
+    if (!chain || !onShard || f.action() != v1::FaultSpec::KILL) continue;
     if (f.node() == "server" || f.node().find("-r") != std::string::npos) {
       return bad(field + ".node", why + " with CHAIN: a drill kills shard-N (its replica takes its place), not '" +
                                       f.node() + "' (shard 0 has no replica yet)");

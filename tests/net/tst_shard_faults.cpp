@@ -6,6 +6,8 @@
 //    goes on (under STATELESS with the workers' backlogs applied on every shard).
 //  - Under CHAIN a killed shard's replica takes its place with nothing lost, and a
 //    replica holds its shard's bits at the end of a run.
+//  - A paused shard, replica or shard 0 holds the workers on their deadlines; the run goes
+//    on where it stopped, nothing lost, every shard and replica with one model's bits.
 #include "core/params/update_record.h"
 #include "core/store/run_store.h"
 #include "tests/support/processes.h"
@@ -59,6 +61,16 @@ std::unique_ptr<RunStore> runShardDrill(const QString& dir, const QJsonObject& r
   }
   return store;
 }
+
+// The final state (parameters and momentum) `node` wrote to its update record in `records`.
+std::optional<UpdateRecord> finalStateOf(const QString& records, const QString& node) {
+  auto all = readUpdateRecords(QDir(records).filePath("run-1/" + node + ".0.record").toStdString());
+  if (!all) return std::nullopt;
+  for (auto& r : all.value()) {
+    if (r.kind == UpdateRecordKind::Final) return std::move(r);
+  }
+  return std::nullopt;
+}
 }  // namespace
 
 class TestShardFaults : public QObject {
@@ -69,6 +81,8 @@ class TestShardFaults : public QObject {
   void killedShardRestoresOneVersion();
   void killedShardsReplicaTakesItsPlace();
   void replicasHoldTheirShardsBits();
+  void pausedShardHoldsItsNodesThenGoesOn_data();
+  void pausedShardHoldsItsNodesThenGoesOn();
 };
 
 // A drill kills one shard of 3 (or shard 0) mid-run. Every shard restores one version: the
@@ -180,17 +194,9 @@ void TestShardFaults::replicasHoldTheirShardsBits() {
   const QString db = dir.filePath("runs.sqlite");
   const auto run = test_support::runDasp({"run", path, "--db", db, "--record", records, "--json", "--quiet"}, 90000);
   QVERIFY2(run.exitCode == 0, qPrintable(run.err));
-  auto finalState = [&](const QString& node) -> std::optional<UpdateRecord> {
-    auto all = readUpdateRecords(QDir(records).filePath("run-1/" + node + ".0.record").toStdString());
-    if (!all) return std::nullopt;
-    for (auto& r : all.value()) {
-      if (r.kind == UpdateRecordKind::Final) return std::move(r);
-    }
-    return std::nullopt;
-  };
   for (const QString shard : {"shard-1", "shard-2"}) {
-    const auto head = finalState(shard);
-    const auto replica = finalState(shard + "-r1");
+    const auto head = finalStateOf(records, shard);
+    const auto replica = finalStateOf(records, shard + "-r1");
     QVERIFY2(head && replica, qPrintable(shard));
     QVERIFY2(head->version > 10, qPrintable(QString::number(head->version)));  // it trained
     QCOMPARE(replica->version, head->version);
@@ -206,5 +212,59 @@ void TestShardFaults::replicasHoldTheirShardsBits() {
     QVERIFY2(applying > 0, replica);  // periods were reported, and the replica applied updates
   }
 }
+void TestShardFaults::pausedShardHoldsItsNodesThenGoesOn_data() {
+  QTest::addColumn<QString>("paused");
+  QTest::newRow("shard-1") << "shard-1";
+  QTest::newRow("a replica of shard-1") << "shard-1-r1";
+  QTest::newRow("shard 0") << "server";
+}
+
+// SIGSTOP on one process of a sharded server (under CHAIN: every shard 1..S-1 has a
+// replica) for longer than the workers' deadlines. Their calls wait on the deadlines (the
+// stall is detected), a push that timed out is never pushed again, and when the process
+// is continued it carries out what it was sent meanwhile: the run goes on from the same
+// version, nothing acknowledged is lost, no replica takes a place, and every replica ends
+// with its shard's bits (a range applied twice, or one a paused shard missed, would differ).
+void TestShardFaults::pausedShardHoldsItsNodesThenGoesOn() {
+  QFETCH(QString, paused);
+  QTemporaryDir dir;
+  QJsonObject spec = threeShardSpec(QJsonObject{{"mode", "CHAIN"}, {"replicas", 2}, {"call_timeout_s", 1}}, 8);
+  spec["faults"] = QJsonArray{QJsonObject{{"node", paused}, {"action", "PAUSE"}, {"at_s", 2}, {"restart_after_s", 2}}};
+  const QString path = test_support::writeSpecFile(dir.path(), "shard-pause", spec);
+  const QString records = dir.filePath("records");
+  const QString db = dir.filePath("runs.sqlite");
+  const auto run = test_support::runDasp({"run", path, "--db", db, "--record", records, "--json", "--quiet"}, 90000);
+  QVERIFY2(run.exitCode == 0 && run.out.contains("\"status\":\"completed\""), qPrintable(run.err + run.out));
+  auto store = RunStore::open(db.toStdString()).value();
+  const std::int64_t id = store->listRuns().value().front().id;
+  const auto faults = store->faults(id).value();
+  QCOMPARE(faults.size(), std::size_t{1});
+  const auto& f = faults.front();
+  const QString why = QString::fromStdString(f.fault.detail) + " " + run.out;
+  QCOMPARE(QString::fromStdString(f.fault.node), paused);
+  QCOMPARE(QString::fromStdString(f.fault.action), QStringLiteral("pause"));
+  QVERIFY2(f.detectionS, qPrintable(why));  // the workers' calls waited past their deadlines
+  QVERIFY2(f.fault.versionAfter && *f.fault.versionAfter >= f.fault.versionBefore, qPrintable(why));
+  QVERIFY2(f.updatesLost && *f.updatesLost == 0, qPrintable(why));
+  for (const auto& e : store->events(id).value()) {
+    QVERIFY2(e.kind != v1::RunEvent::EXIT || e.subject() != paused.toStdString(), e.detail.c_str());
+    QVERIFY2(e.code != v1::RunEvent::PROMOTED && e.detail.find("took its place") == std::string::npos,
+             e.detail.c_str());
+  }
+  const auto summary = store->summary(id).value();
+  double updates = 0;
+  for (const auto& row : summary) updates = row.key == "updates" && row.value ? *row.value : updates;
+  QVERIFY2(updates > static_cast<double>(*f.fault.versionAfter) + 10, qPrintable(QString::number(updates)));
+  for (const QString shard : {"shard-1", "shard-2"}) {
+    const auto head = finalStateOf(records, shard);
+    const auto replica = finalStateOf(records, shard + "-r1");
+    QVERIFY2(head && replica, qPrintable(shard));
+    QCOMPARE(replica->version, head->version);
+    QCOMPARE(replica->values.size(), head->values.size());
+    QVERIFY2(std::memcmp(replica->values.data(), head->values.data(), head->values.size() * sizeof(float)) == 0,
+             qPrintable(shard + " and its replica hold different bits"));
+  }
+}
+
 QTEST_GUILESS_MAIN(TestShardFaults)
 #include "tst_shard_faults.moc"
