@@ -38,6 +38,7 @@ void SimRun::release(int rank, double t) {
   m_policy->onPullReleased(rank, m_store->version(), t);
   w.baseVersion = m_store->version();
   m_ackedVersion = std::max(m_ackedVersion, m_store->version());
+  if (m_stateless) w.heldParams.assign(m_store->parameters(), m_store->parameters() + m_store->size());
   const int batch = m_policy->batchFor(rank);
   if (batch > 0 && batch != w.source->batchSize() && !w.source->setBatchSize(batch)) {
     m_failure = w.name + ": its gradient source cannot compute a batch of " + std::to_string(batch);
@@ -113,9 +114,14 @@ void SimRun::onPushArrive(int rank, double t) {
   auto& w = m_workers[static_cast<std::size_t>(rank)];
   w.lastContact = t;
   if (!m_serverUp) {
-    // The push fails: nobody answers. The worker retries when a server is back.
+    // The push fails: nobody answers. The worker retries when a server is back (a
+    // stateless one keeps the gradient and computes on meanwhile).
     w.phase = Worker::Phase::Offline;
     noteDetection(t);
+    if (m_stateless) {
+      startOutageWork(rank, t, true);
+      return;
+    }
     for (auto& f : m_faults) {
       if (f.awaitingResume) ++f.record.gradientsDiscarded;
     }

@@ -102,6 +102,7 @@ Status SimRun::prepare() {
   m_guard = std::make_unique<GradientGuard>(m_spec.strategy().gradient_guard());
   m_versionTime.assign(1, 0.0);
   m_chain = m_spec.recovery().mode() == v1::RecoverySpec::CHAIN;
+  m_stateless = m_spec.recovery().mode() == v1::RecoverySpec::STATELESS;
   if (m_chain) {
     m_replicaAlive.assign(static_cast<std::size_t>(m_spec.recovery().replicas()), true);
     for (int i = 0; i < m_spec.recovery().replicas(); ++i) m_chainOrder.push_back(i);
@@ -225,6 +226,12 @@ void SimRun::handle(const Event& e) {
       break;
     case Ev::SpeedChange:
       onSpeedChange(e.a, e.t);
+      break;
+    case Ev::OutageCompute:
+      if (e.gen == m_workers[static_cast<std::size_t>(e.a)].gen) onOutageCompute(e.a, e.t);
+      break;
+    case Ev::BacklogArrive:
+      if (e.gen == m_workers[static_cast<std::size_t>(e.a)].gen) onBacklogArrive(e.a, e.t);
       break;
     case Ev::MaxSeconds:
       m_stopReason = "max_seconds";

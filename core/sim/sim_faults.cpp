@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The virtual cluster's fault drills: kills and pauses, detection, restarts and the
-// recovery modes (checkpoint, chain promotion, stateless adoption), as the real runner's.
+// recovery modes (checkpoint, chain promotion; stateless adoption in sim_stateless.cpp), as
+// the real runner's.
 #include "core/sim/sim_run.h"
 
 namespace dasp::sim_detail {
@@ -133,10 +134,18 @@ void SimRun::serverLost(double t, const std::string& node) {
   ++m_serverGen;
   m_tickAt = kInf;
   auto& slot = m_faults[static_cast<std::size_t>(m_serverFault)];
-  slot.record.gradientsDiscarded += static_cast<std::int64_t>(m_pushQueue.size());
+  if (m_stateless) {
+    // A queued push failed with the server: the worker keeps its gradient.
+    for (const auto& [rank, gen] : m_pushQueue) {
+      if (gen == m_workers[static_cast<std::size_t>(rank)].gen) startOutageWork(rank, t, true);
+    }
+  } else {
+    slot.record.gradientsDiscarded += static_cast<std::int64_t>(m_pushQueue.size());
+  }
   m_pushQueue.clear();
   for (int r : m_parked) {
     m_workers[static_cast<std::size_t>(r)].phase = Worker::Phase::Offline;
+    if (m_stateless) startOutageWork(r, t, false);
   }
   if (!m_parked.empty()) {
     // A parked pull's connection breaks at once.
@@ -242,6 +251,7 @@ void SimRun::restartServerState(double t, EventCode how, const std::string& text
     auto& w = m_workers[static_cast<std::size_t>(r)];
     if (w.phase == Worker::Phase::Dead) continue;
     ++w.gen;  // an iteration computed for the old server is not pushed to the new one
+    if (flushBacklog(r, t)) continue;
     park(r, t);
     w.parkedSince = t;
   }
@@ -262,6 +272,10 @@ void SimRun::onServerUp(double t) {
       how = "promoted " + head + " before any state was forwarded (v0)";
     }
     restartServerState(t, RE::PROMOTED, how, head);
+    return;
+  }
+  if (m_stateless) {
+    adoptFromWorkers(t);
     return;
   }
   if (rec.mode() == v1::RecoverySpec::CHECKPOINT && m_snapVersion >= 0) {

@@ -6,6 +6,7 @@
 #include "core/sim/sim_engine.h"
 
 #include "core/common/build_info.h"
+#include "core/params/gradient_backlog.h"
 #include "core/params/gradient_guard.h"
 #include "core/params/parameter_store.h"
 #include "core/params/shard_layout.h"
@@ -37,6 +38,8 @@ enum class Ev : std::uint8_t {
   FaultFire,     // a = drill index
   FaultEnd,      // a = drill index: restart / resume
   WorkerUp,      // a = rank: a restarted worker joins again
+  OutageCompute, // a = rank: a stateless worker computed a gradient while no server answered
+  BacklogArrive, // a = rank: its flushed outage backlog reached the restarted server
   SilenceCheck,  // a = rank: a silent (paused) worker is declared down
   SpeedChange,   // a = rank: a scheduled speed change (recorded as an event)
   MaxSeconds,    // stop.max_seconds
@@ -89,6 +92,10 @@ struct Worker {
   double lastContact = 0;
   int speedIndex = 0;  // next scheduled change to record
   std::int64_t pulls = 0, pushes = 0;
+  // recovery STATELESS: the parameters of its last pull, which it computes on through an
+  // outage, and the gradients it computed while no server answered.
+  std::vector<float> heldParams;
+  std::unique_ptr<Backlog> backlog;
 };
 
 struct OpenFault {
@@ -157,6 +164,15 @@ class SimRun {
   void noteUpdateForFaults(double t);
   void noteDetection(double t);
   void checkpointIfDue(double t);
+  // recovery STATELESS (sim_stateless.cpp): a worker that finds no server computes on the
+  // parameters it holds, into its backlog (`keepInFlight`: the gradient of its failed push
+  // first); the restarted server adopts the highest version a worker holds; each worker
+  // flushes its backlog, applied in one step by the backlog rule, before it pulls again.
+  void startOutageWork(int rank, double t, bool keepInFlight);
+  void onOutageCompute(int rank, double t);
+  void adoptFromWorkers(double t);
+  bool flushBacklog(int rank, double t);
+  void onBacklogArrive(int rank, double t);
 
   // --- recording -------------------------------------------------------------------------
   void recordIteration(int rank, double t);
@@ -219,6 +235,8 @@ class SimRun {
   double m_tickAt = kInf;
   double m_chainStallUntil = 0;
   bool m_chain = false;
+  bool m_stateless = false;
+  std::vector<float> m_backlogSum;
   std::vector<bool> m_replicaAlive;  // chain: replica i alive
   std::vector<int> m_chainOrder;     // chain: alive replicas, head first
   // Checkpoint / chain snapshot the next server incarnation starts from.

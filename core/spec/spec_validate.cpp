@@ -169,13 +169,6 @@ Status validateEngine(const ExperimentSpec& spec) {
                            "use engine real, or KILL or PAUSE");
     }
   }
-  auto stateless = [](const v1::RecoverySpec& r) { return r.mode() == v1::RecoverySpec::STATELESS; };
-  bool anyStateless = stateless(spec.recovery());
-  for (const auto& e : spec.suite()) anyStateless = anyStateless || stateless(e.recovery());
-  if (anyStateless && spec.faults_size() > 0) {
-    return Status::error("recovery.mode: STATELESS recovery is not modelled by the simulator (engine sim); "
-                         "use engine real, or NONE, CHECKPOINT or CHAIN");
-  }
   return Status::ok();
 }
 

@@ -2,9 +2,9 @@
 #include "net/client/nodes.h"
 
 #include "core/common/durations.h"
+#include "core/params/gradient_backlog.h"
 #include "core/params/update_record.h"
 #include "core/spec/speed_profile.h"
-#include "net/client/gradient_backlog.h"
 #include "net/client/link_emulation.h"
 #include "net/client/ps_client.h"
 #include "net/client/recovery_line.h"

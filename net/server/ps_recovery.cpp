@@ -5,6 +5,8 @@
 // backlogs they computed during the outage.
 #include "net/server/ps_reactors.h"
 
+#include "core/params/backlog_rule.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -201,18 +203,12 @@ grpc::Status ParameterServer::Impl::handleBacklogLocked(const pb::PushRequest& r
     reply->set_version(store->version());
     return grpc::Status::OK;
   }
-  const auto& rec = options.spec.recovery();
   const std::int64_t count = backlogCount[r];
-  double weight = 1.0;
-  double lr = learningRateAt(options.spec.optimizer(), store->version());
-  std::string rule = "sum";
-  if (rec.backlog_rule() == v1::RecoverySpec::MEAN) {
-    weight = 1.0 / static_cast<double>(count);
-    rule = "mean";
-  } else if (rec.backlog_rule() == v1::RecoverySpec::SCALED_LR) {
-    rule = "scaled lr";
-    if (count > rec.backlog_lr_threshold()) lr *= rec.backlog_lr_scale();
-  }
+  const BacklogStep step =
+      backlogStep(options.spec.recovery(), count, learningRateAt(options.spec.optimizer(), store->version()));
+  const double weight = step.weight;
+  const double lr = step.lr;
+  const std::string& rule = step.rule;
   const std::int64_t base = store->version();
   const float* g = sum.data();
   store->apply(&g, &weight, 1, lr);

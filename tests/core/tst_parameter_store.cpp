@@ -4,7 +4,9 @@
 // was), the arithmetic does not depend on whether a snapshot is held, an unheld store
 // updates in place, buffers given back are reused rather than allocated anew, an update's
 // mirror receives its new parameters, the revision changes with every write, and an update
-// shared among threads gives the bits of one thread's.
+// shared among threads gives the bits of one thread's. And the step a stateless server
+// takes with a flushed backlog (core/params/backlog_rule.h).
+#include "core/params/backlog_rule.h"
 #include "core/params/parameter_store.h"
 
 #include <QtTest>
@@ -26,6 +28,7 @@ class TestParameterStore : public QObject {
   void mirrorGetsTheNewParameters();
   void revisionChangesWithEveryWrite();
   void threadsGiveTheSameBits();
+  void backlogStepFollowsTheRule();
 };
 
 namespace {
@@ -191,6 +194,29 @@ void TestParameterStore::threadsGiveTheSameBits() {
     QVERIFY(std::memcmp(mirrors[0].data(), mirrors[t].data(), n * sizeof(float)) == 0);
   }
   QVERIFY(params[0][n - 1] != wave(0.003f)[n - 1]);  // the last, partial block was updated
+}
+
+// SUM: the sum at the run's rate; MEAN: weight 1/n; SCALED_LR: the rate scaled only above
+// the threshold (the paper's "lr 1e-3 if more than 50 pending").
+void TestParameterStore::backlogStepFollowsTheRule() {
+  dasp::v1::RecoverySpec rec;
+  rec.set_backlog_lr_scale(0.1);
+  rec.set_backlog_lr_threshold(50);
+  rec.set_backlog_rule(dasp::v1::RecoverySpec::SUM);
+  auto step = dasp::backlogStep(rec, 80, 0.01);
+  QCOMPARE(step.weight, 1.0);
+  QCOMPARE(step.lr, 0.01);
+  rec.set_backlog_rule(dasp::v1::RecoverySpec::MEAN);
+  step = dasp::backlogStep(rec, 80, 0.01);
+  QCOMPARE(step.weight, 1.0 / 80);
+  QCOMPARE(step.lr, 0.01);
+  rec.set_backlog_rule(dasp::v1::RecoverySpec::SCALED_LR);
+  step = dasp::backlogStep(rec, 50, 0.01);
+  QCOMPARE(step.weight, 1.0);
+  QCOMPARE(step.lr, 0.01);  // at the threshold: not scaled
+  step = dasp::backlogStep(rec, 51, 0.01);
+  QCOMPARE(step.lr, 0.01 * 0.1);
+  QCOMPARE(QString::fromStdString(step.rule), QStringLiteral("scaled lr"));
 }
 
 QTEST_GUILESS_MAIN(TestParameterStore)

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace dasp;
@@ -496,6 +497,55 @@ class TestSimEngine : public QObject {
     int late = 0;
     for (const auto& x : samples.value()) late += x.node == "worker-1" && x.tS > 2.0 ? 1 : 0;
     QVERIFY2(late > 50, qPrintable(QString::number(late)));  // ~10.5 ms iterations for 1 s
+  }
+
+  // A server kill under STATELESS: the workers compute on through the outage into their
+  // backlogs (bounded), the restarted server adopts the highest version they hold (so it
+  // loses none of what it acknowledged), and each backlog is applied in one step by the
+  // rule: SUM and MEAN take the same steps in the same order, with other weights.
+  void statelessKeepsTheOutagesGradients() {
+    QTemporaryDir dir;
+    auto run = [&](v1::RecoverySpec::BacklogRule rule, int bound, const std::string& name) {
+      auto spec = baseSpec("asp", 2);
+      spec.mutable_recovery()->set_mode(v1::RecoverySpec::STATELESS);
+      spec.mutable_recovery()->set_backlog_rule(rule);
+      if (bound > 0) spec.mutable_recovery()->set_backlog_max_gradients(bound);
+      auto* f = spec.add_faults();
+      f->set_node("server");
+      f->set_at_s(1.0);
+      f->set_restart_after_s(0.3);
+      spec.mutable_stop()->set_max_seconds(3.0);
+      const std::string db = dir.filePath(QString::fromStdString(name + ".sqlite")).toStdString();
+      const auto o = simulate(withDefaults(spec), db);
+      auto events = RunStore::open(db).value()->events(o.summary.runId).value();
+      int adopted = 0, backlogs = 0;
+      for (const auto& e : events) {
+        adopted += e.code == v1::RunEvent::ADOPTED ? 1 : 0;
+        backlogs += e.code == v1::RunEvent::BACKLOG ? 1 : 0;
+      }
+      return std::make_tuple(o, adopted, backlogs);
+    };
+    const auto [sum, sumAdopted, sumBacklogs] = run(v1::RecoverySpec::SUM, 0, "sum");
+    QCOMPARE(sum.summary.faults.size(), std::size_t{1});
+    const auto& m = sum.summary.faults.front();
+    QCOMPARE(sumAdopted, 1);
+    QCOMPARE(sumBacklogs, 2);  // one step per worker
+    QVERIFY(m.fault.versionAfter && *m.fault.versionAfter > 50);
+    QVERIFY(m.updatesLost && *m.updatesLost == 0);
+    // 0.8 s down (0.3 s + restart_ms) at about 10 ms an iteration, for each worker.
+    QVERIFY2(m.fault.gradientsDuringOutage > 2 * 60, qPrintable(QString::number(m.fault.gradientsDuringOutage)));
+    QCOMPARE(m.fault.gradientsDropped, std::int64_t{0});
+    QVERIFY(sum.summary.updates > *m.fault.versionAfter + 50);  // training went on
+    const auto [mean, meanAdopted, meanBacklogs] = run(v1::RecoverySpec::MEAN, 0, "mean");
+    const auto& mm = mean.summary.faults.front();
+    QCOMPARE(mm.fault.versionAfter, m.fault.versionAfter);
+    QCOMPARE(mm.fault.gradientsDuringOutage, m.fault.gradientsDuringOutage);
+    QVERIFY(!sameBits(mean.summary.finalLoss, sum.summary.finalLoss));
+    // The bound keeps each worker's newest 5; the rest are dropped and counted.
+    const auto [bounded, boundedAdopted, boundedBacklogs] = run(v1::RecoverySpec::SUM, 5, "bounded");
+    const auto& b = bounded.summary.faults.front();
+    QCOMPARE(b.fault.gradientsDuringOutage, m.fault.gradientsDuringOutage);
+    QCOMPARE(b.fault.gradientsDropped, m.fault.gradientsDuringOutage - 2 * 5);
   }
 
   void errorsNameWhatIsNotModelled() {

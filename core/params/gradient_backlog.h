@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Internal to the worker loop (net/client/nodes.cpp).
-// Threading: owned by one worker loop's thread.
+// A stateless worker's outage backlog: the real worker loop's (net/client/nodes.cpp) and
+// the virtual cluster's (core/sim), so both bound it alike.
+// Threading: owned by one thread (a worker loop's, or the engine's).
 
 #include <algorithm>
 #include <cstddef>
@@ -9,7 +10,7 @@
 #include <deque>
 #include <vector>
 
-namespace dasp::net {
+namespace dasp {
 
 // The gradients a stateless worker computed while no server answered: a bounded FIFO
 // whose buffers are reused (the oldest is dropped, and counted, beyond the bound).
@@ -60,4 +61,4 @@ class Backlog {
   std::int64_t m_dropped = 0;
 };
 
-}  // namespace dasp::net
+}  // namespace dasp
