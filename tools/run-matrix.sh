@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tools/run-matrix.sh [--engine sim|real] [--set NAME] [--seeds LIST] [CASE...]
+# tools/run-matrix.sh [--engine sim|real] [--set NAME] [--seeds LIST] [--no-reference] [CASE...]
 # Runs the DASP matrix (experiments/NAME/CASE.json, NAME = matrix by default, every case of
 # the folder by default) with the homogeneous-equivalent reference, writes each suite's
 # summary lines to results/NAME-ENGINE/CASE.jsonl, then regenerates every results table in
@@ -8,6 +8,7 @@
 # strategy's learning rate from the engine's results of the same case
 # (results/NAME-sim/CASE.jsonl, --lr-from), so a real suite costs one rate per strategy,
 # not the whole grid. --seeds overrides the presets' seeds (e.g. 1,2,3 for real runs).
+# --no-reference: without the reference (a set of fault drills, e.g. stateless-ablation).
 # Needs a build (./run.sh or ./test.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,12 +16,14 @@ bin=${DASP_BUILD_DIR:-$root/build}/bin
 engine=sim
 set_name=matrix
 seeds=()
+reference=(--reference)
 cases=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --engine) engine=$2; shift 2 ;;
     --set) set_name=$2; shift 2 ;;
     --seeds) seeds=(--seeds "$2"); shift 2 ;;
+    --no-reference) reference=(); shift ;;
     *) cases+=("$1"); shift ;;
   esac
 done
@@ -45,7 +48,7 @@ for c in "${cases[@]}"; do
   fi
   echo "run-matrix: $c ($engine)" >&2
   start=$(date +%s)
-  "$work/dasp" run "$root/experiments/$set_name/$c.json" --engine "$engine" --reference --json --quiet \
+  "$work/dasp" run "$root/experiments/$set_name/$c.json" --engine "$engine" "${reference[@]}" --json --quiet \
     --db "$db" "${seeds[@]}" "${extra[@]}" | grep '^{' > "$out/$c.jsonl.tmp"
   mv "$out/$c.jsonl.tmp" "$out/$c.jsonl"
   echo "run-matrix: $c done in $(( $(date +%s) - start )) s" >&2

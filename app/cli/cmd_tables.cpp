@@ -6,7 +6,8 @@
 //   <!-- dasp-tables matrix NAME=FILE NAME=FILE ... -->
 //   <!-- dasp-tables diagnosis NAME=FILE NAME=FILE ... -->
 //   <!-- dasp-tables validation REAL.jsonl SIM.jsonl -->
-//   <!-- dasp-tables recovery FILE FILE ... -->  (the fault drills' recovery table)
+//   <!-- dasp-tables recovery FILE FILE ... -->  (the fault drills' recovery table; NAME=FILE
+//                                                   for a table of cases)
 //   <!-- dasp-tables setup-timings results/fresh-clone/timings.jsonl -->
 //   ... generated ...
 //   <!-- /dasp-tables -->
@@ -71,13 +72,18 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
   }
   if (kind == "recovery") {
     if (args.empty()) return Status::error("recovery needs one or more results files");
-    std::vector<v1::RunResult> all;
-    for (const auto& file : args) {
+    std::vector<RunFaults> all;
+    for (const auto& a : args) {
+      // FILE, or NAME=FILE: a case of several (the table's first column).
+      const auto eq = a.find('=');
+      const std::string file = eq == std::string::npos ? a : a.substr(eq + 1);
       auto runs = loadResults(root, file);
       if (!runs) return runs.status();
-      all.insert(all.end(), runs->begin(), runs->end());
+      auto faults = runFaultsOf(runs.value());
+      for (auto& f : faults) f.caseName = eq == std::string::npos ? std::string() : a.substr(0, eq);
+      all.insert(all.end(), faults.begin(), faults.end());
     }
-    return recoveryTableMarkdown(runFaultsOf(all));
+    return recoveryTableMarkdown(all);
   }
   if (kind == "setup-timings") {
     if (args.size() != 1) return Status::error("setup-timings needs one timings file");

@@ -101,12 +101,23 @@ std::string meanStdText(const std::vector<double>& v, int decimals, bool count =
 }
 
 struct Group {
+  std::string caseName;
   std::string recovery;
   int workers = 0;
   int index = 0;
   std::vector<std::string> what;  // distinct "kill server" texts, first-seen order
   std::vector<const RecoveryMetrics*> members;
+  std::vector<const RunFaults*> runs;  // members[i]'s run
 };
+
+// "mean ± std" of the values, then "(n/k never)" when n of k runs have none.
+std::string withNever(const std::vector<double>& values, std::size_t never, std::size_t k) {
+  const std::string neverText = std::to_string(never) + "/" + std::to_string(k) + " never";
+  if (values.empty()) return never > 0 ? neverText : kNone;
+  std::string cell = meanStdText(values, 2);
+  if (never > 0) cell += " (" + neverText + ")";
+  return cell;
+}
 
 }  // namespace
 
@@ -115,7 +126,10 @@ RecoveryTable recoveryTable(const std::vector<RunFaults>& runs) {
   table.header = {"recovery",     "workers",      "fault",         "runs",
                   "detection (s)", "downtime (s)", "updates lost",  "gradients in outage",
                   "dropped",      "acc. before",  "lowest after",  "back to pre-fault (s)",
-                  "change at resume", "final accuracy", "CPU-s in outage"};
+                  "change at resume", "final accuracy", "CPU-s in outage", "time to target (s)"};
+  const bool named =
+      std::any_of(runs.begin(), runs.end(), [](const RunFaults& r) { return !r.caseName.empty(); });
+  if (named) table.header.insert(table.header.begin(), "case");
   table.note =
       "Each cell is the mean \u00b1 sample std over the row's runs (\u2014 where no run has the figure). "
       "Detection: fault to the first sign of it from another node; downtime: fault to the first update "
@@ -124,22 +138,25 @@ RecoveryTable recoveryTable(const std::vector<RunFaults>& runs) {
       "last evaluation before the fault; lowest after: the lowest evaluation until accuracy is back (or the "
       "next fault); back to pre-fault: fault to the first evaluation at or above acc. before; change at resume: the "
       "first evaluation after training resumed minus acc. before (the stateless jump, a checkpoint's setback); CPU-s in outage: all the run's "
-      "processes from the fault until training resumed.";
+      "processes from the fault until training resumed; time to target: the server time of the first version "
+      "evaluated at the run's target accuracy (n/k never: n of the k runs did not reach it).";
 
   std::vector<Group> groups;
   for (const RunFaults& run : runs) {
     for (const RecoveryMetrics& m : run.faults) {
       auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) {
-        return x.recovery == run.recovery && x.workers == run.workers && x.index == m.fault.index;
+        return x.caseName == run.caseName && x.recovery == run.recovery && x.workers == run.workers &&
+               x.index == m.fault.index;
       });
       if (g == groups.end()) {
-        groups.push_back(Group{run.recovery, run.workers, m.fault.index, {}, {}});
+        groups.push_back(Group{run.caseName, run.recovery, run.workers, m.fault.index, {}, {}, {}});
         g = std::prev(groups.end());
       }
       std::string what = m.fault.action;
       if (!m.fault.node.empty()) what += (what.empty() ? "" : " ") + m.fault.node;
       if (!what.empty() && std::find(g->what.begin(), g->what.end(), what) == g->what.end()) g->what.push_back(what);
       g->members.push_back(&m);
+      g->runs.push_back(&run);
     }
   }
 
@@ -163,17 +180,16 @@ RecoveryTable recoveryTable(const std::vector<RunFaults>& runs) {
     for (const RecoveryMetrics* m : g.members) {
       if (m->accuracyBefore && !m->recoverS) ++never;
     }
-    const std::vector<double> back = collect([](const RecoveryMetrics& m) { return m.recoverS; });
-    std::string backCell;
-    const std::string neverText = std::to_string(never) + "/" + std::to_string(k) + " never";
-    if (back.empty()) {
-      backCell = never > 0 ? neverText : kNone;
-    } else {
-      backCell = meanStdText(back, 2);
-      if (never > 0) backCell += " (" + neverText + ")";
+    const std::string backCell = withNever(collect([](const RecoveryMetrics& m) { return m.recoverS; }), never, k);
+    std::vector<double> toTarget;
+    for (const RunFaults* r : g.runs) {
+      if (r->timeToTargetS) toTarget.push_back(*r->timeToTargetS);
     }
+    const std::string targetCell = withNever(toTarget, k - toTarget.size(), k);
 
-    table.rows.push_back({
+    std::vector<std::string> row;
+    if (named) row.push_back(g.caseName.empty() ? kNone : g.caseName);
+    const std::vector<std::string> cells{
         g.recovery.empty() ? kNone : g.recovery,
         std::to_string(g.workers),
         fault,
@@ -195,7 +211,10 @@ RecoveryTable recoveryTable(const std::vector<RunFaults>& runs) {
         meanStdText(collect([](const RecoveryMetrics& m) { return m.accuracyJump; }), 4),
         meanStdText(collect([](const RecoveryMetrics& m) { return std::optional<double>(m.finalAccuracy); }), 4),
         meanStdText(collect([](const RecoveryMetrics& m) { return std::optional<double>(m.fault.cpuS); }), 1),
-    });
+        targetCell,
+    };
+    row.insert(row.end(), cells.begin(), cells.end());
+    table.rows.push_back(std::move(row));
   }
   return table;
 }
@@ -213,7 +232,8 @@ std::string recoveryTableMarkdown(const std::vector<RunFaults>& runs) {
   std::string md = "|";
   for (const std::string& h : table.header) md += " " + cell(h) + " |";
   md += "\n|";
-  for (std::size_t i = 0; i < table.header.size(); ++i) md += i < 3 ? " --- |" : " ---: |";
+  const std::size_t textColumns = table.header.front() == "case" ? 4 : 3;
+  for (std::size_t i = 0; i < table.header.size(); ++i) md += i < textColumns ? " --- |" : " ---: |";
   md += "\n";
   for (const auto& row : table.rows) {
     md += "|";

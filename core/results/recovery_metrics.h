@@ -73,6 +73,7 @@ std::vector<RecoveryMetrics> computeRecoveryMetrics(std::vector<FaultRecord> fau
 // One run's faults, as the recovery table aggregates them.
 struct RunFaults {
   std::int64_t runId = 0;
+  std::string caseName;  // a table of several cases (dasp tables recovery NAME=FILE ...): its case
   std::string label;
   std::string recovery;  // none / checkpoint / chain / stateless
   int workers = 0;
@@ -82,8 +83,8 @@ struct RunFaults {
   std::vector<RecoveryMetrics> faults;
 };
 
-// The recovery table as cells: one row per (recovery, workers, fault index) group in
-// first-seen order. Cells are "mean ± sample std" over the group's runs (std omitted when
+// The recovery table as cells: one row per (case, recovery, workers, fault index) group in
+// first-seen order, with a first column "case" when a run names one. Cells are "mean ± sample std" over the group's runs (std omitted when
 // one run has the value, "—" when none has it); the "back to pre-fault" cell adds
 // "n/k never" when n of the k runs never got back. `note` explains the columns.
 struct RecoveryTable {

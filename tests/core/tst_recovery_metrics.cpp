@@ -238,7 +238,7 @@ class TestRecoveryMetrics : public QObject {
   }
 
   void tableGroupsAndFormats() {
-    const std::vector<RunFaults> runs = {
+    std::vector<RunFaults> runs = {
         run(1, "checkpoint", 4,
             {makeMetrics(0, "server", 0.2, 2.0, 200, 0.60, 0.30, 5.0, 0.10, 0.90, 2.0),
              makeMetrics(1, "server", {}, {}, {}, {}, {}, {}, {}, 0.90)}),
@@ -247,6 +247,8 @@ class TestRecoveryMetrics : public QObject {
         run(4, "checkpoint", 4, {makeMetrics(0, "server", 0.3, 3.0, 250, 0.64, 0.20, {}, 0.30, 0.88, 3.0)}),
         run(5, "none", 2, {makeMetrics(0, "worker-1", 0.5, {}, 0, 0.5, 0.4, {}, {}, 0.6)}),
     };
+    runs[0].timeToTargetS = 30.0;
+    runs[2].timeToTargetS = 34.0;
     const std::string md = recoveryTableMarkdown(runs);
     const auto lines = splitLines(md);
     QVERIFY2(lines.size() >= 2 + 4 + 2, md.c_str());
@@ -255,7 +257,7 @@ class TestRecoveryMetrics : public QObject {
         "recovery",     "workers",      "fault",        "runs",
         "detection (s)", "downtime (s)", "updates lost", "gradients in outage",
         "dropped",      "acc. before",  "lowest after", "back to pre-fault (s)",
-        "change at resume", "final accuracy", "CPU-s in outage"};
+        "change at resume", "final accuracy", "CPU-s in outage", "time to target (s)"};
     QCOMPARE(header, expectedHeader);
     QCOMPARE(cells(lines[1]).size(), expectedHeader.size());
     QVERIFY(lines[1].find("---") != std::string::npos);
@@ -278,6 +280,7 @@ class TestRecoveryMetrics : public QObject {
     QCOMPARE(a[12], std::string("0.2000 \u00b1 0.1000"));
     QCOMPARE(a[13], std::string("0.9000 \u00b1 0.0200"));
     QCOMPARE(a[14], std::string("3.0 \u00b1 1.0"));
+    QCOMPARE(a[15], std::string("32.00 \u00b1 2.83 (1/3 never)"));  // runs 1 and 3; run 4 never
 
     // One run, nothing derived: no ±, "—" everywhere a figure is missing.
     QCOMPARE(b[2], std::string("1: kill server"));
@@ -309,6 +312,17 @@ class TestRecoveryMetrics : public QObject {
     QCOMPARE(table.header, expectedHeader);
     QCOMPARE(table.rows.size(), std::size_t(4));
     QCOMPARE(table.rows[0], a);
+
+    // Cases (dasp tables recovery NAME=FILE ...): a first column, and a group per case.
+    for (std::size_t i = 0; i < runs.size(); ++i) runs[i].caseName = i < 2 ? "early" : "late";
+    const RecoveryTable cased = recoveryTable(runs);
+    QCOMPARE(cased.header.front(), std::string("case"));
+    QCOMPARE(cased.rows.size(), std::size_t(5));  // checkpoint's index 0 is in both cases
+    QCOMPARE(cased.rows[0][0], std::string("early"));
+    QCOMPARE(cased.rows[0][4], std::string("1"));
+    QCOMPARE(cased.rows[3][0], std::string("late"));
+    QCOMPARE(cased.rows[3][1], std::string("checkpoint"));
+    QCOMPARE(cased.rows[3][4], std::string("2"));
   }
 
   void tableEscapesAndEmpty() {
