@@ -338,8 +338,9 @@ void TestChainAcks::headKillsLoseNoAcknowledgedUpdate_data() {
   QTest::addColumn<QList<double>>("killsAt");
   // 4 + 3 + 3 = 10 head kills; each killed head restarts 0.5 s later and rejoins at the tail.
   // A restarted process takes about 0.9 s to listen while the run loads the machine (the
-  // runner's loop goes on meanwhile), so the run lasts 2.5 s past the last kill: every
-  // restart is complete before it ends.
+  // runner's loop goes on meanwhile), and seconds when the other tests of a full suite load
+  // it too (a seed's last restart was still starting 2.5 s after its kill), so the run
+  // lasts 4 s past the last kill: every restart is complete before it ends.
   QTest::newRow("seed 1") << quint64{1} << QList<double>{1.0, 2.2, 3.4, 4.6};
   QTest::newRow("seed 2") << quint64{2} << QList<double>{1.0, 2.1, 3.2};
   QTest::newRow("seed 3") << quint64{3} << QList<double>{1.3, 2.4, 3.5};
@@ -354,7 +355,7 @@ void TestChainAcks::headKillsLoseNoAcknowledgedUpdate() {
   QJsonArray faults;
   for (double t : killsAt) faults.append(kill("server", t, 0.5 * scale));
   const QString tag = QStringLiteral("heads-%1").arg(seed);
-  const auto run = runWithRecords(writeSpec(m_dir, tag, seed, killsAt.back() + 2.5 * scale, faults), m_dir, tag);
+  const auto run = runWithRecords(writeSpec(m_dir, tag, seed, killsAt.back() + 4.0 * scale, faults), m_dir, tag);
   QVERIFY2(!run.json.isEmpty(), qPrintable(run.why));
   QCOMPARE(run.json["status"].toString(), QStringLiteral("completed"));
   const auto fs = run.json["faults"].toArray();

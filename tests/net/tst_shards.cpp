@@ -533,7 +533,7 @@ void TestShards::shardedRunThroughProcesses() {
   const auto refused = test_support::runDasp({"run", tooMany, "--db", db, "--quiet"}, 60000);
   QVERIFY(refused.exitCode != 0);
   QVERIFY2(refused.err.contains("ps.shards"), qPrintable(refused.err));
-  // A drill on a shard is a kill of a shard the run has.
+  // A drill on a shard names a shard the run has.
   spec["ps"] = QJsonObject{{"shards", 2}};
   spec["model"] = QJsonObject{{"name", "mlp"}};
   auto refusal = [&](const QJsonObject& changed, const QString& field) {
@@ -555,9 +555,12 @@ void TestShards::shardedRunThroughProcesses() {
   QCOMPARE(refusal(chainKill("server", false), "faults[0].node"), QString());
   QCOMPARE(refusal(chainKill("shard-1-r1", false), "faults[0].node"), QString());
   QCOMPARE(refusal(chainKill("shard-1", true), "faults[0].restart_after_s"), QString());
+  // A PAUSE of a shard is taken (net.shard_faults.pauses runs it).
   QJsonObject paused = spec;
   paused["faults"] = QJsonArray{QJsonObject{{"node", "shard-1"}, {"action", "PAUSE"}, {"at_s", 1}}};
-  QCOMPARE(refusal(paused, "faults[0].action"), QString());
+  const QString pausedFile = test_support::writeSpecFile(dir.path(), "paused", paused);
+  const auto pausedValid = test_support::runDasp({"validate", pausedFile}, 60000);
+  QVERIFY2(pausedValid.exitCode == 0, qPrintable(pausedValid.err));
   QJsonObject unknown = spec;
   unknown["faults"] = QJsonArray{QJsonObject{{"node", "shard-2"}, {"action", "KILL"}, {"at_s", 1}}};
   QCOMPARE(refusal(unknown, "no node 'shard-2'"), QString());
