@@ -561,6 +561,10 @@ void TestShards::shardedRunThroughProcesses() {
   const QString pausedFile = test_support::writeSpecFile(dir.path(), "paused", paused);
   const auto pausedValid = test_support::runDasp({"validate", pausedFile}, 60000);
   QVERIFY2(pausedValid.exitCode == 0, qPrintable(pausedValid.err));
+  // Not a replica's, yet (FAULT-TOLERANCE.md, Limits).
+  QJsonObject pausedReplica = chain;
+  pausedReplica["faults"] = QJsonArray{QJsonObject{{"node", "shard-1-r1"}, {"action", "PAUSE"}, {"at_s", 1}}};
+  QCOMPARE(refusal(pausedReplica, "faults[0].action"), QString());
   QJsonObject unknown = spec;
   unknown["faults"] = QJsonArray{QJsonObject{{"node", "shard-2"}, {"action", "KILL"}, {"at_s", 1}}};
   QCOMPARE(refusal(unknown, "no node 'shard-2'"), QString());
