@@ -84,9 +84,10 @@ struct RunFaults {
 };
 
 // The recovery table as cells: one row per (case, recovery, workers, fault index) group in
-// first-seen order, with a first column "case" when a run names one. Cells are "mean ± sample std" over the group's runs (std omitted when
-// one run has the value, "—" when none has it); the "back to pre-fault" cell adds
-// "n/k never" when n of the k runs never got back. `note` explains the columns.
+// first-seen order, with a first column "case" when a run names one. Cells are "mean ±
+// sample std" over the group's runs (std omitted when one run has the value, "—" when none
+// has it); the "back to pre-fault" and "time to target" cells add "n/k never" when n of the
+// k runs never got there. `note` explains the columns.
 struct RecoveryTable {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;

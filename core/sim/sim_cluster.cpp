@@ -235,8 +235,7 @@ std::int64_t SimRun::applyOutput(double t) {
     m_store->apply(m_applyPtrs.data(), m_applyWeights.data(), static_cast<int>(m_applyPtrs.size()),
                    learningRateAt(opt, base));
     const std::int64_t v = m_store->version();
-    if (static_cast<std::int64_t>(m_versionTime.size()) <= v) m_versionTime.resize(static_cast<std::size_t>(v) + 1);
-    m_versionTime[static_cast<std::size_t>(v)] = t;
+    noteVersionMade(v, t);
     applied += static_cast<std::int64_t>(end - begin);
     for (std::size_t g = begin; g < end; ++g) {
       const auto& ref = m_out.gradients[g];

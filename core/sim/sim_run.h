@@ -164,6 +164,11 @@ class SimRun {
   void noteUpdateForFaults(double t);
   void noteDetection(double t);
   void checkpointIfDue(double t);
+  // Version `v` was made at server time `t` (evaluations are stamped with it).
+  void noteVersionMade(std::int64_t v, double t) {
+    if (static_cast<std::int64_t>(m_versionTime.size()) <= v) m_versionTime.resize(static_cast<std::size_t>(v) + 1);
+    m_versionTime[static_cast<std::size_t>(v)] = t;
+  }
   // recovery STATELESS (sim_stateless.cpp): a worker that finds no server computes on the
   // parameters it holds, into its backlog (`keepInFlight`: the gradient of its failed push
   // first); the restarted server adopts the highest version a worker holds; each worker

@@ -68,7 +68,7 @@ void SimRun::adoptFromWorkers(double t) {
 // Sends a rejoined worker's backlog, one push per gradient over its link; false: none.
 bool SimRun::flushBacklog(int rank, double t) {
   auto& w = m_workers[static_cast<std::size_t>(rank)];
-  if (!m_stateless || !w.backlog || w.backlog->empty()) return false;
+  if (!w.backlog || w.backlog->empty()) return false;  // (only a stateless run has backlogs)
   w.phase = Worker::Phase::Offline;
   const double sent = static_cast<double>(w.backlog->size()) * w.link.transfer(m_bytes);
   schedule(t + sent, Ev::BacklogArrive, rank, w.gen);
@@ -84,25 +84,25 @@ void SimRun::onBacklogArrive(int rank, double t) {
   const auto n = static_cast<std::size_t>(m_store->size());
   m_backlogSum.assign(n, 0.0f);
   std::int64_t oldestBase = m_store->version();
-  const std::size_t count = w.backlog->size();
-  for (std::size_t i = 0; i < count; ++i) {
+  // Each push passes the server's gradient guard, as in handlePush: a refused one never
+  // reaches the backlog's sum, nor its count.
+  std::int64_t accepted = 0;
+  for (std::size_t i = 0; i < w.backlog->size(); ++i) {
     const auto& item = w.backlog->at(i);
-    // Each push passes the server's gradient guard, as in handlePush.
     const auto decision = m_guard->check(gradientNorm(item.gradient.data(), m_store->size()));
     if (decision.refused()) continue;
+    ++accepted;
     const auto scale = static_cast<float>(decision.verdict == GradientGuard::Verdict::Clip ? decision.scale : 1.0);
     for (std::size_t k = 0; k < n; ++k) m_backlogSum[k] += scale * item.gradient[k];
     oldestBase = std::min(oldestBase, item.baseVersion);
   }
   const std::int64_t base = m_store->version();
   const BacklogStep step =
-      backlogStep(m_spec.recovery(), static_cast<std::int64_t>(count), learningRateAt(m_spec.optimizer(), base));
+      backlogStep(m_spec.recovery(), accepted, learningRateAt(m_spec.optimizer(), base));
   const float* g = m_backlogSum.data();
   m_store->apply(&g, &step.weight, 1, step.lr);
-  const std::int64_t v = m_store->version();
-  if (static_cast<std::int64_t>(m_versionTime.size()) <= v) m_versionTime.resize(static_cast<std::size_t>(v) + 1);
-  m_versionTime[static_cast<std::size_t>(v)] = t;
-  m_applied += static_cast<std::int64_t>(count);
+  noteVersionMade(m_store->version(), t);
+  m_applied += accepted;
   m_maxStaleness = std::max(m_maxStaleness, base - oldestBase);
   if (m_serverFault >= 0) {
     m_faults[static_cast<std::size_t>(m_serverFault)].record.gradientsDropped += w.backlog->dropped();
@@ -110,7 +110,7 @@ void SimRun::onBacklogArrive(int rank, double t) {
   char lr[32];
   std::snprintf(lr, sizeof lr, "%g", step.lr);
   recordEvent(t, RE::RECOVERY, RE::BACKLOG, "server",
-              w.name + ": applied a backlog of " + std::to_string(count) + " gradients in one step (rule " + step.rule +
+              w.name + ": applied a backlog of " + std::to_string(accepted) + " gradients in one step (rule " + step.rule +
                   ", lr " + lr + "; " + std::to_string(w.backlog->dropped()) + " dropped by the bound)",
               w.name);
   w.backlog->clear();
