@@ -513,6 +513,10 @@ Status validateRecoveries(const ExperimentSpec& spec) {
     if (r.has_backlog_lr_threshold() && r.backlog_lr_threshold() < 0) {
       return bad(prefix + "backlog_lr_threshold", "must be >= 0");
     }
+    if (r.has_backlog_clip_gradients() && r.backlog_clip_gradients() < 1) {
+      return bad(prefix + "backlog_clip_gradients",
+                 "must be >= 1 (got " + std::to_string(r.backlog_clip_gradients()) + ")");
+    }
     if (r.has_reconnect_timeout_s() && !(r.reconnect_timeout_s() > 0)) {
       return bad(prefix + "reconnect_timeout_s", "must be > 0");
     }

@@ -197,7 +197,8 @@ void TestParameterStore::threadsGiveTheSameBits() {
 }
 
 // SUM: the sum at the run's rate; MEAN: weight 1/n; SCALED_LR: the rate scaled only above
-// the threshold (the paper's "lr 1e-3 if more than 50 pending").
+// the threshold (the paper's "lr 1e-3 if more than 50 pending"); CLIPPED_SUM: weight
+// min(1, K/n).
 void TestParameterStore::backlogStepFollowsTheRule() {
   dasp::v1::RecoverySpec rec;
   rec.set_backlog_lr_scale(0.1);
@@ -217,6 +218,16 @@ void TestParameterStore::backlogStepFollowsTheRule() {
   step = dasp::backlogStep(rec, 51, 0.01);
   QCOMPARE(step.lr, 0.01 * 0.1);
   QCOMPARE(QString::fromStdString(step.rule), QStringLiteral("scaled lr"));
+  // CLIPPED_SUM: the sum up to K gradients, beyond that K gradients' worth of it.
+  rec.set_backlog_rule(dasp::v1::RecoverySpec::CLIPPED_SUM);
+  rec.set_backlog_clip_gradients(10);
+  step = dasp::backlogStep(rec, 10, 0.01);
+  QCOMPARE(step.weight, 1.0);
+  QCOMPARE(step.lr, 0.01);
+  step = dasp::backlogStep(rec, 80, 0.01);
+  QCOMPARE(step.weight, 10.0 / 80);
+  QCOMPARE(step.lr, 0.01);
+  QVERIFY(QString::fromStdString(step.rule).startsWith(QStringLiteral("clipped sum")));
 }
 
 QTEST_GUILESS_MAIN(TestParameterStore)

@@ -184,6 +184,25 @@ void TestFaultDesigner::designerShowsTheKnobsOfTheMode() {
   Q_EMIT scale->textEdited(scale->text());
   QVERIFY(designer.hasError());
   QVERIFY2(designer.message().contains(QStringLiteral("recovery.backlog_lr_scale")), qPrintable(designer.message()));
+  scale->setText(QStringLiteral("0.05"));
+  Q_EMIT scale->textEdited(scale->text());
+  // CLIPPED_SUM: its clip, and no scale.
+  auto* clip = designer.findChild<QLineEdit*>(QStringLiteral("spec.recovery.backlog_clip_gradients"));
+  QVERIFY(clip);
+  QVERIFY(!clip->isEnabled());  // SCALED_LR: no clip
+  selectValue(rule, QStringLiteral("CLIPPED_SUM"));
+  QVERIFY(clip->isEnabled());
+  QVERIFY(!scale->isEnabled());
+  clip->setText(QStringLiteral("0"));
+  Q_EMIT clip->textEdited(clip->text());
+  QVERIFY(designer.hasError());
+  QVERIFY2(designer.message().contains(QStringLiteral("recovery.backlog_clip_gradients")), qPrintable(designer.message()));
+  clip->setText(QStringLiteral("20"));
+  Q_EMIT clip->textEdited(clip->text());
+  built = designer.buildSpec();
+  QVERIFY2(built.isOk(), built.message().c_str());
+  QCOMPARE(built->recovery().backlog_rule(), v1::RecoverySpec::CLIPPED_SUM);
+  QCOMPARE(built->recovery().backlog_clip_gradients(), 20);
 }
 
 void TestFaultDesigner::badDrillCellsAreMessages() {

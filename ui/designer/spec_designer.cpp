@@ -409,6 +409,7 @@ void SpecDesigner::buildRecoverySection(QWidget* page, QVBoxLayout* layout) {
   m_scaledLrKnobs.push_back(addText(k, tr("Backlog lr scale"), "recovery.backlog_lr_scale", QStringLiteral("0.1")));
   m_scaledLrKnobs.push_back(addText(k, tr("Backlog lr threshold"), "recovery.backlog_lr_threshold",
                                     QStringLiteral("50")));
+  m_clipKnob = addText(k, tr("Backlog clip (gradients)"), "recovery.backlog_clip_gradients", QStringLiteral("10"));
   addText(f, tr("Reconnect timeout (s)"), "recovery.reconnect_timeout_s", QStringLiteral("120"));
   connect(m_recoveryMode, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateRecoveryKnobs);
   connect(m_backlogRule, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateRecoveryKnobs);
@@ -576,8 +577,9 @@ void SpecDesigner::updateRecoveryKnobs() {
   QString mode = m_recoveryMode->currentData().toString();
   if (mode.isEmpty()) mode = QStringLiteral("NONE");
   for (auto& [name, group] : m_recoveryKnobs) group->setVisible(name == mode);
-  const bool scaled = m_backlogRule->currentData().toString() == QLatin1String("SCALED_LR");
-  for (QLineEdit* edit : m_scaledLrKnobs) edit->setEnabled(scaled);
+  const QString rule = m_backlogRule->currentData().toString();
+  for (QLineEdit* edit : m_scaledLrKnobs) edit->setEnabled(rule == QLatin1String("SCALED_LR"));
+  m_clipKnob->setEnabled(rule == QLatin1String("CLIPPED_SUM"));
   updateFaultNodes();
 }
 

@@ -14,7 +14,8 @@
 // account, time limit, nodes, further flags) and the allocation wait are shown. Hosts and
 // placement are kept from the spec (a SLURM spec without hosts runs on its job's nodes).
 // As with the strategies, only the knobs of the chosen recovery mode are shown (the
-// stateless learning-rate scale only for the SCALED_LR backlog rule); the reconnect
+// stateless learning-rate scale only for the SCALED_LR backlog rule, its clip only for
+// CLIPPED_SUM); the reconnect
 // timeout applies to every mode. The fault drills (FaultTable) are written to
 // spec.faults as a whole; their node column offers the server (the chain's replicas in
 // chain mode), the evaluator and the cluster's workers.
@@ -151,6 +152,7 @@ class SpecDesigner : public QWidget {
   QLineEdit* m_replicas = nullptr;
   QComboBox* m_backlogRule = nullptr;
   std::vector<QLineEdit*> m_scaledLrKnobs;  // enabled for backlog_rule SCALED_LR only
+  QLineEdit* m_clipKnob = nullptr;          // enabled for backlog_rule CLIPPED_SUM only
   FaultTable* m_faults = nullptr;
   QGroupBox* m_suiteBox = nullptr;
   QListWidget* m_suite = nullptr;
