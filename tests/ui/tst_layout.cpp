@@ -28,6 +28,7 @@
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineEdit>
+#include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
 #include <QTableView>
@@ -127,6 +128,11 @@ void TestLayout::tablesShowTheirRowsAtTheDefaultSize() {
                                                   .arg(window.livePanel()->minimumSizeHint().height())
                                                   .arg(window.livePanel()->charts()->minimumSizeHint().height())
                                                   .arg(nodes->height())));
+  // The bars of 16 workers scroll: none is cut off.
+  auto* bars16 = window.livePanel()->findChild<QWidget*>(QStringLiteral("nodeBars"));
+  QVERIFY(bars16);
+  QVERIFY2(bars16->height() >= bars16->sizeHint().height(),
+           qPrintable(QStringLiteral("bars need %1, have %2").arg(bars16->sizeHint().height()).arg(bars16->height())));
   // Compact rows: a line of text and a little padding.
   QVERIFY(nodes->rowHeight(0) <= nodes->fontMetrics().height() + 6);
   // The run list: at least 8 rows in view.
@@ -148,6 +154,16 @@ void TestLayout::tablesShowTheirRowsAtTheDefaultSize() {
   settle();
   QVERIFY2(window.livePanel()->charts()->height() > window.livePanel()->height() / 2,
            qPrintable(QStringLiteral("charts %1 of %2").arg(window.livePanel()->charts()->height()).arg(window.livePanel()->height())));
+  // ... and the bars show all four workers, none cut off or behind a scroll bar.
+  auto* bars = window.livePanel()->findChild<QWidget*>(QStringLiteral("nodeBars"));
+  QVERIFY(bars);
+  auto* barsArea = qobject_cast<QScrollArea*>(bars->parentWidget()->parentWidget());
+  QVERIFY(barsArea);
+  QVERIFY2(bars->height() >= bars->sizeHint().height() && barsArea->verticalScrollBar()->maximum() == 0,
+           qPrintable(QStringLiteral("bars need %1, have %2 in a viewport of %3")
+                          .arg(bars->sizeHint().height())
+                          .arg(bars->height())
+                          .arg(barsArea->viewport()->height())));
   window.livePanel()->showLive(nullptr);  // the runs above go before the window
 }
 

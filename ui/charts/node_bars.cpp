@@ -128,11 +128,13 @@ void NodeBars::refresh() {
   update();
 }
 
-QSize NodeBars::sizeHint() const {
-  return QSize(640, kHeaderH + static_cast<int>(std::max<std::size_t>(m_stats.size(), 1)) * kRowH + 6);
-}
+int NodeBars::heightForRows(int rows) { return kHeaderH + std::max(rows, 1) * kRowH + 6; }
 
-QSize NodeBars::minimumSizeHint() const { return QSize(360, kHeaderH + kRowH + 6); }
+QSize NodeBars::sizeHint() const { return QSize(640, heightForRows(static_cast<int>(m_stats.size()))); }
+
+// Every row: in its scroll area (a resizable widget) a shorter minimum would cut the last
+// rows off instead of scrolling to them.
+QSize NodeBars::minimumSizeHint() const { return QSize(360, sizeHint().height()); }
 
 void NodeBars::paintEvent(QPaintEvent*) {
   QPainter p(this);

@@ -55,6 +55,8 @@ class NodeBars : public QWidget {
   // non-finite values are left out of means.
   static std::vector<NodeStats> computeStats(const RunData& run, double t0, double t1);
 
+  // The height that shows `rows` bar rows and the header without a scroll bar.
+  static int heightForRows(int rows);
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
 

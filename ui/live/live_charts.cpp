@@ -29,10 +29,11 @@ namespace {
 constexpr int kSlowRefreshMs = 500;  // bars and histogram while live (they scan every sample)
 // The scroll areas show every lane / bar row up to these heights, then scroll: with the
 // node table of 16 workers above them the charts still fit the right-hand column of the
-// default window (the splitters give them more when there is room).
+// default window (the splitters give them more when there is room). The bars show four
+// workers, the default experiment's, before they scroll.
 constexpr int kMaxLanesHeight = 130;
-constexpr int kMaxBarsHeight = 100;
-constexpr int kMinHistogramHeight = 60;
+constexpr int kBarRowsShown = 4;
+constexpr int kMinHistogramHeight = 54;
 constexpr int kMinConvergenceHeight = 120;
 
 // A scroll area that lets a custom-painted chart grow with its rows (32 workers need more
@@ -171,7 +172,7 @@ void LiveCharts::fitAreas() {
   if (lanes == m_fittedLanes) return;
   m_fittedLanes = lanes;
   m_lanesArea->setMinimumHeight(std::min(m_lanes->sizeHint().height() + 2, kMaxLanesHeight));
-  m_barsArea->setMinimumHeight(std::min(m_bars->sizeHint().height() + 2, kMaxBarsHeight));
+  m_barsArea->setMinimumHeight(std::min(m_bars->sizeHint().height(), NodeBars::heightForRows(kBarRowsShown)) + 2);
 }
 
 void LiveCharts::showLive(const RunData* run) {
