@@ -10,6 +10,7 @@
 #include "ui/charts/report.h"
 #include "ui/charts/run_data.h"
 #include "ui/charts/run_groups.h"
+#include "ui/charts/series_colors.h"
 #include "ui/charts/time_to_target_bars.h"
 #include "ui/runs/compare_panel.h"
 
@@ -77,6 +78,7 @@ class TestChartView : public QObject {
   void exportWritesPngAndSvg();
   void exportErrorsNameTheFile();
   void barsAreMeanAndStd();
+  void barsHaveTheirCurvesColoursAndWholeLabels();
   void barsMarkDivergedAndReference();
   void groupsBySpecField();
   void compareGroupsByFieldWithBars();
@@ -302,6 +304,64 @@ void TestChartView::barsAreMeanAndStd() {
   QVERIFY(widget.barShape(2).bar.isEmpty());
   const QImage image = renderWidget(widget, QSize(600, 300));
   QVERIFY(image.pixelColor(widget.barShape(0).bar.center().toPoint()) != QColor(Qt::white));
+}
+
+// A bar has its curve's colour, grouped (the reference counts as a group, as the chart
+// draws it) or not (its first run's), and labels too wide for their slots are slanted,
+// whole, with the room under the plot to hold them.
+void TestChartView::barsHaveTheirCurvesColoursAndWholeLabels() {
+  std::vector<RunData> runs;
+  RunData reference = plateauRun(1, QStringLiteral("bsp"), 0.85);
+  reference.referenceOf = QStringLiteral("view-test");
+  reference.label = QStringLiteral("reference");
+  runs.push_back(reference);
+  const QStringList names = {QStringLiteral("dssp(3,15)"), QStringLiteral("backup(1)"), QStringLiteral("dssp(3,15)"),
+                             QStringLiteral("ssp(3)"), QStringLiteral("dasp-r"), QStringLiteral("dasp"),
+                             QStringLiteral("asp")};
+  for (int i = 0; i < names.size(); ++i) {
+    RunData r = plateauRun(i + 2, QStringLiteral("x"), 0.85);
+    r.label = names[i];
+    runs.push_back(r);
+  }
+  const std::vector<RunFigures> figs = runFigures(runs);
+  const QStringList labels = groupLabels(runs, strategyGroupKey());
+  const TargetBars grouped = timeToTargetBars(runs, figs, labels);
+  QCOMPARE(grouped.bars.size(), std::size_t(6));
+  QCOMPARE(grouped.bars[0].label, QStringLiteral("dssp(3,15)"));
+  // The chart's own colour for the group's mean curve.
+  ConvergenceChart chart;
+  std::vector<const RunData*> pointers;
+  for (const RunData& r : runs) pointers.push_back(&r);
+  chart.setGrouped(true);
+  chart.setRuns(pointers, labels);
+  for (const TargetBar& bar : grouped.bars) {
+    QColor curve;
+    for (QAbstractSeries* series : chart.chart()->series()) {
+      auto* line = qobject_cast<QLineSeries*>(series);
+      if (line != nullptr && line->name().startsWith(bar.label + QStringLiteral(" (n="))) curve = line->pen().color();
+    }
+    QVERIFY2(curve.isValid(), qPrintable(bar.label));
+    QCOMPARE(bar.color, curve);
+  }
+  QVERIFY(grouped.bars[0].color != grouped.bars[1].color);
+  // A curve per run: the bar takes its first run's colour.
+  const TargetBars perRun = timeToTargetBars(runs, figs, labels, false);
+  QCOMPARE(perRun.bars[1].color, seriesColor(2));  // backup(1) is run index 2
+  // Six bars in 360 px: slanted labels, with the room under the plot they need.
+  TimeToTargetBars widget;
+  widget.setBars(grouped);
+  widget.resize(360, 300);
+  const QFontMetrics fm(widget.font());
+  const double below = 300 - widget.barShape(0).bar.bottom();
+  QVERIFY2(below >= fm.horizontalAdvance(QStringLiteral("dssp(3,15)  2/2")) * std::sin(40 * M_PI / 180),
+           qPrintable(QString::number(below)));
+  const QImage image = renderWidget(widget, QSize(360, 300));
+  const QColor drawn = image.pixelColor(widget.barShape(1).bar.center().toPoint());
+  QVERIFY2(std::abs(drawn.hueF() - grouped.bars[1].color.hueF()) < 0.05,
+           qPrintable(drawn.name() + QStringLiteral(" for ") + grouped.bars[1].color.name()));
+  // Wide enough: the labels stay level, under the plot's usual margin.
+  widget.resize(1200, 300);
+  QCOMPARE(300 - widget.barShape(0).bar.bottom(), 52.0);
 }
 
 void TestChartView::barsMarkDivergedAndReference() {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/charts/convergence_chart.h"
+
 #include "ui/charts/plain_tooltip.h"
+#include "ui/charts/series_colors.h"
 
 #include "ui/charts/decimate.h"
 #include "ui/charts/fault_spans.h"
@@ -31,14 +33,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr int kMaxGrid = 600;  // grouped mode: points of the common x grid at most
-
-// Okabe-Ito, without its yellow (too pale for a thin line on white).
-QColor seriesColor(int i) {
-  static const QColor colors[] = {QColor(0x00, 0x72, 0xB2), QColor(0xD5, 0x5E, 0x00), QColor(0x00, 0x9E, 0x73),
-                                  QColor(0xCC, 0x79, 0xA7), QColor(0xE6, 0x9F, 0x00), QColor(0x56, 0xB4, 0xE9),
-                                  QColor(0x00, 0x00, 0x00)};
-  return colors[static_cast<std::size_t>(i) % (sizeof colors / sizeof colors[0])];
-}
 
 QColor withAlpha(QColor c, int alpha) {
   c.setAlpha(alpha);

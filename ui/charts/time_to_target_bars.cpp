@@ -3,6 +3,7 @@
 
 #include "core/results/mean_std.h"
 #include "ui/charts/run_groups.h"
+#include "ui/charts/series_colors.h"
 
 #include <QFontMetrics>
 #include <QPainter>
@@ -16,21 +17,23 @@ namespace dasp::ui {
 namespace {
 
 constexpr int kLeft = 56, kRight = 12, kTop = 26, kBottom = 52;  // margins around the plot
-const QColor kBar(0x00, 0x72, 0xB2);
+constexpr double kSlant = 40;  // degrees: labels too wide for their slot
+const double kSlantCos = std::cos(kSlant * M_PI / 180), kSlantSin = std::sin(kSlant * M_PI / 180);
 
 QString seconds(double s) { return QString::number(s, 'f', s < 10 ? 2 : 1); }
 
 }  // namespace
 
 TargetBars timeToTargetBars(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs,
-                            const QStringList& labels) {
+                            const QStringList& labels, bool curvesGrouped) {
   TargetBars out;
   std::vector<double> reference;
   double lo = 0, hi = 0;
   bool anyTarget = false;
-  QStringList barLabels;
+  QStringList barLabels, allLabels;
   std::vector<std::size_t> barRuns;
   for (std::size_t i = 0; i < runs.size() && i < figs.size(); ++i) {
+    allLabels << (static_cast<qsizetype>(i) < labels.size() ? labels[static_cast<qsizetype>(i)] : runs[i].strategy);
     const RunFigures& f = figs[i];
     if (f.target) {
       lo = anyTarget ? std::min(lo, *f.target) : *f.target;
@@ -42,14 +45,24 @@ TargetBars timeToTargetBars(const std::vector<RunData>& runs, const std::vector<
       if (f.timeToTarget) reference.push_back(*f.timeToTarget);
       continue;
     }
-    barLabels << (static_cast<qsizetype>(i) < labels.size() ? labels[static_cast<qsizetype>(i)] : runs[i].strategy);
+    barLabels << allLabels.back();
     barRuns.push_back(i);
   }
+  // The convergence chart colours its curves in first-seen order over every run, the
+  // reference included.
+  const std::vector<RunGroup> curveGroups = groupByLabels(allLabels);
+  auto groupIndex = [&](const QString& label) {
+    for (std::size_t k = 0; k < curveGroups.size(); ++k) {
+      if (curveGroups[k].label == label) return static_cast<int>(k);
+    }
+    return 0;
+  };
   if (!reference.empty()) out.reference = meanStd(reference).mean;
   if (anyTarget) out.target = lo == hi ? QString::number(lo) : QStringLiteral("%1–%2").arg(lo).arg(hi);
   for (const RunGroup& g : groupByLabels(barLabels)) {
     TargetBar bar;
     bar.label = g.label;
+    bar.color = seriesColor(curvesGrouped ? groupIndex(g.label) : static_cast<int>(barRuns[g.members.front()]));
     for (std::size_t m : g.members) {
       const RunFigures& f = figs[barRuns[m]];
       ++bar.runs;
@@ -82,8 +95,49 @@ void TimeToTargetBars::setBars(TargetBars bars) {
 QSize TimeToTargetBars::sizeHint() const { return {std::max(360, 90 * static_cast<int>(m_bars.bars.size()) + 80), 300}; }
 QSize TimeToTargetBars::minimumSizeHint() const { return {200, 160}; }
 
+QString TimeToTargetBars::underBar(const TargetBar& b) const {
+  QString misses = tr("%1/%2 reached").arg(b.times.size()).arg(b.runs);
+  if (b.diverged > 0) misses += tr(" · ✕%1 diverged").arg(b.diverged);
+  if (b.notReached > 0) misses += tr(" · %1 never").arg(b.notReached);
+  return misses;
+}
+
+// Slanted, under a bar: its label, then its runs reached in short ("2/3", "2/3 ✕1").
+QString TimeToTargetBars::slantedText(const TargetBar& b) const {
+  QString runs = QStringLiteral("%1/%2").arg(b.times.size()).arg(b.runs);
+  if (b.diverged > 0) runs += QStringLiteral(" ✕%1").arg(b.diverged);
+  return b.label + QStringLiteral("  ") + runs;
+}
+
+bool TimeToTargetBars::slanted() const {
+  if (m_bars.bars.empty()) return false;
+  const QFontMetrics fm(font());
+  const double slot = (width() - kLeft - kRight) / static_cast<double>(m_bars.bars.size());
+  for (const TargetBar& b : m_bars.bars) {
+    if (fm.horizontalAdvance(b.label) > slot - 4 || fm.horizontalAdvance(underBar(b)) > slot - 4) return true;
+  }
+  return false;
+}
+
+// Slanted: room for the longest text at kSlant degrees under the plot (at most half the
+// widget), and left of the first bar's centre.
+QMargins TimeToTargetBars::margins() const {
+  if (!slanted()) return {kLeft, kTop, kRight, kBottom};
+  const QFontMetrics fm(font());
+  int widest = 0;
+  for (const TargetBar& b : m_bars.bars) widest = std::max(widest, fm.horizontalAdvance(slantedText(b)));
+  const int below = static_cast<int>(std::ceil(widest * kSlantSin + fm.height() * kSlantCos)) + 8;
+  const double slot = (width() - kLeft - kRight) / static_cast<double>(m_bars.bars.size());
+  const int first = fm.horizontalAdvance(slantedText(m_bars.bars.front()));
+  const int left = static_cast<int>(std::ceil(first * kSlantCos - slot / 2)) + 4;
+  return {std::clamp(left, kLeft, std::max(kLeft, width() / 3)), kTop, kRight,
+          std::clamp(below, kBottom, std::max(kBottom, height() / 2))};
+}
+
 QRectF TimeToTargetBars::plotRect() const {
-  return QRectF(kLeft, kTop, std::max(10, width() - kLeft - kRight), std::max(10, height() - kTop - kBottom));
+  const QMargins m = margins();
+  return QRectF(m.left(), m.top(), std::max(10, width() - m.left() - m.right()),
+                std::max(10, height() - m.top() - m.bottom()));
 }
 
 double TimeToTargetBars::axisMax() const {
@@ -143,7 +197,7 @@ void TimeToTargetBars::paintEvent(QPaintEvent*) {
     painter.setPen(QColor(0xE0, 0xE0, 0xE0));
     painter.drawLine(QPointF(p.left(), y), QPointF(p.right(), y));
     painter.setPen(text);
-    painter.drawText(QRectF(0, y - 8, kLeft - 6, 16), Qt::AlignRight | Qt::AlignVCenter, QString::number(v, 'g', 4));
+    painter.drawText(QRectF(0, y - 8, p.left() - 6, 16), Qt::AlignRight | Qt::AlignVCenter, QString::number(v, 'g', 4));
   }
   painter.setPen(text);
   painter.drawLine(p.bottomLeft(), p.bottomRight());
@@ -157,7 +211,7 @@ void TimeToTargetBars::paintEvent(QPaintEvent*) {
       painter.setPen(QColor(0x66, 0x66, 0x66));
       painter.drawText(s.bar, Qt::AlignCenter | Qt::TextWordWrap, tr("not reached"));
     } else {
-      QColor fill = kBar;
+      QColor fill = b.color;
       fill.setAlpha(170);
       painter.fillRect(s.bar, fill);
       painter.setPen(QPen(text, 1.5));
@@ -179,16 +233,29 @@ void TimeToTargetBars::paintEvent(QPaintEvent*) {
       const double above = std::min(s.bar.top(), s.errorTop) - 16;
       painter.drawText(QRectF(s.bar.left() - 20, above, s.bar.width() + 40, 14), Qt::AlignCenter, seconds(*b.mean));
     }
-    // Under the bar: its label, how many runs reached the target, the misses.
-    const QRectF labelBox(p.left() + slot * i, p.bottom() + 2, slot, fm.height());
-    painter.setPen(text);
-    painter.drawText(labelBox, Qt::AlignHCenter | Qt::AlignTop, fm.elidedText(b.label, Qt::ElideMiddle, static_cast<int>(slot) - 4));
-    QString misses = tr("%1/%2 reached").arg(b.times.size()).arg(b.runs);
-    if (b.diverged > 0) misses += tr(" · ✕%1 diverged").arg(b.diverged);
-    if (b.notReached > 0) misses += tr(" · %1 never").arg(b.notReached);
-    painter.setPen(b.diverged > 0 ? QColor(0xC0, 0x39, 0x2B) : QColor(0x55, 0x55, 0x55));
-    painter.drawText(labelBox.translated(0, fm.height()), Qt::AlignHCenter | Qt::AlignTop,
-                     fm.elidedText(misses, Qt::ElideRight, static_cast<int>(slot) - 4));
+    // Under the bar: its label, how many runs reached the target, the misses; slanted
+    // (ending under the bar's centre) where a slot is too narrow for them.
+    const QString misses = underBar(b);
+    const QColor missColor = b.diverged > 0 ? QColor(0xC0, 0x39, 0x2B) : QColor(0x55, 0x55, 0x55);
+    if (slanted()) {
+      painter.save();
+      painter.translate(p.left() + slot * (i + 0.5), p.bottom() + 4);
+      painter.rotate(-kSlant);
+      const QString all = slantedText(b);
+      const QString label = b.label + QStringLiteral("  ");
+      const int allW = fm.horizontalAdvance(all), labelW = fm.horizontalAdvance(label);
+      painter.setPen(text);
+      painter.drawText(QPointF(-allW, fm.ascent()), label);
+      painter.setPen(missColor);
+      painter.drawText(QPointF(-allW + labelW, fm.ascent()), all.mid(label.size()));
+      painter.restore();
+    } else {
+      const QRectF labelBox(p.left() + slot * i, p.bottom() + 2, slot, fm.height());
+      painter.setPen(text);
+      painter.drawText(labelBox, Qt::AlignHCenter | Qt::AlignTop, b.label);
+      painter.setPen(missColor);
+      painter.drawText(labelBox.translated(0, fm.height()), Qt::AlignHCenter | Qt::AlignTop, misses);
+    }
   }
   if (m_bars.reference) {
     const double y = yOf(*m_bars.reference);

@@ -6,13 +6,17 @@
 // homogeneous-equivalent reference (runs with spec.reference_of, as the results tables
 // compute the heterogeneity cost) as a dashed line instead of a bar; under each bar how
 // many of its runs reached the target, diverged (✕) or never reached it. A group none of
-// whose runs reached the target is a hatched grey bar. Lower is better.
+// whose runs reached the target is a hatched grey bar. Lower is better. Each bar has its
+// curves' colour (ui/charts/series_colors.h); labels too wide for their slot are drawn
+// slanted, whole, with the margin under the plot grown to hold them.
 //
 // Threading: GUI thread only. timeToTargetBars() is a plain computation (any thread).
 
 #include "ui/charts/report.h"
 #include "ui/charts/run_data.h"
 
+#include <QColor>
+#include <QMargins>
 #include <QRectF>
 #include <QString>
 #include <QStringList>
@@ -25,6 +29,7 @@ namespace dasp::ui {
 
 struct TargetBar {
   QString label;
+  QColor color;  // the colour of its curve in the convergence chart
   int runs = 0;
   std::vector<double> times;   // seconds, of the runs that reached the target, in run order
   std::optional<double> mean;  // of `times`
@@ -43,8 +48,10 @@ struct TargetBars {
 
 // Bars of `figs` (runFigures(runs), one per run) grouped by `labels` (one per run).
 // Reference runs (RunData::referenceOf set) make the reference line, not a bar.
+// `curvesGrouped`: whether the convergence chart beside draws a curve per group of
+// `labels` (a bar then takes its group's colour) or a curve per run (its first run's).
 TargetBars timeToTargetBars(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs,
-                            const QStringList& labels);
+                            const QStringList& labels, bool curvesGrouped = true);
 
 class TimeToTargetBars : public QWidget {
   Q_OBJECT
@@ -76,6 +83,10 @@ class TimeToTargetBars : public QWidget {
  private:
   QRectF plotRect() const;
   double axisMax() const;
+  QString underBar(const TargetBar& bar) const;     // the runs reached, diverged, never
+  QString slantedText(const TargetBar& bar) const;  // its label and runs, slanted
+  bool slanted() const;                             // labels too wide for their slots
+  QMargins margins() const;                         // around the plot
 
   TargetBars m_bars;
 };

@@ -246,7 +246,7 @@ void ComparePanel::updateGroups() {
 }
 
 void ComparePanel::updateBars(const std::vector<RunFigures>& figs) {
-  m_bars->setBars(timeToTargetBars(m_runs, figs, groupLabels(m_runs, groupKey())));
+  m_bars->setBars(timeToTargetBars(m_runs, figs, groupLabels(m_runs, groupKey()), m_group->isChecked()));
 }
 
 void ComparePanel::updateTable() {
