@@ -11,6 +11,7 @@
 #include "ui/charts/run_data.h"
 #include "ui/charts/run_groups.h"
 #include "ui/charts/series_colors.h"
+#include "ui/charts/sweep_heatmap.h"
 #include "ui/charts/time_to_target_bars.h"
 #include "ui/runs/compare_panel.h"
 
@@ -79,6 +80,7 @@ class TestChartView : public QObject {
   void exportErrorsNameTheFile();
   void barsAreMeanAndStd();
   void barsHaveTheirCurvesColoursAndWholeLabels();
+  void paperRuleIsDaspREverywhere();
   void barsMarkDivergedAndReference();
   void groupsBySpecField();
   void compareGroupsByFieldWithBars();
@@ -362,6 +364,34 @@ void TestChartView::barsHaveTheirCurvesColoursAndWholeLabels() {
   // Wide enough: the labels stay level, under the plot's usual margin.
   widget.resize(1200, 300);
   QCOMPARE(300 - widget.barShape(0).bar.bottom(), 52.0);
+}
+
+// A run of DASP's paper rule is "dasp-r" in the legend, the summary table, the bars and
+// the sweep table alike, never "dasp" in one of them.
+void TestChartView::paperRuleIsDaspREverywhere() {
+  std::vector<RunData> runs;
+  for (int i = 0; i < 2; ++i) {
+    RunData r = plateauRun(i + 1, QStringLiteral("dasp"), 0.85);
+    r.specJson = QStringLiteral(R"({"strategy":{"name":"dasp","dasp":{"rule":"PAPER"}},"cluster":{"count":%1},)"
+                                R"("stop":{"target_accuracy":0.8}})")
+                     .arg(4 * (i + 1));
+    setSpecIdentity(r);
+    runs.push_back(r);
+  }
+  QCOMPARE(runs[0].displayStrategy(), QStringLiteral("dasp-r"));
+  ConvergenceChart chart;
+  chart.setRuns({&runs[0], &runs[1]});
+  QStringList legend;
+  for (QAbstractSeries* series : chart.chart()->series()) {
+    if (qobject_cast<QLineSeries*>(series) != nullptr && !series->name().isEmpty()) legend << series->name();
+  }
+  QCOMPARE(legend, QStringList({QStringLiteral("dasp-r #1"), QStringLiteral("dasp-r #2")}));
+  const std::vector<RunFigures> figs = runFigures(runs);
+  QCOMPARE(figs[0].strategy, QStringLiteral("dasp-r"));
+  QCOMPARE(timeToTargetBars(runs, figs, groupLabels(runs, strategyGroupKey())).bars[0].label, QStringLiteral("dasp-r"));
+  const SweepTable sweep = SweepTable::fromRuns(runs);
+  QCOMPARE(sweep.rows.size(), std::size_t(2));
+  for (const SweepRow& row : sweep.rows) QCOMPARE(row.strategy, QStringLiteral("dasp-r"));
 }
 
 void TestChartView::barsMarkDivergedAndReference() {

@@ -37,7 +37,7 @@ struct Parts {
   }
   void title(const RunData& r) {
     auto* label = add<QLabel>(QSize(kWidth, 22));
-    label->setText(QStringLiteral("  Run #%1: %2 (%3, seed %4)").arg(r.runId).arg(r.name, r.strategy).arg(r.seed));
+    label->setText(QStringLiteral("  Run #%1: %2 (%3, seed %4)").arg(r.runId).arg(r.name, r.displayStrategy()).arg(r.seed));
     label->setAutoFillBackground(true);
     label->setPalette(QPalette(Qt::white));
   }

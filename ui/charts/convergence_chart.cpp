@@ -172,7 +172,7 @@ void ConvergenceChart::rebuild() {
       return m_labels[static_cast<qsizetype>(i)];
     }
     const RunData& r = *m_runs[i];
-    const QString base = r.strategy.isEmpty() ? r.name : r.strategy;
+    const QString base = r.displayStrategy().isEmpty() ? r.name : r.displayStrategy();
     return m_grouped ? base : QStringLiteral("%1 #%2").arg(base).arg(r.runId);
   };
   auto add = [&](QAbstractSeries* s, bool inLegend) {

@@ -168,7 +168,7 @@ std::vector<RunFigures> runFigures(const std::vector<RunData>& runs) {
     RunFigures f;
     f.runId = r.runId;
     f.name = r.name;
-    f.strategy = r.strategy;
+    f.strategy = r.displayStrategy();
     f.engine = r.engine;
     f.status = r.status;
     f.divergence = r.divergence;
@@ -318,7 +318,7 @@ Status writeChromeTrace(const std::vector<RunData>& runs, const QString& path) {
   auto us = [](double t) { return num(std::round(t * 1e9) / 1e3); };
   for (const RunData& r : runs) {
     const QByteArray pid = QByteArray::number(static_cast<qlonglong>(r.runId));
-    const QString title = QStringLiteral("run %1 %2 seed %3 (%4)").arg(r.runId).arg(r.strategy).arg(r.seed).arg(r.name);
+    const QString title = QStringLiteral("run %1 %2 seed %3 (%4)").arg(r.runId).arg(r.displayStrategy()).arg(r.seed).arg(r.name);
     event("\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + pid + ",\"args\":{\"name\":" + jsonString(title) + '}');
     event("\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":" + pid + ",\"args\":{\"sort_index\":" + pid + '}');
     // tid 0 is the cluster (cluster-wide decisions, events, accuracy); worker i is tid i + 1.

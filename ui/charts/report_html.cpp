@@ -286,7 +286,7 @@ QString runSection(const RunData& r, ReportImages& img) {
   const double end = r.endT > 0 && std::isfinite(r.endT) ? r.endT : 1.0;
   h += QStringLiteral("<h2>Run #%1: %2 (%3, seed %4, %5)</h2>\n")
            .arg(r.runId)
-           .arg(esc(r.name), esc(r.strategy))
+           .arg(esc(r.name), esc(r.displayStrategy()))
            .arg(r.seed)
            .arg(esc(r.status));
   h += QStringLiteral("<p>model %1, dataset %2, %3 worker(s), %4 s of run time, %5 evaluation(s).</p>\n")

@@ -136,7 +136,7 @@ QString activitySection(const std::vector<RunData>& runs) {
     h += QStringLiteral("<tr><td>%1</td><td class=\"l\">%2</td><td class=\"l\">%3</td><td class=\"l\">%4</td>"
                         "<td class=\"l\">%5</td></tr>\n")
              .arg(r.runId)
-             .arg(esc(r.label.isEmpty() ? r.strategy : r.label), counts(decisions),
+             .arg(esc(r.displayStrategy()), counts(decisions),
                   faults.isEmpty() ? QStringLiteral("none") : faults.join(QStringLiteral("; ")), counts(events));
   }
   return h + QStringLiteral("</table>\n");
@@ -216,7 +216,7 @@ QString runGrid(const std::vector<RunData>& runs, ReportImages& img) {
     const double end = r.endT > 0 && std::isfinite(r.endT) ? r.endT : 1.0;
     h += QStringLiteral("<td class=\"l\" valign=\"top\"><b>#%1 %2</b>, seed %3, %4, %5 worker(s), %6 s%7<br>")
              .arg(r.runId)
-             .arg(esc(r.label.isEmpty() ? r.strategy : r.label))
+             .arg(esc(r.displayStrategy()))
              .arg(r.seed)
              .arg(esc(r.status))
              .arg(r.nodes.size())

@@ -122,6 +122,9 @@ struct RunData {
   // The strategy as the results tables name it (core strategyLabel(): ssp(3), dasp-r, …;
   // "reference" for a reference run); empty when the spec cannot be read.
   QString label;
+  // What every view calls the run's strategy: `label`, else the spec's strategy name
+  // (one name in the bars, the legends, the tables, the sweep and the titles).
+  const QString& displayStrategy() const { return label.isEmpty() ? strategy : label; }
   std::vector<Evaluation> evaluations;
   std::vector<NodeData> nodes;    // workers in rank order (the server is not a lane of its own)
   std::vector<ShardData> shards;  // a sharded server's shards, shard 0 first (none: one server)

@@ -29,7 +29,7 @@ Result<QString> checkedGroupKey(const std::vector<RunData>& runs, const QString&
 QStringList groupLabels(const std::vector<RunData>& runs, const QString& key) {
   QStringList labels;
   if (key == strategyGroupKey()) {
-    for (const RunData& r : runs) labels << (r.label.isEmpty() ? r.strategy : r.label);
+    for (const RunData& r : runs) labels << r.displayStrategy();
     return labels;
   }
   // The table keeps only the runs with a readable spec: find each run's row by its id.

@@ -193,6 +193,7 @@ SweepTable SweepTable::fromRuns(const std::vector<RunData>& input) {
     run.engine = r.engine;
     const auto strategy = flat[i].find(kStrategyPath);
     run.strategy = strategy == flat[i].end() ? r.strategy : strategy->second;
+    run.label = r.displayStrategy().isEmpty() ? run.strategy : r.displayStrategy();
     for (const SweepAxis& a : table.axes) {
       const auto it = flat[i].find(a.path);
       run.values[a.path] = it == flat[i].end() ? QString() : it->second;
@@ -236,7 +237,7 @@ SweepTable SweepTable::fromRuns(const std::vector<RunData>& input) {
   for (const auto& [key, members] : groups) {
     const SweepRun& first = table.runs[members.front()];
     SweepRow row;
-    row.strategy = first.strategy;
+    row.strategy = first.label;
     for (const QString& p : table.sweepPaths) row.values.push_back(valueOf(first, p));
     std::vector<double> times;
     QStringList engines;
@@ -328,7 +329,7 @@ std::vector<SweepHeatmap> sweepHeatmaps(const SweepTable& table, const SweepAxes
     const SweepRun& first = table.runs[members.front()];
     QStringList facet;
     for (const QString& f : axes.facets) {
-      facet << (f == kStrategyPath ? QStringLiteral("strategy ") + display(first.strategy)
+      facet << (f == kStrategyPath ? QStringLiteral("strategy ") + display(first.label)
                                    : f + QLatin1Char('=') + display(valueOf(first, f)));
     }
     map.facet = facet.join(QStringLiteral(", "));

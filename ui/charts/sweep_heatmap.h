@@ -49,6 +49,7 @@ struct SweepAxis {
 struct SweepRun {
   std::int64_t runId = 0;
   QString strategy;                   // the spec's strategy.name (RunData::strategy without one)
+  QString label;                      // as the views name it (RunData::displayStrategy: dasp-r)
   QString engine;                     // "real" or "sim"
   std::map<QString, QString> values;  // the run's value of every varying path ("" when absent)
   std::optional<double> target;       // stop.target_accuracy, when > 0
@@ -61,7 +62,7 @@ struct SweepRun {
 // one grid point.
 struct SweepRow {
   std::vector<QString> values;  // aligned with SweepTable::sweepPaths
-  QString strategy;
+  QString strategy;             // its runs' label (RunData::displayStrategy)
   int runs = 0;
   int reached = 0;              // runs with a time to target
   std::optional<double> mean;   // of the time to target over the runs that reached it

@@ -33,7 +33,7 @@ TargetBars timeToTargetBars(const std::vector<RunData>& runs, const std::vector<
   QStringList barLabels, allLabels;
   std::vector<std::size_t> barRuns;
   for (std::size_t i = 0; i < runs.size() && i < figs.size(); ++i) {
-    allLabels << (static_cast<qsizetype>(i) < labels.size() ? labels[static_cast<qsizetype>(i)] : runs[i].strategy);
+    allLabels << (static_cast<qsizetype>(i) < labels.size() ? labels[static_cast<qsizetype>(i)] : runs[i].displayStrategy());
     const RunFigures& f = figs[i];
     if (f.target) {
       lo = anyTarget ? std::min(lo, *f.target) : *f.target;

@@ -556,7 +556,7 @@ void LivePanel::refresh() {
   QString text = tr("%1 %2 · %3 · seed %4 · %5 · %6 = %7 s · version %8")
                      .arg(m_replay ? tr("Replay of run") : tr("Run"))
                      .arg(d.runId)
-                     .arg(d.strategy.isEmpty() ? tr("?") : d.strategy)
+                     .arg(d.displayStrategy().isEmpty() ? tr("?") : d.displayStrategy())
                      .arg(d.seed)
                      .arg(d.status.isEmpty() ? tr("running") : d.status)
                      .arg(sim ? tr("virtual t") : QStringLiteral("t"))
