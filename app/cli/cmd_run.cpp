@@ -9,7 +9,6 @@
 #include "app/cli/signals.h"
 
 #include "ml/sim_compute.h"
-#include "core/spec/reference_cluster.h"
 #include "core/results/results_table.h"
 #include "core/store/run_store.h"
 #include "core/sim/sim_engine.h"
@@ -146,6 +145,7 @@ int runCommand(const RunFlags& flags) {
   }
   if (flags.engine) spec->set_engine(*flags.engine);
   if (flags.lrFrom) spec->clear_lr_grid();  // one rate per strategy, from the file
+  if (flags.reference) spec->set_with_reference(true);
   auto planned = planRuns(spec.value(), flags.grid);
   if (!planned) return fail(flags.specPath + ": " + planned.message());
   std::vector<std::string> warned;
@@ -155,10 +155,6 @@ int runCommand(const RunFlags& flags) {
       warned.push_back(w);
       std::fprintf(stderr, "dasp: warning: %s: %s\n", flags.specPath.c_str(), w.c_str());
     }
-  }
-  if (flags.reference) {
-    planned = withReferenceRuns(planned.value());
-    if (!planned) return fail(flags.specPath + ": " + planned.message());
   }
   if (flags.lrFrom) {
     auto tuned = tunedRates(*flags.lrFrom);
@@ -295,7 +291,7 @@ void addRunCommand(CLI::App& dasp, int& exitCode) {
   run->add_flag("--reference", flags->reference,
                 "also run the homogeneous-equivalent reference (same N and total gradient rate, BSP, same seeds\n"
                 "and rates), labelled `reference`; each run's heterogeneity_cost = its time to target / the\n"
-                "reference's mean");
+                "reference's mean (the spec's with_reference)");
   run->add_option("--lr-from", flags->lrFrom,
                   "each strategy (and the reference) at its best learning rate in this results file (JSON lines\n"
                   "of an earlier --json run, e.g. the engine's) instead of the spec's lr_grid")

@@ -68,6 +68,7 @@ Result<ExperimentSpec> homogeneousEquivalent(const ExperimentSpec& spec) {
   strategy->set_name("bsp");
   if (timeout > 0) strategy->set_barrier_timeout_s(timeout);
   ref.clear_faults();
+  ref.clear_with_reference();
   ref.set_name(spec.name() + " (homogeneous-equivalent reference)");
   ref.set_reference_of(spec.name());
   return withDefaults(ref);

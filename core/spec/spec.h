@@ -63,7 +63,8 @@ struct PlannedRun {
   std::string label;
 };
 // Expands `--grid path=v1,v2` values × suite entries × seeds, in that order, as `dasp run`
-// and the workbench run them. Errors name the grid argument or the field.
+// and the workbench run them, and with spec.with_reference the reference runs after them
+// (withReferenceRuns). Errors name the grid argument or the field.
 Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& spec, const std::vector<std::string>& grids = {});
 
 // The worker speed profiles the cluster describes (workers, or count + slowdowns).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What a spec means for the runs it plans: the suite and grid expansion, labels, the
 // workers of its cluster, their speeds and links.
+#include "core/spec/reference_cluster.h"
 #include "core/spec/spec.h"
 #include "core/spec/spec_text.h"
 
@@ -110,6 +111,7 @@ Result<std::vector<PlannedRun>> planRuns(const ExperimentSpec& base, const std::
       }
     }
   }
+  if (base.with_reference()) return withReferenceRuns(out);
   return out;
 }
 

@@ -246,6 +246,18 @@ class TestResults : public QObject {
     int refs = 0;
     for (const auto& p : all.value()) refs += p.label == "reference" ? 1 : 0;
     QCOMPARE(refs, 4);
+    // spec.with_reference plans the same runs (the workbench's way), and a reference
+    // does not ask for a reference of its own.
+    spec.set_with_reference(true);
+    auto withField = planRuns(spec);
+    QVERIFY(withField);
+    QCOMPARE(withField->size(), all->size());
+    for (std::size_t i = 0; i < all->size(); ++i) {
+      QCOMPARE(withField->at(i).label, all->at(i).label);
+      QCOMPARE(withField->at(i).spec.reference_of(), all->at(i).spec.reference_of());
+    }
+    QCOMPARE(withField->back().label, std::string("reference"));
+    QVERIFY(!withField->back().spec.with_reference());
   }
 
   void daspVariantsHaveTheirOwnLabels() {

@@ -291,6 +291,15 @@ void TestWorkbench::suiteIsPlannedLikeTheCli() {
   QCOMPARE(int(plan->size()), spec->suite_size() * spec->seeds_size());  // 6 strategies × 3 seeds
   QCOMPARE(plan->front().spec.strategy().name(), std::string("bsp"));
   QCOMPARE(plan->at(1).spec.seed(), std::uint64_t(2));
+  // The default experiment runs its homogeneous-equivalent reference too (with_reference),
+  // so that its heterogeneity costs are there.
+  auto defaults = loadSpecFile(QDir(QLatin1String(kExperiments)).filePath(QStringLiteral("default.json")).toStdString());
+  QVERIFY(defaults.isOk());
+  auto defaultPlan = ui::planRuns(defaults.value());
+  QVERIFY2(defaultPlan.isOk(), defaultPlan.message().c_str());
+  QCOMPARE(int(defaultPlan->size()), defaults->suite_size() * defaults->seeds_size() + defaults->seeds_size());
+  QCOMPARE(defaultPlan->back().label, std::string("reference"));
+  QCOMPARE(defaultPlan->back().spec.reference_of(), defaults->name());
   QCOMPARE(plan->at(3).label, std::string("asp"));
   QCOMPARE(plan->at(3).spec.seed(), std::uint64_t{1});
   QCOMPARE(plan->at(6).label, std::string("ssp(3)"));

@@ -252,6 +252,7 @@ QWidget* SpecDesigner::buildForm() {
   addText(f, tr("Description"), "description", QString());
   addText(f, tr("Seed"), "seed", QStringLiteral("1"));
   addText(f, tr("Seeds"), "seeds", tr("= seed"));
+  addBool(f, tr("With reference"), "with_reference", false);
   addText(f, tr("Device"), "device", QStringLiteral("auto"));
   addText(f, tr("Threads"), "threads", QStringLiteral("1"));
   buildEngineSection(page, layout);
