@@ -371,6 +371,10 @@ void SimRun::recordIteration(int rank, double t) {
   m_recorder->record(SampleRow{m_runId, w.name, "wait_s", t, v, w.lastWait});
   m_recorder->record(SampleRow{m_runId, w.name, "train_loss", t, v, w.loss});
   m_recorder->record(SampleRow{m_runId, w.name, "compute_s", t, v, w.computeS});
+  if (const std::int64_t batch = w.source->batchSize(); batch != w.recordedBatch) {
+    w.recordedBatch = batch;
+    m_recorder->record(SampleRow{m_runId, w.name, "batch_size", t, v, static_cast<double>(batch)});
+  }
 }
 
 void SimRun::onSpeedChange(int rank, double t) {

@@ -88,6 +88,7 @@ struct Worker {
   bool deferred = false;  // its push fell due while paused
   double deferredRemaining = 0;
   double parkedSince = 0, releaseT = 0, pullS = 0, computeS = 0, pushS = 0, loss = 0, lastWait = 0;
+  std::int64_t recordedBatch = 0;  // the batch_size series: a row per change
   std::int64_t baseVersion = 0;
   double lastContact = 0;
   int speedIndex = 0;  // next scheduled change to record

@@ -111,6 +111,10 @@ void EventRecording::record(const pb::EventBatch& batch) {
         if (e.emulated_s() > 0) {
           m_recorder.record(SampleRow{runId, node, "emulated_s", e.t_s(), e.version(), e.emulated_s()});
         }
+        if (auto [last, first] = m_lastBatch.try_emplace(node, e.batch_size()); first || last->second != e.batch_size()) {
+          last->second = e.batch_size();
+          m_recorder.record(SampleRow{runId, node, "batch_size", e.t_s(), e.version(), static_cast<double>(e.batch_size())});
+        }
         break;
       }
       case pb::ClusterEvent::APPLY:

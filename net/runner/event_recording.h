@@ -10,6 +10,7 @@
 #include "core/store/run_store.h"
 #include "dasp/ps/v1/parameter_server.pb.h"
 
+#include <map>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -70,6 +71,9 @@ class EventRecording {
   mutable std::mutex m_mu;
   DivergenceMonitor m_divergence;  // guarded by m_mu
   RunFigures m_figures;
+  // Each node's batch size as last recorded: the batch_size series has a row per change
+  // (DASP's batch shares), not per iteration. Guarded by m_mu.
+  std::map<std::string, std::int64_t> m_lastBatch;
 };
 
 }  // namespace dasp::net

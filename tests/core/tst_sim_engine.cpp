@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -361,6 +362,18 @@ class TestSimEngine : public QObject {
     auto nodes = store.value()->nodes(o.summary.runId);
     QVERIFY(nodes);
     QCOMPARE(nodes->size(), std::size_t{6});  // server, 4 workers, evaluator
+    // Each worker's batch, a row per change (DASP's shares): the fast nodes' larger.
+    auto batches = store.value()->samples(o.summary.runId, "batch_size");
+    auto waits = store.value()->samples(o.summary.runId, "wait_s");
+    QVERIFY(batches && waits);
+    std::map<std::string, double> lastBatch;
+    for (const auto& s : batches.value()) {
+      QVERIFY2(lastBatch.count(s.node) == 0 || lastBatch[s.node] != s.value, s.node.c_str());
+      lastBatch[s.node] = s.value;
+    }
+    QCOMPARE(lastBatch.size(), std::size_t{4});
+    QVERIFY(batches->size() < waits->size());
+    QVERIFY2(lastBatch["worker-0"] > lastBatch["worker-3"], std::to_string(lastBatch["worker-3"]).c_str());
   }
 
   // The compute cost is measured when no base iteration time is given, and written into

@@ -20,6 +20,10 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <map>
+#include <string>
+#include <vector>
+
 using RE = dasp::v1::RunEvent;
 
 namespace {
@@ -128,6 +132,20 @@ void TestRunner::shortRunIsRecorded() {
   QVERIFY(!store.value()->stateIntervals(runId)->empty());
   QVERIFY(!store.value()->samples(runId, "staleness")->empty());
   QVERIFY(!store.value()->samples(runId, "wait_s")->empty());
+  // The batch series: a row per change of a worker's batch (DASP's shares), never two
+  // rows of one batch in a row; under BSP one a worker, the spec's batch.
+  const auto batches = store.value()->samples(runId, "batch_size");
+  QVERIFY(batches && !batches->empty());
+  std::map<std::string, std::vector<double>> batched;
+  for (const auto& s : batches.value()) {
+    auto& seen = batched[s.node];
+    QVERIFY2(seen.empty() || seen.back() != s.value, s.node.c_str());
+    seen.push_back(s.value);
+  }
+  QVERIFY(batches->size() < store.value()->samples(runId, "wait_s")->size());
+  if (strategy == "bsp") {
+    for (const auto& [node, values] : batched) QCOMPARE(values.size(), std::size_t{1});
+  }
   QVERIFY(!store.value()->logs(runId, "server")->empty());
   if (payloadPort > 0) {
     const std::string said = "payload socket listening on 127.0.0.1:" + std::to_string(payloadPort);

@@ -93,6 +93,7 @@ class TestCharts : public QObject {
   void chartDecimatesLongSeries();
   void chartEventMarkerTooltip();
   void nodeBarsFlagStraggler();
+  void nodeBarsShowBatchSharesAndSamples();
   void stalenessHistogramCounts();
   void emptyAndNaNDataDoNotCrash();
 };
@@ -419,6 +420,36 @@ void TestCharts::nodeBarsFlagStraggler() {
   // Equal nodes: no straggler.
   run.nodes.pop_back();
   for (const NodeStats& s : NodeBars::computeStats(run, 0, 10)) QVERIFY(!s.straggler);
+}
+
+// Under DASP's batch shares two nodes make the same iterations a second with different
+// batches: the bars give each node's batch, its share and its samples a second, with a
+// batch change mid-window counted at each iteration's batch; a run without the batch
+// series falls back to the spec's batch.
+void TestCharts::nodeBarsShowBatchSharesAndSamples() {
+  RunData run;
+  run.batchSize = 64;
+  for (int n = 0; n < 2; ++n) {
+    NodeData& node = run.node(QStringLiteral("worker-%1").arg(n));
+    for (int i = 1; i <= 100; ++i) node.wait.push_back({0.1 * i, i, 0.0});  // 10 it/s
+  }
+  run.node(QStringLiteral("worker-0")).batch = {{0.1, 1, 96}};
+  run.node(QStringLiteral("worker-1")).batch = {{0.1, 1, 48}, {5.05, 50, 32}};  // 32 from iteration 51
+  run.endT = 10;
+  const std::vector<NodeStats> stats = NodeBars::computeStats(run, 0, 10);
+  QCOMPARE(stats[0].throughput, stats[1].throughput);  // the same it/s ...
+  QCOMPARE(stats[0].samplesPerS, 960.0);               // ... and not the same samples/s
+  QCOMPARE(stats[1].samplesPerS, (50 * 48 + 50 * 32) / 10.0);
+  QCOMPARE(stats[0].batch, 96.0);
+  QCOMPARE(stats[1].batch, 32.0);  // at the window's end
+  QCOMPARE(stats[0].batchShare, 0.75);
+  QCOMPARE(batchText(stats[1]), QStringLiteral("32 (25%)"));
+  // Without the series: the spec's batch.
+  run.node(QStringLiteral("worker-0")).batch.clear();
+  run.node(QStringLiteral("worker-1")).batch.clear();
+  const std::vector<NodeStats> plain = NodeBars::computeStats(run, 0, 10);
+  QCOMPARE(plain[0].samplesPerS, 640.0);
+  QCOMPARE(batchText(plain[0]), QStringLiteral("64 (50%)"));
 }
 
 void TestCharts::stalenessHistogramCounts() {

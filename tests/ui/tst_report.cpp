@@ -87,6 +87,9 @@ std::int64_t writeRun(RunStore& store, const std::string& path, const std::strin
       r.record(SampleRow{*id, node, "train_loss", t + 0.1, i, 0.1234567890123 + i});
       r.record(SampleRow{*id, node, "compute_s", t + 0.1, i, 0.07});
       r.record(SampleRow{*id, node, "emulated_s", t + 0.1, i, 0.01});  // not a RunData series
+      if (i == 0 || i == kIterations / 2) {  // the batch series: a row per change
+        r.record(SampleRow{*id, node, "batch_size", t + 0.1, i, i == 0 ? 64.0 : 48.0});
+      }
     }
   }
   r.record(DecisionRow{*id, 0.5, "worker-1", "state_change SYNC->ASYNC", "slow \"node\" <1>", DecisionKind::StateChange});
@@ -156,6 +159,8 @@ void TestReport::initTestCase() {
   }
   QCOMPARE(m_runs[0].evaluations.size(), std::size_t{kEvaluations});
   QCOMPARE(m_runs[0].nodes.size(), std::size_t{kWorkers});
+  QCOMPARE(m_runs[0].nodes[0].batch.size(), std::size_t{2});
+  QCOMPARE(m_runs[0].nodes[0].batch.back().value, 48.0);
   QVERIFY(m_runs[0].faults.empty());
   QCOMPARE(m_runs[1].faults.size(), std::size_t{2});
   QCOMPARE(m_runs[1].faults[0].fault.detail, std::string("restored checkpoint v10 <ok>"));
@@ -170,8 +175,9 @@ void TestReport::csvHasEveryRow() {
   const auto rows = lines(path);
   QVERIFY(!rows.empty());
   QCOMPARE(rows.front(), QByteArray("run_id,node,series,t_s,version,value"));
-  // Every sample of the four series and two rows per evaluation, nothing thinned.
-  const std::size_t samples = 2 * kWorkers * kIterations * 4;
+  // Every sample of the four series, the batch changes and two rows per evaluation,
+  // nothing thinned.
+  const std::size_t samples = 2 * kWorkers * kIterations * 4 + 2 * kWorkers * 2;
   const std::size_t evaluations = 2 * kEvaluations;
   QCOMPARE(rows.size() - 1, samples + 2 * evaluations + kFaultCsvRows);
   int accuracy = 0, loss = 0, wait = 0;

@@ -16,7 +16,7 @@ namespace dasp::ui {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr int kLabelW = 150;
+constexpr int kLabelW = 190;
 constexpr int kHeaderH = 36;
 constexpr int kRowH = 20;
 
@@ -49,11 +49,35 @@ std::int64_t countIn(const std::vector<Point>& v, double a, double b) {
   return static_cast<std::int64_t>(hi - lo);
 }
 
+// A node's batch at time t: its batch series is a step per change; before its first
+// change (or without the series) the spec's batch (0: unknown).
+double batchAt(const NodeData& n, std::int64_t specBatch, double t) {
+  const auto after = std::partition_point(n.batch.begin(), n.batch.end(), [t](const Point& p) { return p.t <= t; });
+  if (after != n.batch.begin()) return std::prev(after)->value;
+  if (!n.batch.empty()) return n.batch.front().value;
+  return specBatch > 0 ? static_cast<double>(specBatch) : kNaN;
+}
+
+// The samples of the iterations `its` with t in (t0, t1]: each at its batch then.
+double samplesIn(const NodeData& n, const std::vector<Point>& its, std::int64_t specBatch, double t0, double t1) {
+  double sum = 0;
+  for (const Point& p : its) {
+    if (p.t > t0 && p.t <= t1) sum += batchAt(n, specBatch, p.t);
+  }
+  return sum;
+}
+
 QString figure(double v, int decimals) {
   return std::isfinite(v) ? QString::number(v, 'f', decimals) : QStringLiteral("–");
 }
 
 }  // namespace
+
+QString batchText(const NodeStats& s) {
+  if (!std::isfinite(s.batch)) return QStringLiteral("–");
+  if (!std::isfinite(s.batchShare)) return QString::number(s.batch, 'f', 0);
+  return QStringLiteral("%1 (%2%)").arg(s.batch, 0, 'f', 0).arg(100 * s.batchShare, 0, 'f', 0);
+}
 
 NodeBars::NodeBars(QWidget* parent) : QWidget(parent) {
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
@@ -95,8 +119,16 @@ std::vector<NodeStats> NodeBars::computeStats(const RunData& run, double t0, dou
     s.meanStaleness = meanIn(n.staleness, t0, t1);
     s.iterations = iterations;
     s.throughput = span > 0 ? static_cast<double>(iterations) / span : kNaN;
+    const std::vector<Point>& its = n.wait.empty() ? n.trainLoss : n.wait;
+    s.samplesPerS = span > 0 ? samplesIn(n, its, run.batchSize, t0, t1) / span : kNaN;
+    s.batch = batchAt(n, run.batchSize, t1);
     out.push_back(s);
   }
+  double batches = 0;
+  for (const NodeStats& s : out) {
+    if (std::isfinite(s.batch)) batches += s.batch;
+  }
+  for (NodeStats& s : out) s.batchShare = batches > 0 ? s.batch / batches : kNaN;
   // The straggler scores: each node's throughput against the fastest node's and its own
   // best window of the same length.
   std::vector<NodeThroughput> throughput;
@@ -156,10 +188,13 @@ void NodeBars::paintEvent(QPaintEvent*) {
     int decimals;
     double (*get)(const NodeStats&);
   };
+  // Throughput in samples: under DASP's batch shares every node makes about as many
+  // iterations a second, and the batches differ. The straggler score stays on iterations
+  // (a deliberately small batch is not a straggler).
   const Column columns[] = {
       {tr("mean wait (s)"), kWaitColor, 3, [](const NodeStats& s) { return s.meanWait; }},
       {tr("mean staleness"), kStalenessColor, 2, [](const NodeStats& s) { return s.meanStaleness; }},
-      {tr("throughput (it/s)"), kThroughputColor, 1, [](const NodeStats& s) { return s.throughput; }},
+      {tr("throughput (samples/s)"), kThroughputColor, 0, [](const NodeStats& s) { return s.samplesPerS; }},
       {tr("straggler score"), kScoreColor, 2, [](const NodeStats& s) { return s.score; }},
   };
   constexpr int kColumns = static_cast<int>(std::size(columns));
@@ -193,7 +228,9 @@ void NodeBars::paintEvent(QPaintEvent*) {
   for (std::size_t r = 0; r < m_stats.size(); ++r) {
     const NodeStats& s = m_stats[r];
     const int y = kHeaderH + static_cast<int>(r) * kRowH;
+    // The name, its batch and share of the cluster's (DASP's batch shares), the straggler.
     QString label = s.name;
+    if (std::isfinite(s.batch)) label += QStringLiteral(" · ") + batchText(s);
     if (s.straggler) label += QStringLiteral("  ") + tr("straggler");
     p.setPen(s.straggler ? kStragglerColor : text);
     p.drawText(QRect(4, y, kLabelW - 10, kRowH), Qt::AlignRight | Qt::AlignVCenter,

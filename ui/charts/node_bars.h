@@ -26,12 +26,18 @@ struct NodeStats {
   double meanWait = 0;       // seconds; NaN when the node has no wait sample in the window
   double meanStaleness = 0;  // NaN when no gradient of the node was applied in the window
   double throughput = 0;     // iterations per second of the window
+  double samplesPerS = 0;    // training samples per second of the window (Σ its iterations' batches)
+  double batch = 0;          // its batch at the window's end (NaN: unknown)
+  double batchShare = 0;     // that batch over the sum of every node's (NaN: unknown)
   std::int64_t iterations = 0;
   double relativeScore = 0;    // throughput / the fastest node's (NaN: unknown)
   double individualScore = 0;  // throughput / the node's best window of the same length
   double score = 0;            // the straggler score: the lower of the two (NaN: unknown)
   bool straggler = false;
 };
+
+// "48 (19%)": a node's batch and its share of the cluster's ("–" unknown).
+QString batchText(const NodeStats& stats);
 
 class NodeBars : public QWidget {
   Q_OBJECT

@@ -271,7 +271,8 @@ Status writeCsv(const std::vector<RunData>& runs, const QString& path) {
     for (const NodeData& n : r.nodes) {
       const QByteArray node = csvField(n.name);
       const std::pair<const char*, const std::vector<Point>*> series[] = {
-          {"wait_s", &n.wait}, {"staleness", &n.staleness}, {"train_loss", &n.trainLoss}, {"compute_s", &n.compute}};
+          {"wait_s", &n.wait},       {"staleness", &n.staleness}, {"train_loss", &n.trainLoss},
+          {"compute_s", &n.compute}, {"batch_size", &n.batch}};
       for (const auto& [name, points] : series) {
         for (const Point& p : *points) row(node, name, p.t, p.version, p.value);
       }

@@ -12,6 +12,7 @@ void setSpecIdentity(RunData& run, const v1::ExperimentSpec& spec) {
   run.referenceOf = QString::fromStdString(spec.reference_of());
   run.label = run.referenceOf.isEmpty() ? QString::fromStdString(strategyLabel(spec.strategy()))
                                         : QStringLiteral("reference");
+  run.batchSize = spec.batch_size();
 }
 
 void setSpecIdentity(RunData& run) {
@@ -195,6 +196,8 @@ Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
       n.trainLoss.push_back(p);
     } else if (s.series == "compute_s") {
       n.compute.push_back(p);
+    } else if (s.series == "batch_size") {
+      n.batch.push_back(p);
     }
     n.lastT = std::max(n.lastT, s.tS);
     bump(s.tS);

@@ -92,6 +92,7 @@ struct NodeData {
   std::vector<Point> staleness;   // per applied gradient
   std::vector<Point> trainLoss;   // per iteration
   std::vector<Point> compute;     // real compute seconds per iteration
+  std::vector<Point> batch;       // its batch size, at each change (the first iteration's too)
   std::int64_t iterations = 0;
   double lastT = 0;               // latest time seen for this node
 };
@@ -122,6 +123,7 @@ struct RunData {
   // The strategy as the results tables name it (core strategyLabel(): ssp(3), dasp-r, …;
   // "reference" for a reference run); empty when the spec cannot be read.
   QString label;
+  std::int64_t batchSize = 0;  // spec.batch_size: a node's batch where its batch series is missing
   // What every view calls the run's strategy: `label`, else the spec's strategy name
   // (one name in the bars, the legends, the tables, the sweep and the titles).
   const QString& displayStrategy() const { return label.isEmpty() ? strategy : label; }

@@ -70,8 +70,14 @@ LivePanel::LivePanel(RunController* controller, QWidget* parent) : QWidget(paren
   tables->setChildrenCollapsible(false);
   m_table = new QTableWidget(0, ColumnCount, tables);
   m_table->setObjectName(QStringLiteral("liveNodeTable"));
-  m_table->setHorizontalHeaderLabels({tr("Node"), tr("State"), tr("Parallel"), tr("Iterations"), tr("Mean wait (ms)"),
-                                      tr("Mean staleness"), tr("Refused"), tr("Score"), tr("Last loss")});
+  m_table->setHorizontalHeaderLabels({tr("Node"), tr("State"), tr("Parallel"), tr("Iterations"), tr("Batch (share)"),
+                                      tr("Samples/s"), tr("Mean wait (ms)"), tr("Mean staleness"), tr("Refused"),
+                                      tr("Score"), tr("Last loss")});
+  m_table->horizontalHeaderItem(Batch)->setToolTip(
+      tr("The node's batch at the end of the per-node bars' window and its share of the cluster's (DASP gives "
+         "faster nodes larger batches)"));
+  m_table->horizontalHeaderItem(SamplesPerS)->setToolTip(
+      tr("Training samples a second over the per-node bars' window: iterations × their batches"));
   m_table->horizontalHeaderItem(Score)->setToolTip(
       tr("Straggler score, 0..1: the lower of the node's throughput relative to the fastest node and to its own "
          "best, over the per-node bars' window; the lowest score below 0.75 is the straggler (red)"));
@@ -398,6 +404,8 @@ void LivePanel::setRow(int row, const QString& node, const RowFigures& f) {
   setCell(row, State, f.state, f.stateTip);
   setCell(row, Parallel, f.parallel);
   setCell(row, Iterations, f.iterations >= 0 ? QString::number(f.iterations) : QString());
+  setCell(row, Batch, f.batch);
+  setCell(row, SamplesPerS, number(f.samplesPerS, 0));
   setCell(row, MeanWait, number(1000.0 * f.meanWait, 1));
   setCell(row, MeanStaleness, number(f.meanStaleness, 2));
   setCell(row, Refused, f.refused >= 0 ? QString::number(f.refused) : QString());
@@ -527,6 +535,8 @@ void LivePanel::refresh() {
       f.relativeScore = it->second->relativeScore;
       f.individualScore = it->second->individualScore;
       f.straggler = it->second->straggler;
+      f.batch = batchText(*it->second);
+      f.samplesPerS = it->second->samplesPerS;
     }
     setRow(static_cast<int>(i), n.name, f);
   }

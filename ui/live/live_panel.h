@@ -64,7 +64,9 @@ class LivePanel : public QWidget {
   Q_OBJECT
 
  public:
-  enum Column { Node, State, Parallel, Iterations, MeanWait, MeanStaleness, Refused, Score, LastLoss, ColumnCount };
+  enum Column {
+    Node, State, Parallel, Iterations, Batch, SamplesPerS, MeanWait, MeanStaleness, Refused, Score, LastLoss, ColumnCount
+  };
   // Rows the node table shows without scrolling: 16 workers, the server, the evaluator.
   static constexpr int kVisibleRows = 18;
   static constexpr int kMinRows = 3;
@@ -127,6 +129,9 @@ class LivePanel : public QWidget {
     // The straggler score and its two parts (NaN: none, e.g. a server row).
     double score = kNoScore, relativeScore = kNoScore, individualScore = kNoScore;
     bool straggler = false;
+    // From the bars too: its batch and share ("48 (19%)"), its samples a second.
+    QString batch;
+    double samplesPerS = kNoScore;
   };
   void resetStats();
   void updateActions();

@@ -100,6 +100,9 @@ void LiveRunFeed::push(std::int64_t runId, const pb::EventBatch& batch) {
         n.wait.push_back({e.t_s(), e.version(), e.wait_s()});
         n.trainLoss.push_back({e.t_s(), e.version(), e.loss()});
         n.compute.push_back({e.t_s(), e.version(), e.compute_s()});
+        if (n.batch.empty() || n.batch.back().value != static_cast<double>(e.batch_size())) {
+          n.batch.push_back({e.t_s(), e.version(), static_cast<double>(e.batch_size())});
+        }
         ++n.iterations;
         n.lastT = std::max(n.lastT, e.t_s());
         m_samples += e.batch_size();  // training samples consumed, for the evaluations
@@ -153,6 +156,9 @@ void LiveRunFeed::merge(RunData& into, RunData&& from) {
     append(target.staleness, std::move(n.staleness));
     append(target.trainLoss, std::move(n.trainLoss));
     append(target.compute, std::move(n.compute));
+    for (const Point& b : n.batch) {  // each chunk starts its node's batch anew: changes only
+      if (target.batch.empty() || target.batch.back().value != b.value) target.batch.push_back(b);
+    }
     target.iterations += n.iterations;
     target.lastT = std::max(target.lastT, n.lastT);
   }
@@ -182,6 +188,7 @@ RunData LiveRunFeed::startOf(const RunData& chunkData) {
   d.lrConvention = chunkData.lrConvention;
   d.referenceOf = chunkData.referenceOf;
   d.label = chunkData.label;
+  d.batchSize = chunkData.batchSize;
   for (const auto& n : chunkData.nodes) d.node(n.name);
   return d;
 }
