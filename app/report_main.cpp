@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption outOpt(QStringLiteral("out"), QStringLiteral("The file to write."), QStringLiteral("FILE"));
   const QCommandLineOption sweepOpt(
       QStringLiteral("sweep-axes"),
-      QStringLiteral("The sweep heatmap's axes (HTML and PDF): two spec paths that vary between the runs, e.g. "
+      QStringLiteral("The sweep heatmap's axes (HTML and PDF, and --chart sweep): two spec paths that vary between the runs, e.g. "
                      "strategy.dasp.delta,cluster.count (one path: a single row). Default: chosen from the swept "
                      "fields, numeric ones first, one map per strategy."),
       QStringLiteral("X,Y"));
@@ -100,7 +100,9 @@ int main(int argc, char** argv) {
     if (!dasp::ui::imageFormatFor(out)) {
       return fail(2, QStringLiteral("%1: unknown image format for --chart (use .png or .svg)").arg(out));
     }
-    if (parser.isSet(sweepOpt)) return fail(2, QStringLiteral("--sweep-axes is for reports, not --chart"));
+    if (parser.isSet(sweepOpt) && chart != QLatin1String("sweep")) {
+      return fail(2, QStringLiteral("--sweep-axes is for reports and --chart sweep, not --chart %1").arg(chart));
+    }
   } else if (!format) {
     return fail(2, QStringLiteral("%1: unknown report format (use .html, .pdf, .csv or .trace.json)").arg(out));
   } else if (parser.isSet(groupOpt) && *format != dasp::ui::ReportFormat::Html && *format != dasp::ui::ReportFormat::Pdf) {
@@ -147,7 +149,7 @@ int main(int argc, char** argv) {
   const auto groupKey = dasp::ui::checkedGroupKey(runs, parser.value(groupOpt));
   if (!groupKey) return fail(2, QStringLiteral("--group-by %1").arg(QString::fromStdString(groupKey.message())));
   if (parser.isSet(chartOpt)) {
-    const dasp::Status drawn = dasp::ui::writeNamedChart(runs, chart, out, groupKey.value());
+    const dasp::Status drawn = dasp::ui::writeNamedChart(runs, chart, out, groupKey.value(), parser.value(sweepOpt));
     if (!drawn) return fail(1, QString::fromStdString(drawn.message()));
     std::printf("dasp-report: wrote %s (%s, %zu run%s)\n", qPrintable(out), qPrintable(chart), runs.size(),
                 runs.size() == 1 ? "" : "s");

@@ -6,6 +6,7 @@
 #include "ui/charts/node_lanes.h"
 #include "ui/charts/run_groups.h"
 #include "ui/charts/staleness_histogram.h"
+#include "ui/charts/sweep_heatmap.h"
 #include "ui/charts/time_to_target_bars.h"
 
 #include <QLabel>
@@ -47,7 +48,7 @@ struct Parts {
 
 const QStringList& chartNames() {
   static const QStringList names{QStringLiteral("convergence"), QStringLiteral("loss"), QStringLiteral("time-to-target"),
-                                 QStringLiteral("lanes"), QStringLiteral("staleness")};
+                                 QStringLiteral("lanes"), QStringLiteral("staleness"), QStringLiteral("sweep")};
   return names;
 }
 
@@ -73,7 +74,7 @@ void showConvergence(ConvergenceChart& chart, const std::vector<RunData>& runs, 
 }
 
 Status writeNamedChart(const std::vector<RunData>& runs, const QString& name, const QString& path,
-                       const QString& groupKey) {
+                       const QString& groupKey, const QString& sweepAxes) {
   if (!chartNames().contains(name)) {
     return chartError(name, QStringLiteral("unknown chart (use one of %1)").arg(chartNames().join(QStringLiteral(", "))));
   }
@@ -89,6 +90,17 @@ Status writeNamedChart(const std::vector<RunData>& runs, const QString& name, co
       chart->setMetric(ConvergenceChart::Metric::Loss);
       chart->setTarget(std::nan(""));
       chart->setLogY(true);
+    }
+  } else if (name == QLatin1String("sweep")) {
+    const SweepTable table = SweepTable::fromRuns(runs);
+    const auto axes = chooseAxes(table, sweepAxes);
+    if (!axes) return chartError(name, QString::fromStdString(axes.message()));
+    const std::vector<SweepHeatmap> maps = sweepHeatmaps(table, axes.value());
+    if (maps.empty()) return chartError(name, QStringLiteral("the runs are not a sweep (no spec field varies between them)"));
+    for (const SweepHeatmap& map : maps) {
+      const QImage image = renderSweepHeatmap(map);
+      auto* label = parts.add<QLabel>(image.size());
+      label->setPixmap(QPixmap::fromImage(image));
     }
   } else if (name == QLatin1String("time-to-target")) {
     auto* bars = parts.add<TimeToTargetBars>(QSize(kWidth, 420));

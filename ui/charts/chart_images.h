@@ -32,9 +32,10 @@ const QStringList& chartNames();
 // unknown chart (listing the names), no runs, runs with nothing to draw for that chart,
 // an unknown image format, an unwritable file.
 // `groupKey` groups the convergence, loss and time-to-target charts ("strategy" or a spec
-// path that varies between the runs, run_groups.h).
+// path that varies between the runs, run_groups.h). `sweepAxes`: the sweep chart's axes
+// (chooseAxes: empty chooses them), its heatmaps one under the other.
 Status writeNamedChart(const std::vector<RunData>& runs, const QString& name, const QString& path,
-                       const QString& groupKey = strategyGroupKey());
+                       const QString& groupKey = strategyGroupKey(), const QString& sweepAxes = {});
 
 // Shows `runs` in `chart` as the reports do: grouped by `groupKey` (mean ± std) when a
 // group has several runs, else one curve each; the target line when every run has the
