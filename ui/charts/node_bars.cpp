@@ -180,7 +180,7 @@ void NodeBars::paintEvent(QPaintEvent*) {
     return;
   }
   p.drawText(QRect(4, 2, width() - 8, 14), Qt::AlignLeft | Qt::AlignVCenter,
-             tr("window %1–%2 s").arg(m_shownT0, 0, 'f', 1).arg(m_shownT1, 0, 'f', 1));
+             tr("window %1–%2 s: means; score: the straggler score").arg(m_shownT0, 0, 'f', 1).arg(m_shownT1, 0, 'f', 1));
 
   struct Column {
     QString title;
@@ -192,10 +192,11 @@ void NodeBars::paintEvent(QPaintEvent*) {
   // iterations a second, and the batches differ. The straggler score stays on iterations
   // (a deliberately small batch is not a straggler).
   const Column columns[] = {
-      {tr("mean wait (s)"), kWaitColor, 3, [](const NodeStats& s) { return s.meanWait; }},
-      {tr("mean staleness"), kStalenessColor, 2, [](const NodeStats& s) { return s.meanStaleness; }},
-      {tr("throughput (samples/s)"), kThroughputColor, 0, [](const NodeStats& s) { return s.samplesPerS; }},
-      {tr("straggler score"), kScoreColor, 2, [](const NodeStats& s) { return s.score; }},
+      // Short titles: at the default window a column is about 50 px wide.
+      {tr("wait (s)"), kWaitColor, 3, [](const NodeStats& s) { return s.meanWait; }},
+      {tr("staleness"), kStalenessColor, 2, [](const NodeStats& s) { return s.meanStaleness; }},
+      {tr("samples/s"), kThroughputColor, 0, [](const NodeStats& s) { return s.samplesPerS; }},
+      {tr("score"), kScoreColor, 2, [](const NodeStats& s) { return s.score; }},
   };
   constexpr int kColumns = static_cast<int>(std::size(columns));
   constexpr int kScoreColumn = kColumns - 1;
