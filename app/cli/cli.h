@@ -38,6 +38,7 @@ std::string selfPath();
 void addRunCommand(CLI::App& dasp, int& exitCode);
 void addTrainCommand(CLI::App& dasp, int& exitCode);
 void addRunsCommand(CLI::App& dasp, int& exitCode);
+void addProfileCommand(CLI::App& dasp, int& exitCode);
 void addTablesCommand(CLI::App& dasp, int& exitCode);
 void addValidateCommand(CLI::App& dasp, int& exitCode);
 void addBenchCommand(CLI::App& dasp, int& exitCode);

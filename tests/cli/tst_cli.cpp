@@ -16,6 +16,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <cstring>
 
 namespace {
@@ -67,6 +68,7 @@ class TestCli : public QObject {
   void sigtermLeavesStoppedRun();
   void simRealGradientsAreBitwiseReproducible();
   void simEngineErrorsAreNamed();
+  void profileMeasuresAndReplaysARun();
 
  private:
   QTemporaryDir m_dir;
@@ -355,6 +357,67 @@ void TestCli::simEngineErrorsAreNamed() {
                "--set", "cluster.link.mbit=-1"});
   QCOMPARE(o.exitCode, 2);
   QVERIFY2(o.err.contains("cluster.link.mbit"), qPrintable(o.err));
+}
+
+// dasp profile: the speeds and the speed change of an engine run are measured from its
+// recorded iterations alone, and the run's spec on that measured cluster (--spec-out)
+// runs to the same evaluations; a run that is missing or too short is named.
+void TestCli::profileMeasuresAndReplaysARun() {
+  const auto db = m_dir.filePath("profile.sqlite");
+  const auto spec = m_dir.filePath("profiled.json");
+  QFile f(spec);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(R"({"name": "profiled", "model": {"name": "mlp", "hidden": 32}, "dataset": {"name": "synthetic"},
+    "optimizer": {"lr": 0.02, "momentum": 0.9}, "batch_size": 32,
+    "cluster": {"workers": [{"speed": {"base_iteration_ms": 20}}, {"speed": {"base_iteration_ms": 20}},
+                            {"speed": {"base_iteration_ms": 40, "changes": [{"at_s": 1.5, "slowdown": 3}]}}]},
+    "strategy": {"name": "asp"}, "stop": {"max_seconds": 3, "stop_at_target": false, "target_accuracy": 0.9},
+    "evaluation": {"every_s": 0.25}})");
+  f.close();
+  auto runOnce = [&](const QString& path, std::int64_t* id) {
+    const auto o = runDasp({"run", path, "--engine", "sim", "--db", db, "--json", "--quiet"}, 120000);
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    *id = static_cast<std::int64_t>(QJsonDocument::fromJson(o.out.trimmed().split('\n').last().toUtf8()).object()["run_id"].toInteger());
+  };
+  std::int64_t measured = 0, replayed = 0;
+  runOnce(spec, &measured);
+  const auto o = runDasp({"profile", QString::number(measured), "--db", db, "--json"});
+  QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+  const auto workers = QJsonDocument::fromJson(o.out.trimmed().toUtf8()).object()["workers"].toArray();
+  QCOMPARE(workers.size(), 3);
+  auto segments = [&](int w) { return workers[w].toObject()["segments"].toArray(); };
+  QCOMPARE(segments(0).size(), 1);
+  QVERIFY(std::abs(segments(0)[0].toObject()["seconds_per_sample"].toDouble() - 0.020 / 32) < 1e-9);
+  QCOMPARE(segments(2).size(), 2);  // the change, found at 1.5 s to within an iteration
+  QVERIFY(std::abs(segments(2)[1].toObject()["seconds_per_sample"].toDouble() - 3 * 0.040 / 32) < 1e-9);
+  QVERIFY2(std::abs(segments(2)[1].toObject()["from_s"].toDouble() - 1.5) < 0.12 + 0.01, qPrintable(o.out));
+  const auto out = m_dir.filePath("measured.json");
+  const auto written = runDasp({"profile", QString::number(measured), "--db", db, "--spec-out", out});
+  QVERIFY2(written.exitCode == 0, qPrintable(written.err));
+  runOnce(out, &replayed);
+  auto store = dasp::RunStore::open(db.toStdString());
+  QVERIFY(store.isOk());
+  const auto a = store.value()->evaluations(measured).value();
+  const auto b = store.value()->evaluations(replayed).value();
+  QVERIFY(a.size() >= 12);
+  QCOMPARE(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    QCOMPARE(a[i].version, b[i].version);
+    QCOMPARE(a[i].accuracy, b[i].accuracy);
+    QVERIFY(std::abs(a[i].tS - b[i].tS) < 1e-6);
+  }
+  // Bad input: no such run; a run too short to measure.
+  const auto missing = runDasp({"profile", "999", "--db", db});
+  QCOMPARE(missing.exitCode, 2);
+  QVERIFY2(missing.err.contains("999"), qPrintable(missing.err));
+  const auto shortRun = runDasp({"run", spec, "--engine", "sim", "--db", db, "--json", "--quiet", "--set",
+                                 "stop.max_seconds=0.2"}, 120000);
+  QVERIFY2(shortRun.exitCode == 0, qPrintable(shortRun.err));
+  const auto shortId = QJsonDocument::fromJson(shortRun.out.trimmed().split('\n').last().toUtf8()).object()["run_id"].toInteger();
+  const auto tooShort = runDasp({"profile", QString::number(shortId), "--db", db});
+  QCOMPARE(tooShort.exitCode, 2);
+  QVERIFY2(tooShort.err.contains("iterations recorded") && tooShort.err.contains("a profile needs at least"),
+           qPrintable(tooShort.err));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

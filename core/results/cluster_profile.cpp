@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+#include "core/results/cluster_profile.h"
+
+#include "core/common/json_text.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+namespace dasp {
+namespace {
+
+struct Iteration {
+  double t = 0;
+  double cost = 0;  // seconds per sample
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+double medianCost(const std::vector<Iteration>& its, std::size_t from, std::size_t to) {
+  std::vector<double> costs;
+  for (std::size_t i = from; i < to; ++i) costs.push_back(its[i].cost);
+  return median(std::move(costs));
+}
+
+bool differs(double a, double b) { return b > 0 && std::abs(a / b - 1) > kSpeedChangeRatio; }
+
+// The first iteration of a change found at block `b`: from the block before it, the first
+// of three iterations in a row closer to the new level than to the old one (the block's
+// start where none is).
+std::size_t changeIteration(const std::vector<Iteration>& its, std::size_t from, std::size_t blockStart, std::size_t to,
+                            double oldLevel, double newLevel) {
+  auto isNew = [&](std::size_t i) { return std::abs(its[i].cost - newLevel) < std::abs(its[i].cost - oldLevel); };
+  for (std::size_t i = std::max<std::size_t>(from, 1); i + 2 < to; ++i) {
+    if (isNew(i) && isNew(i + 1) && isNew(i + 2)) return i;
+  }
+  return blockStart;
+}
+
+// A node's iterations cut where its block medians move for good (see the header).
+std::vector<SpeedSegment> segmentsOf(const std::vector<Iteration>& its) {
+  const std::size_t n = its.size();
+  const std::size_t block = std::max<std::size_t>(kMinBlock, n / 40);
+  const std::size_t blocks = std::max<std::size_t>(1, n / block);
+  auto blockBegin = [&](std::size_t b) { return b * block; };
+  auto blockEnd = [&](std::size_t b) { return b + 1 == blocks ? n : (b + 1) * block; };
+  std::vector<double> medians;
+  for (std::size_t b = 0; b < blocks; ++b) medians.push_back(medianCost(its, blockBegin(b), blockEnd(b)));
+  std::vector<std::size_t> startBlocks{0}, starts{0};  // each segment's first block and iteration
+  for (std::size_t b = 1; b + 1 < blocks; ++b) {
+    const double level = median(std::vector<double>(medians.begin() + static_cast<std::ptrdiff_t>(startBlocks.back()),
+                                                    medians.begin() + static_cast<std::ptrdiff_t>(b)));
+    if (!differs(medians[b], level) || differs(medians[b + 1], medians[b])) continue;
+    startBlocks.push_back(b);
+    starts.push_back(std::max(starts.back() + 1, changeIteration(its, blockBegin(b - 1), blockBegin(b), blockEnd(b), level, medians[b])));
+  }
+  std::vector<SpeedSegment> out;
+  for (std::size_t s = 0; s < starts.size(); ++s) {
+    const std::size_t from = starts[s];
+    const std::size_t to = s + 1 < starts.size() ? starts[s + 1] : n;
+    // A later segment holds from the end of the iteration before its first: that one ran
+    // at the old speed, its own first at the new.
+    out.push_back({from > 0 ? its[from - 1].t : its[from].t, its[to - 1].t, medianCost(its, from, to),
+                   static_cast<std::int64_t>(to - from)});
+  }
+  return out;
+}
+
+// "worker-2" before "worker-10".
+bool nodeOrder(const std::string& a, const std::string& b) {
+  return a.size() != b.size() ? a.size() < b.size() : a < b;
+}
+
+}  // namespace
+
+Result<ClusterProfile> measureProfile(std::int64_t runId, const std::vector<SampleRow>& samples,
+                                      const std::vector<StateIntervalRow>& intervals, std::int64_t specBatch) {
+  const std::string run = "run " + std::to_string(runId);
+  std::map<std::string, std::vector<std::pair<double, double>>> compute, batch;  // node -> (t, value)
+  std::map<std::string, std::map<double, double>> emulated;                      // node -> t -> seconds
+  for (const SampleRow& s : samples) {
+    if (s.series == "compute_s") compute[s.node].emplace_back(s.tS, s.value);
+    else if (s.series == "emulated_s") emulated[s.node][s.tS] = s.value;
+    else if (s.series == "batch_size") batch[s.node].emplace_back(s.tS, s.value);
+  }
+  if (compute.empty()) {
+    return Status::error(run + " has no iterations recorded (no compute_s samples): there is nothing to measure");
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, rows] : compute) names.push_back(name);
+  std::sort(names.begin(), names.end(), nodeOrder);
+  ClusterProfile profile;
+  profile.runId = runId;
+  for (const std::string& name : names) {
+    auto rows = compute[name];
+    if (static_cast<int>(rows.size()) < kMinProfileIterations) {
+      return Status::error(run + ": " + name + " has " + std::to_string(rows.size()) + " iterations recorded; a profile needs at least " +
+                           std::to_string(kMinProfileIterations) + " of every worker (a longer run)");
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    auto steps = batch[name];
+    std::stable_sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    const auto& extra = emulated[name];
+    std::vector<Iteration> its;
+    std::size_t step = 0;
+    double size = specBatch > 0 ? static_cast<double>(specBatch) : 1.0;
+    if (!steps.empty()) size = steps.front().second;
+    for (const auto& [t, seconds] : rows) {
+      while (step < steps.size() && steps[step].first <= t) size = steps[step++].second;
+      const auto e = extra.find(t);
+      its.push_back({t, (seconds + (e != extra.end() ? e->second : 0.0)) / std::max(size, 1.0)});
+    }
+    NodeProfile node;
+    node.name = name;
+    node.iterations = static_cast<std::int64_t>(its.size());
+    node.segments = segmentsOf(its);
+    double pull = 0, push = 0;
+    int pulls = 0, pushes = 0;
+    for (const StateIntervalRow& i : intervals) {
+      if (i.node != name) continue;
+      if (i.state == "PULL") pull += i.t1S - i.t0S, ++pulls;
+      if (i.state == "PUSH") push += i.t1S - i.t0S, ++pushes;
+    }
+    node.pullS = pulls > 0 ? pull / pulls : 0;
+    node.pushS = pushes > 0 ? push / pushes : 0;
+    profile.workers.push_back(std::move(node));
+  }
+  return profile;
+}
+
+std::string profileJson(const ClusterProfile& profile) {
+  std::ostringstream o;
+  o << "{\"run_id\":" << profile.runId << ",\"workers\":[";
+  for (std::size_t w = 0; w < profile.workers.size(); ++w) {
+    const NodeProfile& n = profile.workers[w];
+    o << (w ? "," : "") << "{\"name\":" << jsonString(n.name) << ",\"iterations\":" << n.iterations
+      << ",\"pull_s\":" << jsonNumber(n.pullS) << ",\"push_s\":" << jsonNumber(n.pushS) << ",\"segments\":[";
+    for (std::size_t s = 0; s < n.segments.size(); ++s) {
+      const SpeedSegment& g = n.segments[s];
+      o << (s ? "," : "") << "{\"from_s\":" << jsonNumber(g.fromS) << ",\"to_s\":" << jsonNumber(g.toS)
+        << ",\"seconds_per_sample\":" << jsonNumber(g.secondsPerSample) << ",\"iterations\":" << g.iterations << "}";
+    }
+    o << "]}";
+  }
+  o << "]}";
+  return o.str();
+}
+
+v1::ClusterSpec profileCluster(const ClusterProfile& profile, const v1::ExperimentSpec& spec) {
+  v1::ClusterSpec cluster = spec.cluster();
+  cluster.clear_workers();
+  cluster.clear_count();
+  cluster.clear_slowdowns();
+  cluster.clear_base_iteration_ms();
+  const double batch = spec.batch_size() > 0 ? static_cast<double>(spec.batch_size()) : 1.0;
+  for (const NodeProfile& n : profile.workers) {
+    v1::NodeSpec* node = cluster.add_workers();
+    node->set_name(n.name);
+    const double first = n.segments.front().secondsPerSample;
+    node->mutable_speed()->set_base_iteration_ms(first * batch * 1000);
+    node->mutable_speed()->set_slowdown(1.0);
+    for (std::size_t s = 1; s < n.segments.size(); ++s) {
+      v1::SpeedChange* change = node->mutable_speed()->add_changes();
+      change->set_at_s(n.segments[s].fromS);
+      change->set_slowdown(first > 0 ? n.segments[s].secondsPerSample / first : 1.0);
+    }
+  }
+  return cluster;
+}
+
+}  // namespace dasp

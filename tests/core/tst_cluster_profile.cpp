@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+// The cluster profile (core/results/cluster_profile.h): known speeds and a speed change
+// recovered from a scripted run's recorded iterations, with ±10 % noise on every
+// iteration; batches that change without the speed (DASP's shares) are no speed change;
+// the engine's cluster from it; and the errors of a run too short or without iterations.
+#include "core/results/cluster_profile.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace dasp;
+
+namespace {
+
+// A worker's iterations from t = 0 to `end`: `msPerSample` (after `changeAt`,
+// `msAfter`) × its batch, each drawn ±10 % by a fixed pattern; compute and emulated
+// halves recorded as a real worker records them, and its PULL and PUSH intervals.
+void record(std::vector<SampleRow>& samples, std::vector<StateIntervalRow>& intervals, const std::string& node,
+            double msPerSample, double changeAt, double msAfter, double end, double batch, double batchAfter = 0) {
+  double t = 0;
+  int i = 0;
+  samples.push_back({1, node, "batch_size", 0.0, 0, batch});
+  bool changedBatch = false;
+  while (t < end) {
+    if (batchAfter > 0 && !changedBatch && t >= end / 2) {
+      samples.push_back({1, node, "batch_size", t + 1e-6, i, batchAfter});
+      batch = batchAfter;
+      changedBatch = true;
+    }
+    const double ms = (t < changeAt ? msPerSample : msAfter) * (1.0 + 0.1 * std::sin(1.7 * i));
+    const double iteration = ms * batch / 1000;
+    intervals.push_back({1, node, "PULL", "SYNC", t, t + 0.002});
+    intervals.push_back({1, node, "COMPUTE", "SYNC", t + 0.002, t + 0.002 + iteration});
+    intervals.push_back({1, node, "PUSH", "SYNC", t + 0.002 + iteration, t + 0.005 + iteration});
+    t += 0.005 + iteration;
+    samples.push_back({1, node, "compute_s", t, i, iteration / 2});
+    samples.push_back({1, node, "emulated_s", t, i, iteration / 2});
+    ++i;
+  }
+}
+
+bool near(double a, double b, double tolerance) { return std::abs(a / b - 1) <= tolerance; }
+
+}  // namespace
+
+class TestClusterProfile : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void recoversSpeedsAndAChange() {
+    std::vector<SampleRow> samples;
+    std::vector<StateIntervalRow> intervals;
+    record(samples, intervals, "worker-0", 0.5, 1e9, 0.5, 20, 64);
+    record(samples, intervals, "worker-1", 1.0, 8.0, 3.0, 20, 64);          // 3x slower from 8 s
+    record(samples, intervals, "worker-10", 2.0, 1e9, 2.0, 20, 64, 16);     // batch 64 -> 16, same speed
+    auto profile = measureProfile(1, samples, intervals, 64);
+    QVERIFY2(profile, profile.message().c_str());
+    QCOMPARE(profile->workers.size(), std::size_t{3});
+    QCOMPARE(profile->workers[2].name, std::string("worker-10"));  // after worker-1, not between
+    const NodeProfile& fast = profile->workers[0];
+    QCOMPARE(fast.segments.size(), std::size_t{1});
+    QVERIFY2(near(fast.segments[0].secondsPerSample, 0.5e-3, 0.05), std::to_string(fast.segments[0].secondsPerSample).c_str());
+    QVERIFY(near(fast.pullS, 0.002, 1e-6) && near(fast.pushS, 0.003, 1e-6));
+    // The change: found, placed within an iteration of 8 s, both speeds within 5 %.
+    const NodeProfile& changed = profile->workers[1];
+    QCOMPARE(changed.segments.size(), std::size_t{2});
+    QVERIFY(near(changed.segments[0].secondsPerSample, 1.0e-3, 0.05));
+    QVERIFY(near(changed.segments[1].secondsPerSample, 3.0e-3, 0.05));
+    const double iteration = 1.1 * 3.0e-3 * 64 + 0.005;  // the longest at the slow speed
+    QVERIFY2(std::abs(changed.segments[1].fromS - 8.0) <= iteration, std::to_string(changed.segments[1].fromS).c_str());
+    QCOMPARE(changed.segments[0].iterations + changed.segments[1].iterations, changed.iterations);
+    // A smaller batch at the same cost per sample is no speed change.
+    QCOMPARE(profile->workers[2].segments.size(), std::size_t{1});
+    QVERIFY(near(profile->workers[2].segments[0].secondsPerSample, 2.0e-3, 0.05));
+
+    // The engine's cluster: the base time at the spec's batch, the change as a slowdown.
+    v1::ExperimentSpec spec;
+    spec.set_batch_size(64);
+    spec.mutable_cluster()->set_count(3);
+    spec.mutable_cluster()->add_slowdowns(7);
+    const v1::ClusterSpec cluster = profileCluster(profile.value(), spec);
+    QVERIFY(!cluster.has_count() && cluster.slowdowns_size() == 0);
+    QCOMPARE(cluster.workers_size(), 3);
+    QVERIFY(near(cluster.workers(0).speed().base_iteration_ms(), 0.5 * 64, 0.05));
+    QCOMPARE(cluster.workers(1).speed().changes_size(), 1);
+    QVERIFY(near(cluster.workers(1).speed().changes(0).slowdown(), 3.0, 0.08));
+    QCOMPARE(cluster.workers(1).speed().changes(0).at_s(), changed.segments[1].fromS);
+    const std::string json = profileJson(profile.value());
+    QVERIFY(json.find("\"name\":\"worker-1\"") != std::string::npos);
+    QVERIFY(json.find("\"seconds_per_sample\":") != std::string::npos);
+  }
+
+  void badRunsAreNamed() {
+    std::vector<SampleRow> samples;
+    std::vector<StateIntervalRow> intervals;
+    auto none = measureProfile(7, samples, intervals, 64);
+    QVERIFY(!none);
+    QVERIFY2(none.message().find("run 7 has no iterations recorded") != std::string::npos, none.message().c_str());
+    record(samples, intervals, "worker-0", 0.5, 1e9, 0.5, 20, 64);
+    record(samples, intervals, "worker-1", 5.0, 1e9, 5.0, 0.5, 64);  // 2 iterations
+    auto shortRun = measureProfile(7, samples, intervals, 64);
+    QVERIFY(!shortRun);
+    QVERIFY2(shortRun.message().find("worker-1 has 2 iterations recorded") != std::string::npos, shortRun.message().c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestClusterProfile)
+#include "tst_cluster_profile.moc"
