@@ -181,7 +181,7 @@ void addCommands(CLI::App& dasp, int& exitCode) {
   addRunCommand(dasp, exitCode);
   addTrainCommand(dasp, exitCode);
   addRunsCommand(dasp, exitCode);
-  addProfileCommand(dasp, exitCode);
+  addProfileCommands(dasp, exitCode);
   addTablesCommand(dasp, exitCode);
   addValidateCommand(dasp, exitCode);
   addBenchCommand(dasp, exitCode);

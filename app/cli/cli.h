@@ -9,9 +9,11 @@
 #include "core/common/json_text.h"
 #include "core/common/result.h"
 #include "core/spec/spec.h"
+#include "core/store/run_store.h"
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,7 +40,7 @@ std::string selfPath();
 void addRunCommand(CLI::App& dasp, int& exitCode);
 void addTrainCommand(CLI::App& dasp, int& exitCode);
 void addRunsCommand(CLI::App& dasp, int& exitCode);
-void addProfileCommand(CLI::App& dasp, int& exitCode);
+void addProfileCommands(CLI::App& dasp, int& exitCode);  // profile, predict
 void addTablesCommand(CLI::App& dasp, int& exitCode);
 void addValidateCommand(CLI::App& dasp, int& exitCode);
 void addBenchCommand(CLI::App& dasp, int& exitCode);
@@ -95,6 +97,26 @@ struct SpecFlags {
   std::optional<std::string> model, dataset, datasetPath, epochs, batch, lr, seed, device, threads;
   std::vector<std::string> set;
 };
+
+// The options of `dasp run`, as given (cmd_run.cpp); `dasp predict` runs its measured
+// spec through the same command.
+struct RunFlags {
+  std::string specPath;
+  SpecFlags spec;
+  std::vector<std::string> grid;
+  std::vector<std::uint64_t> seeds;
+  std::optional<std::string> engine;
+  std::optional<std::string> lrFrom;
+  std::string db = defaultStorePath();
+  std::string tags;
+  std::string recordDir;
+  bool reference = false;
+  bool json = false;
+  bool quiet = false;
+  std::int64_t predictedFrom = 0;  // dasp predict: the measured run (--json's predicted_from)
+};
+// `dasp run`: plans the spec's runs, runs them in turn, prints the table (and --json).
+int runCommand(const RunFlags& flags);
 void addSpecFlags(CLI::App& command, SpecFlags& flags);
 
 // The spec a command runs: the file (if any), then the shorthands, then every --set;

@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: MIT
-// `dasp profile RUN_ID [--db FILE] [--json] [--spec-out FILE]`: the cluster a stored run
-// measured (core/results/cluster_profile.h): each worker's compute time per sample, with
-// the speed changes found in its recorded iterations, and its pull and push times.
-// --spec-out writes the run's spec on that measured cluster for the virtual-cluster
-// engine, so that `dasp run FILE` (with a suite, --grid or --set strategy.name=...) runs
-// other strategies on the cluster as it was measured.
+// The cluster a stored run measured (core/results/cluster_profile.h), and what it predicts:
+//   dasp profile RUN_ID [--db FILE] [--json] [--spec-out FILE]
+//     each worker's compute time per sample, with the speed changes found in its recorded
+//     iterations, and its pull and push times; --spec-out writes the run's spec on that
+//     measured cluster for the virtual-cluster engine;
+//   dasp predict RUN_ID [--db FILE] [--strategies LIST] [--seeds LIST] [--reference] [--json]
+//     runs the engine on the measured cluster for each strategy (`dasp run`'s table and
+//     --json lines, each with "predicted_from"), after the measured run's own result.
 #include "app/cli/cli.h"
 
 #include "core/results/cluster_profile.h"
-#include "core/store/run_store.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -18,12 +24,31 @@
 namespace dasp::cli {
 namespace {
 
-struct ProfileFlags {
-  std::int64_t runId = 0;
-  std::string db = defaultStorePath();
-  bool json = false;
-  std::string specOut;
+struct MeasuredRun {
+  RunRow row;
+  ExperimentSpec spec;
+  ClusterProfile profile;
 };
+
+Result<MeasuredRun> measureRun(const std::string& db, std::int64_t runId) {
+  auto store = RunStore::open(db);
+  if (!store) return store.status();
+  MeasuredRun m;
+  auto row = store.value()->run(runId);
+  if (!row) return row.status();
+  m.row = std::move(row).value();
+  auto spec = parseSpecJson(m.row.specJson, "run " + std::to_string(runId) + "'s spec");
+  if (!spec) return spec.status();
+  m.spec = std::move(spec).value();
+  auto samples = store.value()->samples(runId);
+  if (!samples) return samples.status();
+  auto intervals = store.value()->stateIntervals(runId);
+  if (!intervals) return intervals.status();
+  auto profile = measureProfile(runId, samples.value(), intervals.value(), m.spec.batch_size());
+  if (!profile) return profile.status();
+  m.profile = std::move(profile).value();
+  return m;
+}
 
 void printProfile(const ClusterProfile& profile) {
   std::printf("run %lld: the cluster as measured (compute per sample, between the speed changes found)\n",
@@ -40,45 +65,101 @@ void printProfile(const ClusterProfile& profile) {
   }
 }
 
+Status writeText(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) return Status::error("cannot write " + path);
+  return Status::ok();
+}
+
+struct ProfileFlags {
+  std::int64_t runId = 0;
+  std::string db = defaultStorePath();
+  bool json = false;
+  std::string specOut;
+};
+
 int profileCommand(const ProfileFlags& flags) {
-  auto store = RunStore::open(flags.db);
-  if (!store) return fail(store.message());
-  auto run = store.value()->run(flags.runId);
-  if (!run) return fail(run.message());
-  auto spec = parseSpecJson(run->specJson, "run " + std::to_string(flags.runId) + "'s spec");
-  if (!spec) return fail(spec.message());
-  auto samples = store.value()->samples(flags.runId);
-  if (!samples) return fail(samples.message(), 1);
-  auto intervals = store.value()->stateIntervals(flags.runId);
-  if (!intervals) return fail(intervals.message(), 1);
-  auto profile = measureProfile(flags.runId, samples.value(), intervals.value(), spec->batch_size());
-  if (!profile) return fail(profile.message());
+  auto m = measureRun(flags.db, flags.runId);
+  if (!m) return fail(m.message());
   if (flags.json) {
-    std::cout << profileJson(profile.value()) << "\n";
+    std::cout << profileJson(m->profile) << "\n";
   } else {
-    printProfile(profile.value());
+    printProfile(m->profile);
   }
   if (flags.specOut.empty()) return 0;
-  ExperimentSpec measured = spec.value();
-  *measured.mutable_cluster() = profileCluster(profile.value(), spec.value());
-  measured.set_engine("sim");
-  measured.set_name(spec->name() + "-measured-run-" + std::to_string(flags.runId));
-  measured.set_description("The cluster of run " + std::to_string(flags.runId) + " (" + spec->name() +
-                           ") as it measured it (dasp profile): each worker's compute per sample and the speed "
-                           "changes found in its iterations, for the virtual-cluster engine.");
-  measured.clear_reference_of();
-  std::ofstream out(flags.specOut);
-  out << specToJson(measured);
-  out.close();
-  if (!out) return fail("cannot write " + flags.specOut, 1);
+  if (auto st = writeText(flags.specOut, specToJson(measuredSpec(m->profile, m->spec))); !st) return fail(st.message(), 1);
   std::fprintf(stderr, "dasp: wrote %s (run %lld's spec on its measured cluster, engine sim)\n", flags.specOut.c_str(),
                static_cast<long long>(flags.runId));
   return 0;
 }
 
+struct PredictFlags {
+  std::int64_t runId = 0;
+  std::string db = defaultStorePath();
+  std::vector<std::string> strategies{"bsp", "asp", "ssp", "dssp", "backup", "dasp"};
+  std::vector<std::uint64_t> seeds;
+  bool reference = false;
+  bool json = false;
+  bool quiet = false;
+};
+
+// The measured run's own result, for the prediction of its strategy to be read against.
+void printMeasured(const MeasuredRun& m, const std::string& db) {
+  auto store = RunStore::open(db);
+  if (!store) return;
+  auto summary = store.value()->summary(m.row.id);
+  if (!summary) return;
+  std::string ttt = "never", accuracy = "-", updates = "-";
+  for (const auto& s : summary.value()) {
+    if (!s.value) continue;
+    if (s.key == "time_to_target_s") ttt = jsonNumber(*s.value) + " s";
+    if (s.key == "final_accuracy") accuracy = jsonNumber(*s.value);
+    if (s.key == "updates") updates = jsonNumber(*s.value);
+  }
+  std::printf("measured: run %lld, %s on %zu workers (%s): time to target %s, final accuracy %s, %s updates\n",
+              static_cast<long long>(m.row.id), strategyLabel(m.spec.strategy()).c_str(), m.profile.workers.size(),
+              m.row.engine.c_str(), ttt.c_str(), accuracy.c_str(), updates.c_str());
+  std::fflush(stdout);
+}
+
+int predictCommand(const PredictFlags& flags) {
+  auto m = measureRun(flags.db, flags.runId);
+  if (!m) return fail(m.message());
+  ExperimentSpec predicted = measuredSpec(m->profile, m->spec);
+  predicted.clear_suite();
+  for (const std::string& name : flags.strategies) {
+    if (std::find(knownStrategies().begin(), knownStrategies().end(), name) == knownStrategies().end()) {
+      return fail("--strategies: '" + name + "' is not a strategy");
+    }
+    predicted.add_suite()->mutable_strategy()->set_name(name);
+  }
+  predicted.clear_seeds();
+  for (auto seed : flags.seeds.empty() ? std::vector<std::uint64_t>{predicted.seed()} : flags.seeds) predicted.add_seeds(seed);
+  predicted.set_with_reference(flags.reference);
+  std::error_code ec;
+  std::string path = (std::filesystem::temp_directory_path(ec) / "dasp-predict-XXXXXX.json").string();
+  const int fd = mkstemps(path.data(), 5);
+  if (fd < 0) return fail("cannot create a temporary spec file " + path, 1);
+  ::close(fd);
+  if (auto st = writeText(path, specToJson(predicted)); !st) return fail(st.message(), 1);
+  if (!flags.json) printMeasured(m.value(), flags.db);
+  RunFlags run;
+  run.specPath = path;
+  run.db = flags.db;
+  run.tags = "predicted-from-" + std::to_string(flags.runId);
+  run.json = flags.json;
+  run.quiet = flags.quiet;
+  run.predictedFrom = flags.runId;
+  const int code = runCommand(run);
+  std::filesystem::remove(path, ec);
+  return code;
+}
+
 }  // namespace
 
-void addProfileCommand(CLI::App& dasp, int& exitCode) {
+void addProfileCommands(CLI::App& dasp, int& exitCode) {
   auto flags = std::make_shared<ProfileFlags>();
   auto* profile = dasp.add_subcommand("profile", "the cluster a stored run measured: speeds, their changes, transfers");
   profile->add_option("run", flags->runId, "the run's id (dasp runs)")->required()->check(CLI::PositiveNumber);
@@ -87,6 +168,22 @@ void addProfileCommand(CLI::App& dasp, int& exitCode) {
   profile->add_option("--spec-out", flags->specOut,
                       "write the run's spec on the measured cluster, for the engine (dasp run FILE)");
   profile->callback([flags, &exitCode] { exitCode = profileCommand(*flags); });
+
+  auto predict = std::make_shared<PredictFlags>();
+  auto* command = dasp.add_subcommand("predict", "run the engine on a stored run's measured cluster, for each strategy");
+  command->footer(
+      "The strategies run with their default knobs at the measured run's learning rate; each prediction is\n"
+      "stored as an engine run tagged predicted-from-RUN_ID.");
+  command->add_option("run", predict->runId, "the measured run's id (dasp runs)")->required()->check(CLI::PositiveNumber);
+  command->add_option("--db", predict->db, "the run store (SQLite)")->capture_default_str();
+  command->add_option("--strategies", predict->strategies, "the strategies to predict")
+      ->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--seeds", predict->seeds, "the seeds (default: the measured run's)")->delimiter(',');
+  command->add_flag("--reference", predict->reference, "also the homogeneous-equivalent reference");
+  command->add_flag("--json", predict->json, "one JSON line per predicted run (dasp run --json, with predicted_from)");
+  command->add_flag("--quiet", predict->quiet, "no progress lines");
+  command->callback([predict, &exitCode] { exitCode = predictCommand(*predict); });
 }
 
 }  // namespace dasp::cli

@@ -31,22 +31,6 @@
 namespace dasp::cli {
 namespace {
 
-// The options of `dasp run`, as given.
-struct RunFlags {
-  std::string specPath;
-  SpecFlags spec;
-  std::vector<std::string> grid;
-  std::vector<std::uint64_t> seeds;
-  std::optional<std::string> engine;
-  std::optional<std::string> lrFrom;
-  std::string db = defaultStorePath();
-  std::string tags;
-  std::string recordDir;
-  bool reference = false;
-  bool json = false;
-  bool quiet = false;
-};
-
 // The recovery metrics of a run's fault drills as a JSON array.
 std::string faultsJson(const std::vector<RecoveryMetrics>& faults) {
   auto opt = [](const auto& v) { return v ? jsonNumber(static_cast<double>(*v)) : std::string("null"); };
@@ -135,6 +119,8 @@ std::vector<PlannedRun> withTunedRates(const std::vector<PlannedRun>& planned, c
   }
   return out;
 }
+
+}  // namespace
 
 int runCommand(const RunFlags& flags) {
   auto spec = specFromFlags(flags.spec, flags.specPath);
@@ -249,15 +235,15 @@ int runCommand(const RunFlags& flags) {
                 << ",\"divergence_cause\":" << jsonString(line.divergence_cause())
                 << ",\"diverged_version\":" << (line.has_diverged_version() ? std::to_string(line.diverged_version()) : "null")
                 << ",\"diverged_t_s\":" << (line.has_diverged_t_s() ? jsonNumber(line.diverged_t_s()) : "null")
-                << ",\"faults\":" << faultsJson(r.faults) << "}\n";
+                << ",\"faults\":" << faultsJson(r.faults)
+                << (flags.predictedFrom > 0 ? ",\"predicted_from\":" + std::to_string(flags.predictedFrom) : std::string())
+                << "}\n";
     }
     std::cout.flush();
   }
   if (stopRequested()->load()) return 130;
   return failures > 0 ? 1 : 0;
 }
-
-}  // namespace
 
 Result<RunSummary> runOnSimulator(const ExperimentSpec& spec, const net::RunnerOptions& options) {
   auto bundle = ml::makeSimCompute(spec);

@@ -174,4 +174,17 @@ v1::ClusterSpec profileCluster(const ClusterProfile& profile, const v1::Experime
   return cluster;
 }
 
+v1::ExperimentSpec measuredSpec(const ClusterProfile& profile, const v1::ExperimentSpec& spec) {
+  v1::ExperimentSpec measured = spec;
+  *measured.mutable_cluster() = profileCluster(profile, spec);
+  measured.set_engine("sim");
+  const std::string run = std::to_string(profile.runId);
+  measured.set_name(spec.name() + "-measured-run-" + run);
+  measured.set_description("The cluster of run " + run + " (" + spec.name() +
+                           ") as it measured it (dasp profile): each worker's compute per sample and the speed "
+                           "changes found in its iterations, for the virtual-cluster engine.");
+  measured.clear_reference_of();
+  return measured;
+}
+
 }  // namespace dasp

@@ -63,4 +63,8 @@ std::string profileJson(const ClusterProfile& profile);
 // later segment (slowdown: that segment's cost over the first's).
 v1::ClusterSpec profileCluster(const ClusterProfile& profile, const v1::ExperimentSpec& spec);
 
+// `spec` (the measured run's) on its measured cluster, for the virtual-cluster engine:
+// engine "sim", named after the run, no longer a reference of another experiment.
+v1::ExperimentSpec measuredSpec(const ClusterProfile& profile, const v1::ExperimentSpec& spec);
+
 }  // namespace dasp

@@ -68,7 +68,7 @@ class TestCli : public QObject {
   void sigtermLeavesStoppedRun();
   void simRealGradientsAreBitwiseReproducible();
   void simEngineErrorsAreNamed();
-  void profileMeasuresAndReplaysARun();
+  void profileAndPredictFromARun();
 
  private:
   QTemporaryDir m_dir;
@@ -361,8 +361,9 @@ void TestCli::simEngineErrorsAreNamed() {
 
 // dasp profile: the speeds and the speed change of an engine run are measured from its
 // recorded iterations alone, and the run's spec on that measured cluster (--spec-out)
-// runs to the same evaluations; a run that is missing or too short is named.
-void TestCli::profileMeasuresAndReplaysARun() {
+// runs to the same evaluations; dasp predict runs each strategy on it, the run's own to
+// the run's result; a run that is missing or too short, or an unknown strategy, is named.
+void TestCli::profileAndPredictFromARun() {
   const auto db = m_dir.filePath("profile.sqlite");
   const auto spec = m_dir.filePath("profiled.json");
   QFile f(spec);
@@ -406,6 +407,29 @@ void TestCli::profileMeasuresAndReplaysARun() {
     QCOMPARE(a[i].accuracy, b[i].accuracy);
     QVERIFY(std::abs(a[i].tS - b[i].tS) < 1e-6);
   }
+  // dasp predict: each strategy on the measured cluster, its own among them as it ran.
+  const auto predicted = runDasp({"predict", QString::number(measured), "--db", db, "--strategies", "asp,bsp", "--json",
+                                  "--quiet"}, 120000);
+  QVERIFY2(predicted.exitCode == 0, qPrintable(predicted.err));
+  QStringList lines;
+  for (const QString& line : predicted.out.trimmed().split('\n')) {
+    if (line.startsWith('{')) lines << line;
+  }
+  QCOMPARE(lines.size(), 2);
+  const auto asp = QJsonDocument::fromJson(lines[0].toUtf8()).object();
+  const auto bsp = QJsonDocument::fromJson(lines[1].toUtf8()).object();
+  QCOMPARE(asp["strategy"].toString(), QString("asp"));
+  QCOMPARE(bsp["strategy"].toString(), QString("bsp"));
+  QCOMPARE(asp["predicted_from"].toInteger(), measured);
+  QCOMPARE(asp["engine"].toString(), QString("sim"));
+  const auto source = store.value()->summary(measured).value();
+  for (const auto& row : source) {
+    if (row.key == "updates") QCOMPARE(asp["updates"].toDouble(), *row.value);
+    if (row.key == "final_accuracy") QCOMPARE(asp["final_accuracy"].toDouble(), *row.value);
+  }
+  const auto bad = runDasp({"predict", QString::number(measured), "--db", db, "--strategies", "asp,fast"});
+  QCOMPARE(bad.exitCode, 2);
+  QVERIFY2(bad.err.contains("'fast' is not a strategy"), qPrintable(bad.err));
   // Bad input: no such run; a run too short to measure.
   const auto missing = runDasp({"profile", "999", "--db", db});
   QCOMPARE(missing.exitCode, 2);
