@@ -16,7 +16,7 @@ namespace dasp {
 struct BacklogStep {
   double weight = 1.0;  // of the sum (MEAN: 1/n; CLIPPED_SUM: min(1, K/n))
   double lr = 0;        // SCALED_LR: the run's rate × backlog_lr_scale beyond the threshold
-  std::string rule;     // "sum", "mean", "scaled lr" or "clipped sum (...)", for people
+  std::string rule;     // "sum", "mean", "scaled lr" or "clipped sum to K gradients", for people
 };
 
 // `count`: the gradients in the backlog; `lr`: the run's learning rate at this version.
