@@ -28,6 +28,7 @@ struct MeasuredRun {
   RunRow row;
   ExperimentSpec spec;
   ClusterProfile profile;
+  std::vector<SummaryRow> summary;  // its result, for a prediction to be read against
 };
 
 Result<MeasuredRun> measureRun(const std::string& db, std::int64_t runId) {
@@ -47,6 +48,9 @@ Result<MeasuredRun> measureRun(const std::string& db, std::int64_t runId) {
   auto profile = measureProfile(runId, samples.value(), intervals.value(), m.spec.batch_size());
   if (!profile) return profile.status();
   m.profile = std::move(profile).value();
+  auto summary = store.value()->summary(runId);
+  if (!summary) return summary.status();
+  m.summary = std::move(summary).value();
   return m;
 }
 
@@ -106,13 +110,9 @@ struct PredictFlags {
 };
 
 // The measured run's own result, for the prediction of its strategy to be read against.
-void printMeasured(const MeasuredRun& m, const std::string& db) {
-  auto store = RunStore::open(db);
-  if (!store) return;
-  auto summary = store.value()->summary(m.row.id);
-  if (!summary) return;
+void printMeasured(const MeasuredRun& m) {
   std::string ttt = "never", accuracy = "-", updates = "-";
-  for (const auto& s : summary.value()) {
+  for (const auto& s : m.summary) {
     if (!s.value) continue;
     if (s.key == "time_to_target_s") ttt = jsonNumber(*s.value) + " s";
     if (s.key == "final_accuracy") accuracy = jsonNumber(*s.value);
@@ -144,7 +144,7 @@ int predictCommand(const PredictFlags& flags) {
   if (fd < 0) return fail("cannot create a temporary spec file " + path, 1);
   ::close(fd);
   if (auto st = writeText(path, specToJson(predicted)); !st) return fail(st.message(), 1);
-  if (!flags.json) printMeasured(m.value(), flags.db);
+  if (!flags.json) printMeasured(m.value());
   RunFlags run;
   run.specPath = path;
   run.db = flags.db;
