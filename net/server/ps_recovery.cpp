@@ -53,11 +53,15 @@ Status ParameterServer::Impl::restoreBeforeServing() {
     for (auto& j : joined) j = 1;
     for (auto& c : lastContact) c = o.resumeAtS;
     if (o.adoptFromWorkers) {
-      // Wait for the workers' parameters: until every worker rejoined, at most a few seconds.
+      // Wait for the workers' parameters: until every worker rejoined. Before the first
+      // rejoin, as long as a worker goes on trying (recovery.reconnect_timeout_s): the
+      // restarted process may start seconds before the workers' next try reaches it, and
+      // starting fresh then would throw away the model every worker holds. After it, the
+      // rest get a few seconds (acceptRejoinOfferLocked).
       adopting = true;
       // Every rank counts as joined (the run goes on), so the wait counts the rejoins itself.
       offered.assign(static_cast<std::size_t>(o.workers), 0);
-      adoptDeadline = o.resumeAtS + std::min(5.0, o.spec.strategy().barrier_timeout_s());
+      adoptDeadline = o.resumeAtS + rec.reconnect_timeout_s();
       emitRecoveryLocked(v1::RunEvent::ADOPTING, "restarted; waiting for the rejoining workers' parameters", 0);
     } else {
       started = true;
@@ -143,6 +147,14 @@ void ParameterServer::Impl::writeCheckpoints() {
     }
     maybeCheckpointLocked(now());
   }
+}
+
+void ParameterServer::Impl::noteAdoptionOfferLocked(int rank, double t) {
+  if (std::count(offered.begin(), offered.end(), 1) == 0) {
+    adoptDeadline = std::min(adoptDeadline, t + std::min(5.0, options.spec.strategy().barrier_timeout_s()));
+    wakeTickerIfDueLocked();
+  }
+  offered[static_cast<std::size_t>(rank)] = 1;
 }
 
 void ParameterServer::Impl::finishAdoptionLocked() {

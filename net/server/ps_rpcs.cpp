@@ -144,9 +144,9 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
       recordStateLocked(UpdateRecordKind::State);
     }
     joined[static_cast<std::size_t>(rank)] = 1;
-    if (adopting) offered[static_cast<std::size_t>(rank)] = 1;
-    maybeStartLocked();
     const double t = now();
+    if (adopting) noteAdoptionOfferLocked(rank, t);
+    maybeStartLocked();
     lastContact[static_cast<std::size_t>(rank)] = t;
     nodeUpLocked(rank, t, rejoin ? "rejoined" : "joined");
   }

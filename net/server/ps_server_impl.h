@@ -486,6 +486,8 @@ struct ParameterServer::Impl final : ChunkedRawService {
   // The copy of the parameters and momentum at this version, handed to the writer thread.
   void takeCheckpointLocked(double t);
   void writeCheckpoints();
+  // A worker rejoined during the stateless adoption: the rest get a few seconds from now.
+  void noteAdoptionOfferLocked(int rank, double t);
   void finishAdoptionLocked();
   // `clipScale`: the guard's factor the gradient was clipped by (1: none).
   grpc::Status handleBacklogLocked(const pb::PushRequest& req, const float* grad, float clipScale, double t,
