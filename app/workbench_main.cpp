@@ -4,12 +4,14 @@
 // experiments/default.json (the presets directory: $DASP_EXPERIMENTS_DIR, else the source
 // tree's experiments/ next to build/bin, else ./experiments). --launch runs the loaded spec
 // as soon as the window is up (demos, screenshots); --compare IDS opens stored runs in the
-// compare view and --replay ID one run in the live view, as the Runs dock's buttons do.
+// compare view and --replay ID one run in the live view, as the Runs dock's buttons do;
+// --predict ID opens "Predict Other Strategies on This Cluster…" for a run and starts it.
 // Links no LibTorch (see docs: layers).
 
 #include "core/store/run_store.h"
 #include "ui/main_window.h"
 #include "ui/designer/spec_designer.h"
+#include "ui/runs/predict_dialog.h"
 
 #include <QApplication>
 #include <QCommandLineOption>
@@ -95,8 +97,13 @@ int main(int argc, char** argv) {
       QStringLiteral("replay"), QStringLiteral("Replay the stored run ID in the live view at start-up."),
       QStringLiteral("ID"));
   parser.addOption(replayOption);
+  const QCommandLineOption predictOption(
+      QStringLiteral("predict"),
+      QStringLiteral("Predict other strategies on the stored run ID's measured cluster at start-up."),
+      QStringLiteral("ID"));
+  parser.addOption(predictOption);
   parser.process(app);
-  std::optional<QList<qint64>> compareIds, replayId;
+  std::optional<QList<qint64>> compareIds, replayId, predictId;
   if (parser.isSet(compareOption)) {
     compareIds = runIdsOf(QStringLiteral("compare"), parser.value(compareOption));
     if (!compareIds) return 2;
@@ -105,6 +112,14 @@ int main(int argc, char** argv) {
     replayId = runIdsOf(QStringLiteral("replay"), parser.value(replayOption));
     if (!replayId || replayId->size() != 1) {
       if (replayId) std::cerr << "dasp-workbench: --replay: give one run id\n";
+      return 2;
+    }
+  }
+
+  if (parser.isSet(predictOption)) {
+    predictId = runIdsOf(QStringLiteral("predict"), parser.value(predictOption));
+    if (!predictId || predictId->size() != 1) {
+      if (predictId) std::cerr << "dasp-workbench: --predict: give one run id\n";
       return 2;
     }
   }
@@ -144,6 +159,9 @@ int main(int argc, char** argv) {
   // the window (status bar, compare view), as from the Runs dock.
   if (replayId) {
     QTimer::singleShot(0, &window, [&window, id = replayId->front()] { window.openInLiveView(id); });
+  }
+  if (predictId) {
+    QTimer::singleShot(0, &window, [&window, id = predictId->front()] { window.predictFrom(id)->start(); });
   }
   if (compareIds) {
     QTimer::singleShot(0, &window, [&window, ids = *compareIds] {

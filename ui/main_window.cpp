@@ -5,6 +5,7 @@
 #include "core/store/run_store.h"
 #include "ui/charts/convergence_chart.h"
 #include "ui/runs/compare_panel.h"
+#include "ui/runs/predict_dialog.h"
 #include "ui/live/live_charts.h"
 #include "ui/live/live_panel.h"
 #include "ui/live/run_controller.h"
@@ -75,6 +76,7 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent)
   connect(m_runs, &RunsPanel::specRequested, this, &MainWindow::openRunSpec);
   connect(m_runs, &RunsPanel::replayRequested, this, &MainWindow::openInLiveView);
   connect(m_runs, &RunsPanel::compareRequested, this, &MainWindow::compareRuns);
+  connect(m_runs, &RunsPanel::predictRequested, this, &MainWindow::predictFrom);
   connect(m_live->charts(), &LiveCharts::liveRequested, this, &MainWindow::showLiveRun);
   connect(m_designer, &SpecDesigner::specLoaded, this, [this](const QString& source) {
     statusBar()->showMessage(tr("Experiment: %1").arg(source), 5000);
@@ -235,6 +237,7 @@ void MainWindow::createMenus() {
   runs->addAction(m_runs->openSpecAction());
   runs->addAction(m_runs->replayAction());
   runs->addAction(m_runs->compareAction());
+  runs->addAction(m_runs->predictAction());
   runs->addAction(m_runs->logsAction());
   runs->addAction(m_filterAction);
   runs->addSeparator();
@@ -593,6 +596,19 @@ int MainWindow::compareRuns(const QList<qint64>& runIds) {
   m_compareDock->raise();
   statusBar()->showMessage(tr("Comparing %n run(s).", nullptr, count), 5000);
   return count;
+}
+
+PredictDialog* MainWindow::predictFrom(qint64 runId) {
+  auto* dialog = new PredictDialog(m_runs->storePath(), runId, RunController::daspBinary(), this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  connect(dialog, &PredictDialog::compareRequested, this, &MainWindow::compareRuns);
+  connect(dialog, &PredictDialog::finished, m_runs, &RunsPanel::reload);  // the predictions, listed
+  connect(dialog, &PredictDialog::launchRequested, this, [this](qint64 source, const QString& specJson) {
+    openRunSpec(source, specJson);  // the designer holds what runs, and checks it
+    if (launch()) appendLog(tr("Launched the strategy predicted best on run %1's cluster.").arg(source));
+  });
+  dialog->show();
+  return dialog;
 }
 
 QList<qint64> MainWindow::storedRunIds() const {

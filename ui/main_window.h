@@ -69,6 +69,7 @@ namespace dasp::ui {
 class ComparePanel;
 class GettingStarted;
 class LivePanel;
+class PredictDialog;
 class RunController;
 class RunTableModel;
 class RunsPanel;
@@ -128,6 +129,10 @@ class MainWindow : public QMainWindow {
   // Loads the runs into the compare view (those that cannot be read are named there).
   // Returns the number loaded.
   int compareRuns(const QList<qint64>& runIds);
+  // Runs → Predict Other Strategies on This Cluster…: a non-modal prediction from the run
+  // (its "Launch … for Real" goes through the designer and launch(), its "Compare" to
+  // compareRuns()).
+  PredictDialog* predictFrom(qint64 runId);
   // Every run in the open store, oldest first, as the Runs dock lists them (none without a
   // store).
   QList<qint64> storedRunIds() const;

@@ -24,34 +24,10 @@
 namespace dasp::cli {
 namespace {
 
-struct MeasuredRun {
-  RunRow row;
-  ExperimentSpec spec;
-  ClusterProfile profile;
-  std::vector<SummaryRow> summary;  // its result, for a prediction to be read against
-};
-
 Result<MeasuredRun> measureRun(const std::string& db, std::int64_t runId) {
   auto store = RunStore::open(db);
   if (!store) return store.status();
-  MeasuredRun m;
-  auto row = store.value()->run(runId);
-  if (!row) return row.status();
-  m.row = std::move(row).value();
-  auto spec = parseSpecJson(m.row.specJson, "run " + std::to_string(runId) + "'s spec");
-  if (!spec) return spec.status();
-  m.spec = std::move(spec).value();
-  auto samples = store.value()->samples(runId);
-  if (!samples) return samples.status();
-  auto intervals = store.value()->stateIntervals(runId);
-  if (!intervals) return intervals.status();
-  auto profile = measureProfile(runId, samples.value(), intervals.value(), m.spec.batch_size());
-  if (!profile) return profile.status();
-  m.profile = std::move(profile).value();
-  auto summary = store.value()->summary(runId);
-  if (!summary) return summary.status();
-  m.summary = std::move(summary).value();
-  return m;
+  return measureStoredRun(*store.value(), runId);
 }
 
 void printProfile(const ClusterProfile& profile) {

@@ -3,7 +3,8 @@
 // Runs an experiment, or a suite (strategies × seeds × grid values) in turn, and prints a
 // comparison table; --json prints one object per run after all other output. Each run
 // goes to the engine its spec names: processes over gRPC (real) or the virtual-cluster
-// engine in this process (sim). `dasp-run-created <id>` goes to stderr as soon as a run
+// engine in this process (sim). `dasp-run-progress DONE TOTAL` goes to stderr before the
+// first run and after each, and `dasp-run-created <id>` as soon as a run
 // exists in the store (the workbench follows sim runs by it).
 #include "app/cli/cli.h"
 #include "app/cli/signals.h"
@@ -170,12 +171,19 @@ int runCommand(const RunFlags& flags) {
   std::vector<RunSummary> results;
   std::vector<PlannedRun> done;
   int failures = 0;
+  // Progress for a parent process (the workbench's prediction): runs done of the plan.
+  auto progress = [&](std::size_t finished) {
+    std::fprintf(stderr, "dasp-run-progress %zu %zu\n", finished, planned->size());
+    std::fflush(stderr);
+  };
+  progress(0);
   for (std::size_t i = 0; i < planned->size(); ++i) {
     if (stopRequested()->load()) break;
     const auto& p = planned.value()[i];
     if (!quiet) std::fprintf(stderr, "[%zu/%zu] %s seed %llu\n", i + 1, planned->size(), p.label.c_str(),
                              static_cast<unsigned long long>(p.spec.seed()));
     auto r = p.spec.engine() == "sim" ? runOnSimulator(p.spec, options) : net::runExperiment(p.spec, options);
+    progress(i + 1);
     if (!r) {
       std::fprintf(stderr, "dasp: %s\n", r.message().c_str());
       ++failures;

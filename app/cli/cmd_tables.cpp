@@ -6,6 +6,7 @@
 //   <!-- dasp-tables matrix NAME=FILE NAME=FILE ... -->
 //   <!-- dasp-tables diagnosis NAME=FILE NAME=FILE ... -->
 //   <!-- dasp-tables validation REAL.jsonl SIM.jsonl -->
+//   <!-- dasp-tables prediction REAL.jsonl PREDICTED.jsonl MEASURED.jsonl -->
 //   <!-- dasp-tables recovery FILE FILE ... -->  (the fault drills' recovery table; NAME=FILE
 //                                                   for a table of cases)
 //   <!-- dasp-tables setup-timings results/fresh-clone/timings.jsonl -->
@@ -70,6 +71,16 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
     if (!sim) return sim.status();
     return validationTableMarkdown(real.value(), sim.value());
   }
+  if (kind == "prediction") {
+    if (args.size() != 3) return Status::error("prediction needs REAL.jsonl PREDICTED.jsonl MEASURED.jsonl");
+    std::vector<std::vector<v1::RunResult>> files;
+    for (const auto& a : args) {
+      auto runs = loadResults(root, a);
+      if (!runs) return runs.status();
+      files.push_back(std::move(runs).value());
+    }
+    return predictionTableMarkdown(files[0], files[1], files[2]);
+  }
   if (kind == "recovery") {
     if (args.empty()) return Status::error("recovery needs one or more results files");
     std::vector<RunFaults> all;
@@ -94,7 +105,7 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
     return setupTimingTableMarkdown(timings.value());
   }
   return Status::error("unknown table kind '" + kind +
-                       "' (known: suite, matrix, diagnosis, shards, validation, recovery, setup-timings)");
+                       "' (known: suite, matrix, diagnosis, shards, validation, prediction, recovery, setup-timings)");
 }
 
 int tablesCommand(const fs::path& root, bool check) {

@@ -2,6 +2,7 @@
 #include "core/results/cluster_profile.h"
 
 #include "core/common/json_text.h"
+#include "core/spec/spec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -185,6 +186,27 @@ v1::ExperimentSpec measuredSpec(const ClusterProfile& profile, const v1::Experim
                            "changes found in its iterations, for the virtual-cluster engine.");
   measured.clear_reference_of();
   return measured;
+}
+
+Result<MeasuredRun> measureStoredRun(RunStore& store, std::int64_t runId) {
+  MeasuredRun m;
+  auto row = store.run(runId);
+  if (!row) return row.status();
+  m.row = std::move(row).value();
+  auto spec = parseSpecJson(m.row.specJson, "run " + std::to_string(runId) + "'s spec");
+  if (!spec) return spec.status();
+  m.spec = std::move(spec).value();
+  auto samples = store.samples(runId);
+  if (!samples) return samples.status();
+  auto intervals = store.stateIntervals(runId);
+  if (!intervals) return intervals.status();
+  auto profile = measureProfile(runId, samples.value(), intervals.value(), m.spec.batch_size());
+  if (!profile) return profile.status();
+  m.profile = std::move(profile).value();
+  auto summary = store.summary(runId);
+  if (!summary) return summary.status();
+  m.summary = std::move(summary).value();
+  return m;
 }
 
 }  // namespace dasp

@@ -63,6 +63,18 @@ std::string profileJson(const ClusterProfile& profile);
 // later segment (slowdown: that segment's cost over the first's).
 v1::ClusterSpec profileCluster(const ClusterProfile& profile, const v1::ExperimentSpec& spec);
 
+// A stored run with its profile: what `dasp profile` and `dasp predict` and the
+// workbench's prediction read.
+struct MeasuredRun {
+  RunRow row;
+  v1::ExperimentSpec spec;
+  ClusterProfile profile;
+  std::vector<SummaryRow> summary;  // its result, for a prediction to be read against
+};
+// Run `runId` of `store`, profiled. Errors: the run is missing, its spec does not parse,
+// or measureProfile's.
+Result<MeasuredRun> measureStoredRun(RunStore& store, std::int64_t runId);
+
 // `spec` (the measured run's) on its measured cluster, for the virtual-cluster engine:
 // engine "sim", named after the run, no longer a reference of another experiment.
 v1::ExperimentSpec measuredSpec(const ClusterProfile& profile, const v1::ExperimentSpec& spec);

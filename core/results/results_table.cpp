@@ -343,43 +343,95 @@ std::string shardsTableMarkdown(const std::vector<MatrixCase>& cases) {
   return os.str();
 }
 
-std::string validationTableMarkdown(const std::vector<v1::RunResult>& real, const std::vector<v1::RunResult>& sim) {
+namespace {
+
+// The strategies of `real` and `other` (each at its best rate) side by side: the rows of a
+// table comparing them, and how many pairs the real runs separate (means further apart
+// than the sum of their stds) `other` orders the same way: first the strategy that reached
+// the target in more seeds, then the one with the lower mean time (a strategy that
+// sometimes never reaches it is the slower one). `within`: the strategies both reach in
+// every seed whose other ÷ real time is within [1 - tolerance, 1 + tolerance].
+struct EngineComparison {
+  std::string rows;
+  int separated = 0, agree = 0;
+  int bothReached = 0, within = 0;
+};
+
+EngineComparison compareWithReal(const std::vector<v1::RunResult>& real, const std::vector<v1::RunResult>& other,
+                                 double tolerance) {
   const auto realRows = bestByStrategy(real);
-  const auto simRows = bestByStrategy(sim);
-  auto find = [](const std::vector<StrategyResult>& rows, const std::string& label) -> const StrategyResult* {
-    for (const auto& r : rows) {
-      if (r.label == label) return &r;
-    }
-    return nullptr;
-  };
+  const auto otherRows = bestByStrategy(other);
+  EngineComparison c;
   std::ostringstream os;
-  os << "| strategy | real (s) | engine (s) | engine ÷ real |\n| --- | --- | --- | --- |\n";
   std::vector<std::pair<const StrategyResult*, const StrategyResult*>> pairs;
   for (const auto& r : realRows) {
-    const auto* s = find(simRows, r.label);
-    if (!s) continue;
+    const auto o = std::find_if(otherRows.begin(), otherRows.end(), [&](const auto& x) { return x.label == r.label; });
+    if (o == otherRows.end()) continue;
     std::string ratio = "-";
-    if (r.allReached() && s->allReached()) ratio = fixed(s->timeToTarget.mean / r.timeToTarget.mean, 2);
-    os << "| " << r.label << " | " << timeCell(r) << " | " << timeCell(*s) << " | " << ratio << " |\n";
-    pairs.emplace_back(&r, s);
+    if (r.allReached() && o->allReached()) {
+      const double q = o->timeToTarget.mean / r.timeToTarget.mean;
+      ratio = fixed(q, 2);
+      ++c.bothReached;
+      if (std::abs(q - 1.0) <= tolerance) ++c.within;
+    }
+    os << "| " << r.label << " | " << timeCell(r) << " | " << timeCell(*o) << " | " << ratio << " |\n";
+    pairs.emplace_back(&r, &*o);
   }
-  // Pairs the real runs separate, and how many of them the engine orders the same way: the
-  // engine ranks first the strategy that reached the target in more seeds, then the one with
-  // the lower mean time (a strategy that sometimes never reaches it is the slower one).
-  int separated = 0, agree = 0;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     for (std::size_t j = i + 1; j < pairs.size(); ++j) {
-      const auto& [ra, sa] = pairs[i];
-      const auto& [rb, sb] = pairs[j];
+      const auto& [ra, oa] = pairs[i];
+      const auto& [rb, ob] = pairs[j];
       if (!ra->allReached() || !rb->allReached()) continue;
       const double gap = ra->timeToTarget.mean - rb->timeToTarget.mean;
       if (std::abs(gap) <= ra->timeToTarget.sd + rb->timeToTarget.sd) continue;
-      ++separated;
-      if (sa->reached + sb->reached > 0 && better(*sa, *sb) == (gap < 0)) ++agree;
+      ++c.separated;
+      if (oa->reached + ob->reached > 0 && better(*oa, *ob) == (gap < 0)) ++c.agree;
     }
   }
-  os << "\nThe real runs separate " << separated << " pairs of strategies (means further apart than the sum of "
-     << "their stds); the engine orders " << agree << " of them the same way.\n";
+  c.rows = os.str();
+  return c;
+}
+
+// Updates per second of each run of `label` in `runs`.
+MeanStd updateRate(const std::vector<v1::RunResult>& runs, const std::string& label) {
+  std::vector<double> rate;
+  for (const auto& r : runs) {
+    if (r.label() == label && r.seconds() > 0) rate.push_back(static_cast<double>(r.updates()) / r.seconds());
+  }
+  return meanStd(rate);
+}
+
+}  // namespace
+
+std::string validationTableMarkdown(const std::vector<v1::RunResult>& real, const std::vector<v1::RunResult>& sim) {
+  const EngineComparison c = compareWithReal(real, sim, 0.2);
+  std::ostringstream os;
+  os << "| strategy | real (s) | engine (s) | engine ÷ real |\n| --- | --- | --- | --- |\n" << c.rows;
+  os << "\nThe real runs separate " << c.separated << " pairs of strategies (means further apart than the sum of "
+     << "their stds); the engine orders " << c.agree << " of them the same way.\n";
+  return os.str();
+}
+
+std::string predictionTableMarkdown(const std::vector<v1::RunResult>& real, const std::vector<v1::RunResult>& predicted,
+                                    const std::vector<v1::RunResult>& measured) {
+  const EngineComparison c = compareWithReal(real, predicted, 0.2);
+  std::ostringstream os;
+  os << "| strategy | real (s) | predicted (s) | predicted ÷ real |\n| --- | --- | --- | --- |\n" << c.rows;
+  os << "\nThe real runs separate " << c.separated << " pairs of strategies (means further apart than the sum of "
+     << "their stds); the prediction orders " << c.agree << " of them the same way. " << c.within << " of the "
+     << c.bothReached << " strategies that reach the target in every seed, real and predicted, are predicted within "
+     << "20 %.";
+  if (!measured.empty()) {
+    const std::string label = measured.front().label();
+    const MeanStd measuredRate = updateRate(measured, label), predictedRate = updateRate(predicted, label);
+    os << " The measured strategy (" << label << "): " << formatMeanStd(measuredRate, 1)
+       << " updates/s in the measured runs, " << formatMeanStd(predictedRate, 1) << " predicted";
+    if (measuredRate.n > 0 && predictedRate.n > 0 && measuredRate.mean > 0) {
+      os << " (" << fixed(predictedRate.mean / measuredRate.mean, 2) << "×)";
+    }
+    os << ".";
+  }
+  os << "\n";
   return os.str();
 }
 

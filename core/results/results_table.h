@@ -76,6 +76,12 @@ std::string shardsTableMarkdown(const std::vector<MatrixCase>& cases);
 // times, their ratio, and how many of the pairs the real runs separate (means further
 // apart than the sum of their stds) the engine orders the same way.
 std::string validationTableMarkdown(const std::vector<v1::RunResult>& real, const std::vector<v1::RunResult>& sim);
+// A prediction from measured runs (`dasp predict`, tools/validate-predict.sh) against the
+// real runs of every strategy: the validation table with the prediction for the engine, how
+// many strategies are predicted within 20 %, and the measured strategy's updates per second
+// in the measured runs (`measured`) and in its prediction.
+std::string predictionTableMarkdown(const std::vector<v1::RunResult>& real, const std::vector<v1::RunResult>& predicted,
+                                    const std::vector<v1::RunResult>& measured);
 
 // Reads JSON Lines of RunResult (unknown fields ignored, blank lines skipped). Errors name
 // `source` and the line.

@@ -8,6 +8,7 @@
 #include <QFontMetrics>
 #include <QPainter>
 #include <QPainterPath>
+#include <QPolygonF>
 
 #include <algorithm>
 #include <cmath>
@@ -141,7 +142,7 @@ QRectF TimeToTargetBars::plotRect() const {
 }
 
 double TimeToTargetBars::axisMax() const {
-  double top = m_bars.reference.value_or(0);
+  double top = std::max(m_bars.reference.value_or(0), m_bars.marked.value_or(0));
   for (const TargetBar& b : m_bars.bars) {
     for (double t : b.times) top = std::max(top, t);
     if (b.mean) top = std::max(top, *b.mean + b.sd.value_or(0));
@@ -257,12 +258,35 @@ void TimeToTargetBars::paintEvent(QPaintEvent*) {
       painter.drawText(labelBox.translated(0, fm.height()), Qt::AlignHCenter | Qt::AlignTop, misses);
     }
   }
+  paintMark(painter);
   if (m_bars.reference) {
     const double y = yOf(*m_bars.reference);
     painter.setPen(QPen(QColor(0x00, 0x9E, 0x73), 1.5, Qt::DashLine));
     painter.drawLine(QPointF(p.left(), y), QPointF(p.right(), y));
     painter.drawText(QPointF(p.left() + 4, y - 4),
                      tr("homogeneous reference %1 s (n=%2)").arg(seconds(*m_bars.reference)).arg(m_bars.referenceRuns));
+  }
+}
+
+void TimeToTargetBars::paintMark(QPainter& painter) const {
+  if (!m_bars.marked) return;
+  for (int i = 0; i < static_cast<int>(m_bars.bars.size()); ++i) {
+    if (m_bars.bars[static_cast<std::size_t>(i)].label != m_bars.markedBar) continue;
+    const QRectF bar = barShape(i).bar;
+    const double y = yOf(*m_bars.marked);
+    const QColor ink(0xC0, 0x39, 0x2B);
+    painter.setPen(QPen(ink, 2));
+    painter.drawLine(QPointF(bar.left() - 6, y), QPointF(bar.right() + 6, y));
+    painter.setBrush(ink);
+    const double cx = bar.center().x();
+    painter.drawPolygon(QPolygonF({QPointF(cx, y - 5), QPointF(cx + 5, y), QPointF(cx, y + 5), QPointF(cx - 5, y)}));
+    painter.setBrush(Qt::NoBrush);
+    // Its text right of the tick, on the background, so a bar's mean label under it stays apart.
+    const QString text = m_bars.markedText + QStringLiteral(" ") + seconds(*m_bars.marked);
+    const QRectF box = QFontMetricsF(font()).boundingRect(text).translated(bar.right() + 10, y + 4).adjusted(-2, -1, 2, 1);
+    painter.fillRect(box, palette().color(QPalette::Base));
+    painter.drawText(QPointF(bar.right() + 10, y + 4), text);
+    return;
   }
 }
 

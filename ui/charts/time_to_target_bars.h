@@ -4,7 +4,8 @@
 // spec field's value: ui/charts/run_groups.h) at the mean time to target of the runs that
 // reached it, ± one sample standard deviation as an error bar, each run as a dot; the
 // homogeneous-equivalent reference (runs with spec.reference_of, as the results tables
-// compute the heterogeneity cost) as a dashed line instead of a bar; under each bar how
+// compute the heterogeneity cost) as a dashed line instead of a bar; a marked time (the
+// measured run's, beside its prediction) as a solid tick and diamond across one bar; under each bar how
 // many of its runs reached the target, diverged (✕) or never reached it. A group none of
 // whose runs reached the target is a hatched grey bar. Lower is better. Each bar has its
 // curves' colour (ui/charts/series_colors.h); labels too wide for their slot are drawn
@@ -21,6 +22,8 @@
 #include <QString>
 #include <QStringList>
 #include <QWidget>
+
+class QPainter;
 
 #include <optional>
 #include <vector>
@@ -44,6 +47,10 @@ struct TargetBars {
   std::optional<double> reference;
   int referenceRuns = 0;
   QString target;  // "0.85", "0.8–0.85" when the runs' targets differ, "" when none has one
+  // A time marked across one bar's slot, with its text (a prediction's dialog marks the
+  // measured run's own time at its strategy's bar): none when unset or no bar has the label.
+  std::optional<double> marked;
+  QString markedBar, markedText;
 };
 
 // Bars of `figs` (runFigures(runs), one per run) grouped by `labels` (one per run).
@@ -87,6 +94,7 @@ class TimeToTargetBars : public QWidget {
   QString slantedText(const TargetBar& bar) const;  // its label and runs, slanted
   bool slanted() const;                             // labels too wide for their slots
   QMargins margins() const;                         // around the plot
+  void paintMark(QPainter& painter) const;          // m_bars.marked, at its bar
 
   TargetBars m_bars;
 };

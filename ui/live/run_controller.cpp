@@ -136,6 +136,7 @@ struct RemoveFile {
 };
 
 constexpr char kCreatedPrefix[] = "dasp-run-created ";
+constexpr char kProgressPrefix[] = "dasp-run-progress ";  // one run: nothing to show
 constexpr char kErrorPrefix[] = "dasp: ";
 constexpr double kTermAfterS = 10;  // SIGINT, then SIGTERM this long after
 constexpr double kKillAfterS = 5;   // and SIGKILL this long after that
@@ -183,6 +184,7 @@ RunController::Outcome RunController::runSimChild(const ExperimentSpec& spec, co
         return;
       }
     }
+    if (isStderr && line.rfind(kProgressPrefix, 0) == 0) return;
     if (isStderr && line.rfind(kErrorPrefix, 0) == 0) lastError = line.substr(sizeof kErrorPrefix - 1);
     log(QString::fromStdString(line));
   });

@@ -102,6 +102,9 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
   m_compareAction = new QAction(tr("&Compare Selected"), this);
   m_compareAction->setObjectName(QStringLiteral("compareAction"));
   m_compareAction->setToolTip(tr("Overlay the selected runs in the compare view, with a summary table"));
+  m_predictAction = new QAction(tr("&Predict Other Strategies on This Cluster…"), this);
+  m_predictAction->setObjectName(QStringLiteral("predictAction"));
+  m_predictAction->setToolTip(tr("Measure the run's cluster and predict every strategy on it with the engine"));
   m_logsAction = new QAction(tr("Node &Logs…"), this);
   m_editTagsAction = new QAction(tr("Edit &Tags…"), this);
   m_deleteAction = new QAction(tr("&Delete…"), this);
@@ -114,10 +117,15 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
     const auto ids = selectedRunIds();
     if (!ids.empty()) Q_EMIT compareRequested(QList<qint64>(ids.begin(), ids.end()));
   });
+  connect(m_predictAction, &QAction::triggered, this, [this] {
+    const auto ids = selectedRunIds();
+    if (ids.size() == 1) Q_EMIT predictRequested(ids.front());
+  });
   connect(m_logsAction, &QAction::triggered, this, &RunsPanel::showLogsOfSelection);
   connect(m_editTagsAction, &QAction::triggered, this, &RunsPanel::editTags);
   connect(m_deleteAction, &QAction::triggered, this, &RunsPanel::deleteRuns);
-  m_table->addActions({m_openSpecAction, m_replayAction, m_compareAction, m_logsAction, m_editTagsAction, m_deleteAction});
+  m_table->addActions(
+      {m_openSpecAction, m_replayAction, m_compareAction, m_predictAction, m_logsAction, m_editTagsAction, m_deleteAction});
 
   connect(m_model, &RunTableModel::editFailed, this, [this](const QString& message) {
     m_lastError = message;
@@ -213,6 +221,7 @@ void RunsPanel::updateActions() {
   m_openSpecAction->setEnabled(one);
   m_replayAction->setEnabled(one);
   m_compareAction->setEnabled(any);
+  m_predictAction->setEnabled(one);
 }
 
 QString RunsPanel::countText() const {

@@ -5,7 +5,8 @@
 // visible so runs written by the CLI or the workbench's own runner appear. Double-clicking
 // a run (outside the editable cells) or "Open in Designer" asks for its spec in the
 // designer (Launch then runs it again); "Open in Live View" asks for a replay of the run in
-// the live view, "Compare Selected" for the selected runs in the compare view; "Logs…"
+// the live view, "Compare Selected" for the selected runs in the compare view, "Predict
+// Other Strategies on This Cluster…" for a prediction from the run (PredictDialog); "Logs…"
 // opens a non-modal dialog with each node's exit status and log lines.
 //
 // A store that cannot be opened or read (not SQLite, a newer schema, locked) never stops
@@ -61,6 +62,7 @@ class RunsPanel : public QWidget {
   QAction* openSpecAction() const { return m_openSpecAction; }
   QAction* replayAction() const { return m_replayAction; }
   QAction* compareAction() const { return m_compareAction; }
+  QAction* predictAction() const { return m_predictAction; }
 
   std::vector<std::int64_t> selectedRunIds() const;
   // Rows the runs table shows at the window's default size.
@@ -94,6 +96,8 @@ class RunsPanel : public QWidget {
   void replayRequested(qint64 runId);
   // "Compare Selected": the selected runs, in id order.
   void compareRequested(const QList<qint64>& runIds);
+  // "Predict Other Strategies on This Cluster…": the selected run.
+  void predictRequested(qint64 runId);
   void countTextChanged(const QString& text);
   void statusMessage(const QString& text, int timeoutMs);
 
@@ -125,6 +129,7 @@ class RunsPanel : public QWidget {
   QAction* m_openSpecAction = nullptr;
   QAction* m_replayAction = nullptr;
   QAction* m_compareAction = nullptr;
+  QAction* m_predictAction = nullptr;
 };
 
 }  // namespace dasp::ui
