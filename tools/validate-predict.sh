@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The validation of `dasp predict` (issue 34, docs/SIMULATOR.md "Measuring a run's
-# cluster"): for each matrix case with real results (results/matrix-real/CASE.jsonl), the
-# real BSP run of each seed (at the rate the real matrix ran BSP at) is measured with
+# The validation of `dasp predict` (issue 34, docs/SIMULATOR.md "Predicting from a measured
+# run"): for each matrix case with real results (results/matrix-real/CASE.jsonl), the real
+# BSP run of each seed (at the rate the real matrix ran BSP at) is measured with
 # `dasp profile`, and the case's whole suite is run on the engine on that measured cluster
 # alone, each strategy at the rate of its real runs (--lr-from). Writes
 # results/predict-real/CASE.measured.jsonl (the real BSP runs) and CASE.predicted.jsonl
 # (every prediction, one line per run, with the measured run in its spec name).
 #   tools/validate-predict.sh [CASE...]     (default: every case in results/matrix-real/)
+#   tools/validate-predict.sh --spec SPEC.json --real REAL.jsonl NAME
+#                                           (one case of another set: its spec and real runs)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${DASP_BIN:-$root/build/bin/dasp}
 [ -x "$bin" ] || { echo "validate-predict: $bin is not built" >&2; exit 2; }
-cases=("$@")
+spec_of=() real_of=()
+cases=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --spec) spec_of=("$2"); shift 2 ;;
+    --real) real_of=("$2"); shift 2 ;;
+    *) cases+=("$1"); shift ;;
+  esac
+done
 if [ ${#cases[@]} -eq 0 ]; then
   for f in "$root"/results/matrix-real/*.jsonl; do cases+=("$(basename "$f" .jsonl)"); done
 fi
@@ -22,19 +32,21 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$bin" "$work/dasp"
 for c in "${cases[@]}"; do
+  spec_file=${spec_of[0]:-$root/experiments/matrix/$c.json}
+  real_file=${real_of[0]:-$root/results/matrix-real/$c.jsonl}
   echo "validate-predict: $c" >&2
-  # The case's spec with BSP only, at the real matrix's BSP rate, seeds 1-3; its suite apart.
-  python3 - "$root" "$c" "$work" <<'PY'
+  # The case's spec with BSP only, at the real runs' BSP rate, seeds 1-3; its suite apart.
+  python3 - "$spec_file" "$real_file" "$work/$c" <<'PY'
 import json, sys
-root, case, work = sys.argv[1:]
-spec = json.load(open(f"{root}/experiments/matrix/{case}.json"))
-lr = next(json.loads(l)["lr"] for l in open(f"{root}/results/matrix-real/{case}.jsonl") if json.loads(l)["label"] == "bsp")
-json.dump(spec.pop("suite"), open(f"{work}/{case}.suite.json", "w"))
+spec_file, real_file, prefix = sys.argv[1:]
+spec = json.load(open(spec_file))
+lr = next(json.loads(l)["lr"] for l in open(real_file) if json.loads(l)["label"] == "bsp")
+json.dump(spec.pop("suite"), open(f"{prefix}.suite.json", "w"))
 for key in ("lr_grid", "with_reference"): spec.pop(key, None)
 spec["strategy"] = {**spec.get("strategy", {}), "name": "bsp"}
 spec.setdefault("optimizer", {})["lr"] = lr
 spec["seeds"] = [1, 2, 3]
-json.dump(spec, open(f"{work}/{case}.bsp.json", "w"))
+json.dump(spec, open(f"{prefix}.bsp.json", "w"))
 PY
   "$work/dasp" run "$work/$c.bsp.json" --engine real --db "$work/$c.sqlite" --json --quiet | grep '^{' > "$out/$c.measured.jsonl.tmp"
   : > "$out/$c.predicted.jsonl.tmp"
@@ -48,7 +60,7 @@ spec["suite"] = json.load(open(suite))
 spec["seeds"] = [spec.get("seed", 1)]
 json.dump(spec, open(path, "w"))
 PY
-    "$work/dasp" run "$work/$c.m$id.json" --db "$work/$c.sqlite" --lr-from "$root/results/matrix-real/$c.jsonl" --json \
+    "$work/dasp" run "$work/$c.m$id.json" --db "$work/$c.sqlite" --lr-from "$real_file" --json \
       --quiet | grep '^{' >> "$out/$c.predicted.jsonl.tmp"
   done
   mv "$out/$c.measured.jsonl.tmp" "$out/$c.measured.jsonl"

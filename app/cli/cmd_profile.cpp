@@ -4,7 +4,8 @@
 //     each worker's compute time per sample, with the speed changes found in its recorded
 //     iterations, and its pull and push times; --spec-out writes the run's spec on that
 //     measured cluster for the virtual-cluster engine;
-//   dasp predict RUN_ID [--db FILE] [--strategies LIST] [--seeds LIST] [--reference] [--json]
+//   dasp predict RUN_ID [--db FILE] [--strategies LIST] [--seeds LIST] [--grid PATH=V1,V2]
+//                [--reference] [--json]
 //     runs the engine on the measured cluster for each strategy (`dasp run`'s table and
 //     --json lines, each with "predicted_from"), after the measured run's own result.
 #include "app/cli/cli.h"
@@ -80,6 +81,7 @@ struct PredictFlags {
   std::string db = defaultStorePath();
   std::vector<std::string> strategies{"bsp", "asp", "ssp", "dssp", "backup", "dasp"};
   std::vector<std::uint64_t> seeds;
+  std::vector<std::string> grid;  // a sweep of knobs, as dasp run's --grid
   bool reference = false;
   bool json = false;
   bool quiet = false;
@@ -128,6 +130,7 @@ int predictCommand(const PredictFlags& flags) {
   run.json = flags.json;
   run.quiet = flags.quiet;
   run.predictedFrom = flags.runId;
+  run.grid = flags.grid;
   const int code = runCommand(run);
   std::filesystem::remove(path, ec);
   return code;
@@ -156,6 +159,10 @@ void addProfileCommands(CLI::App& dasp, int& exitCode) {
       ->delimiter(',')
       ->capture_default_str();
   command->add_option("--seeds", predict->seeds, "the seeds (default: the measured run's)")->delimiter(',');
+  command->add_option("--grid", predict->grid,
+                      "a sweep axis of the predicted runs, e.g. --grid strategy.dasp.kappa=1.1,1.5 (repeatable)")
+      ->type_name("PATH=V1,V2,...")
+      ->allow_extra_args(false);
   command->add_flag("--reference", predict->reference, "also the homogeneous-equivalent reference");
   command->add_flag("--json", predict->json, "one JSON line per predicted run (dasp run --json, with predicted_from)");
   command->add_flag("--quiet", predict->quiet, "no progress lines");

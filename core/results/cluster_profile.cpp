@@ -163,6 +163,14 @@ v1::ClusterSpec profileCluster(const ClusterProfile& profile, const v1::Experime
   for (const NodeProfile& n : profile.workers) {
     v1::NodeSpec* node = cluster.add_workers();
     node->set_name(n.name);
+    if (spec.engine() != "sim" && n.pullS + n.pushS > 0) {
+      // A real run's pulls and pushes took what they took (the transfer, the call, the
+      // scheduling of busy cores): that time per call is the link's latency, and the
+      // bandwidth is left unbounded, the bytes being in the time measured. An engine
+      // run's link is its spec's already.
+      node->mutable_link()->set_latency_ms(1000 * (n.pullS + n.pushS) / 2);
+      node->mutable_link()->set_mbit(kUnboundedMbit);
+    }
     const double first = n.segments.front().secondsPerSample;
     node->mutable_speed()->set_base_iteration_ms(first * batch * 1000);
     node->mutable_speed()->set_slowdown(1.0);

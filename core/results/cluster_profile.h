@@ -26,6 +26,7 @@ namespace dasp {
 inline constexpr double kSpeedChangeRatio = 0.25;
 inline constexpr int kMinBlock = 5;
 inline constexpr int kMinProfileIterations = 20;  // per worker
+inline constexpr double kUnboundedMbit = 1e9;      // a measured link's bandwidth: the bytes are in its latency
 
 struct SpeedSegment {
   // Run time it holds from (a later segment: the end of the iteration before its first,
@@ -60,7 +61,9 @@ std::string profileJson(const ClusterProfile& profile);
 
 // `spec`'s cluster as measured: one worker per profiled node, its base iteration time its
 // first segment's cost × spec.batch_size, a scheduled speed change at the start of each
-// later segment (slowdown: that segment's cost over the first's).
+// later segment (slowdown: that segment's cost over the first's). From a real run, each
+// node's link too: the mean of its pull and push times as the latency of each, the
+// bandwidth unbounded.
 v1::ClusterSpec profileCluster(const ClusterProfile& profile, const v1::ExperimentSpec& spec);
 
 // A stored run with its profile: what `dasp profile` and `dasp predict` and the

@@ -427,6 +427,16 @@ void TestCli::profileAndPredictFromARun() {
     if (row.key == "updates") QCOMPARE(asp["updates"].toDouble(), *row.value);
     if (row.key == "final_accuracy") QCOMPARE(asp["final_accuracy"].toDouble(), *row.value);
   }
+  // A sweep of DASP's knobs on the measured cluster: one prediction per grid value.
+  const auto swept = runDasp({"predict", QString::number(measured), "--db", db, "--strategies", "dasp", "--grid",
+                              "strategy.dasp.kappa=1.1,2", "--json", "--quiet"}, 120000);
+  QVERIFY2(swept.exitCode == 0, qPrintable(swept.err));
+  QStringList kappas;
+  for (const QString& line : swept.out.trimmed().split('\n')) {
+    if (line.startsWith('{')) kappas << QJsonDocument::fromJson(line.toUtf8()).object()["label"].toString();
+  }
+  QCOMPARE(kappas.size(), 2);
+  QVERIFY2(kappas[0] != kappas[1] && kappas[0].contains("1.1"), qPrintable(kappas.join(", ")));
   const auto bad = runDasp({"predict", QString::number(measured), "--db", db, "--strategies", "asp,fast"});
   QCOMPARE(bad.exitCode, 2);
   QVERIFY2(bad.err.contains("'fast' is not a strategy"), qPrintable(bad.err));

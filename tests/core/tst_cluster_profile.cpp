@@ -2,7 +2,7 @@
 // The cluster profile (core/results/cluster_profile.h): known speeds and a speed change
 // recovered from a scripted run's recorded iterations, with ±10 % noise on every
 // iteration; batches that change without the speed (DASP's shares) are no speed change;
-// the engine's cluster from it; and the errors of a run too short or without iterations.
+// the engine's cluster from it (a real run's link from its pull and push times); and the errors of a run too short or without iterations.
 #include "core/results/cluster_profile.h"
 
 #include <QtTest>
@@ -88,6 +88,12 @@ class TestClusterProfile : public QObject {
     QCOMPARE(cluster.workers(1).speed().changes_size(), 1);
     QVERIFY(near(cluster.workers(1).speed().changes(0).slowdown(), 3.0, 0.08));
     QCOMPARE(cluster.workers(1).speed().changes(0).at_s(), changed.segments[1].fromS);
+    // A real run's link: each call's mean (2 ms pull, 3 ms push) as its latency, the
+    // bytes in it; an engine run keeps its spec's link.
+    QVERIFY(near(cluster.workers(0).link().latency_ms(), 2.5, 1e-6));
+    QCOMPARE(cluster.workers(0).link().mbit(), kUnboundedMbit);
+    spec.set_engine("sim");
+    QVERIFY(!profileCluster(profile.value(), spec).workers(0).has_link());
     const std::string json = profileJson(profile.value());
     QVERIFY(json.find("\"name\":\"worker-1\"") != std::string::npos);
     QVERIFY(json.find("\"seconds_per_sample\":") != std::string::npos);
