@@ -8,10 +8,13 @@
 
 namespace dasp::ui {
 
+QString runLabel(const v1::ExperimentSpec& spec) {
+  return spec.reference_of().empty() ? QString::fromStdString(strategyLabel(spec.strategy())) : QStringLiteral("reference");
+}
+
 void setSpecIdentity(RunData& run, const v1::ExperimentSpec& spec) {
   run.referenceOf = QString::fromStdString(spec.reference_of());
-  run.label = run.referenceOf.isEmpty() ? QString::fromStdString(strategyLabel(spec.strategy()))
-                                        : QStringLiteral("reference");
+  run.label = runLabel(spec);
   run.batchSize = spec.batch_size();
 }
 

@@ -147,6 +147,10 @@ struct RunData {
   std::optional<double> timeToTarget(double target) const;
 };
 
+// A run's label in the charts, the tables and the runs list: "reference" for a
+// homogeneous-equivalent reference, else its strategy's label (ssp(3), dasp-r, dasp).
+QString runLabel(const v1::ExperimentSpec& spec);
+
 // Sets `run.referenceOf` (spec.reference_of) and `run.label`: "reference" for a
 // homogeneous-equivalent reference run, else the strategy's table label (core
 // strategyLabel()).

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "ui/runs/run_table_model.h"
 
+#include "core/spec/spec.h"
+#include "ui/charts/run_data.h"
+
 #include <QDateTime>
 #include <QStringList>
 
@@ -58,6 +61,7 @@ RunTableModel::RunTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 dasp::Status RunTableModel::reload(RunStore& store) {
   Result<std::vector<RunRow>> listed = store.listRuns();
   if (!listed) return listed.status();
+  if (m_store != &store) m_strategyLabels.clear();  // another store: its ids are other runs
   m_store = &store;
   std::vector<RunRow> fresh = std::move(listed).value();
 
@@ -69,6 +73,7 @@ dasp::Status RunTableModel::reload(RunStore& store) {
   for (int row = static_cast<int>(m_rows.size()) - 1; row >= 0; --row) {
     if (freshIndex.count(m_rows[static_cast<std::size_t>(row)].id) != 0) continue;
     beginRemoveRows(QModelIndex(), row, row);
+    m_strategyLabels.erase(m_rows[static_cast<std::size_t>(row)].id);
     m_rows.erase(m_rows.begin() + row);
     endRemoveRows();
   }
@@ -105,7 +110,16 @@ void RunTableModel::clear() {
   beginResetModel();
   m_rows.clear();
   m_store = nullptr;
+  m_strategyLabels.clear();
   endResetModel();
+}
+
+const QString& RunTableModel::strategyLabelOf(const RunRow& run) const {
+  auto it = m_strategyLabels.find(run.id);
+  if (it != m_strategyLabels.end()) return it->second;
+  QString label = qs(run.strategy);
+  if (auto spec = parseSpecJson(run.specJson, "run " + std::to_string(run.id)); spec) label = runLabel(spec.value());
+  return m_strategyLabels.emplace(run.id, std::move(label)).first->second;
 }
 
 std::int64_t RunTableModel::runIdAt(int row) const {
@@ -142,7 +156,7 @@ QVariant RunTableModel::displayData(const RunRow& run, int column) const {
     case Engine: return qs(run.engine);
     case Model: return qs(run.model);
     case Dataset: return qs(run.dataset);
-    case Strategy: return qs(run.strategy);
+    case Strategy: return strategyLabelOf(run);
     case Seed: return QVariant::fromValue<qlonglong>(run.seed);
     case Status: return QString::fromLatin1(toString(run.status));
     case Duration: return formatDuration(durationSeconds(run));

@@ -4,7 +4,9 @@
 // table of the workbench. reload() re-reads the store and updates the rows in place
 // (removed runs are removed, changed runs emit dataChanged, new runs are appended), so a
 // view keeps its selection, scroll position and open editor across the periodic reloads.
-// The Tags and Notes cells are editable and write through to the store.
+// The Tags and Notes cells are editable and write through to the store. The Strategy
+// column labels a run as the charts and tables do (ssp(3), dasp-r, reference: from its
+// spec), not with the store's bare strategy name.
 //
 // Sorting and filtering belong to a QSortFilterProxyModel on top: SortRole gives numbers
 // for the numeric columns (Run, Seed, Started, Duration) and text for the others.
@@ -20,6 +22,7 @@
 #include <QString>
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace dasp::ui {
@@ -79,8 +82,12 @@ class RunTableModel : public QAbstractTableModel {
   QVariant displayData(const dasp::RunRow& run, int column) const;
   QVariant sortData(const dasp::RunRow& run, int column) const;
 
+  // The Strategy column's label of `run`, parsed from its spec once per run id.
+  const QString& strategyLabelOf(const dasp::RunRow& run) const;
+
   std::vector<dasp::RunRow> m_rows;
   dasp::RunStore* m_store = nullptr;
+  mutable std::unordered_map<std::int64_t, QString> m_strategyLabels;  // by run id, this store's
 };
 
 }  // namespace dasp::ui
