@@ -152,6 +152,28 @@ class TestResults : public QObject {
              withNever.c_str());
   }
 
+  void predictionCountsStrategiesWithinTolerance() {
+    std::vector<v1::RunResult> real, predicted, measured;
+    auto withRate = [](v1::RunResult r, std::int64_t updates) {
+      r.set_updates(updates);
+      r.set_seconds(10);
+      return r;
+    };
+    for (std::uint64_t s : {1, 2, 3}) {
+      real.push_back(run("bsp", 0.01, s, 20.0));
+      real.push_back(run("dasp", 0.01, s, 10.0));
+      predicted.push_back(withRate(run("bsp", 0.01, s, 21.0), 110));  // 1.05x: within 20 %; 11 updates/s
+      predicted.push_back(run("dasp", 0.01, s, 7.0));                 // 0.70x: not
+      measured.push_back(withRate(run("bsp", 0.01, s, 20.0), 100));   // 10 updates/s
+    }
+    const auto table = predictionTableMarkdown(real, predicted, measured);
+    QVERIFY2(table.find("| dasp | 10.0 ± 0.0 | 7.0 ± 0.0 | 0.70 |") != std::string::npos, table.c_str());
+    QVERIFY2(table.find("1 of the 2 strategies") != std::string::npos, table.c_str());
+    QVERIFY2(table.find("The measured strategy (bsp): 10.0 ± 0.0 updates/s in the measured runs, 11.0 ± 0.0 "
+                        "predicted (1.10×)") != std::string::npos,
+             table.c_str());
+  }
+
   void parseNamesTheBadLine() {
     auto ok = parseResultLines("{\"label\":\"bsp\",\"time_to_target_s\":null,\"faults\":[],\"seed\":2}\n\n", "f.jsonl");
     QVERIFY(ok);
