@@ -353,6 +353,7 @@ void PredictDialog::requestLaunch() {
     return;
   }
   *spec->mutable_strategy() = predictedSpec->strategy();
+  spec->clear_reference_of();  // measured on a reference run, the launch is a run of its own
   spec->clear_suite();
   spec->set_with_reference(false);
   Q_EMIT launchRequested(m_runId, QString::fromStdString(specToJson(spec.value())));
