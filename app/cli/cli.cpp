@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "app/cli/cli.h"
 #include "app/cli/run_dasp.h"
+#include "core/common/run_lines.h"
 
 #include <cerrno>
 #include <cmath>
@@ -15,7 +16,7 @@
 namespace dasp::cli {
 
 int fail(const std::string& message, int code) {
-  std::cerr << "dasp: " << message << std::endl;
+  std::cerr << kErrorPrefix << message << std::endl;
   return code;
 }
 

@@ -79,7 +79,7 @@ int profileCommand(const ProfileFlags& flags) {
 struct PredictFlags {
   std::int64_t runId = 0;
   std::string db = defaultStorePath();
-  std::vector<std::string> strategies{"bsp", "asp", "ssp", "dssp", "backup", "dasp"};
+  std::vector<std::string> strategies = knownStrategies();
   std::vector<std::uint64_t> seeds;
   std::vector<std::string> grid;  // a sweep of knobs, as dasp run's --grid
   bool reference = false;

@@ -8,6 +8,7 @@
 // exists in the store (the workbench follows sim runs by it).
 #include "app/cli/cli.h"
 #include "app/cli/signals.h"
+#include "core/common/run_lines.h"
 
 #include "ml/sim_compute.h"
 #include "core/results/results_table.h"
@@ -160,7 +161,7 @@ int runCommand(const RunFlags& flags) {
   options.cancel = stopRequested();
   if (!quiet) options.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   options.onRunCreated = [](std::int64_t runId) {
-    std::fprintf(stderr, "dasp-run-created %lld\n", static_cast<long long>(runId));
+    std::fprintf(stderr, "%s%lld\n", kRunCreatedPrefix, static_cast<long long>(runId));
     std::fflush(stderr);
   };
   {
@@ -173,7 +174,7 @@ int runCommand(const RunFlags& flags) {
   int failures = 0;
   // Progress for a parent process (the workbench's prediction): runs done of the plan.
   auto progress = [&](std::size_t finished) {
-    std::fprintf(stderr, "dasp-run-progress %zu %zu\n", finished, planned->size());
+    std::fprintf(stderr, "%s%zu %zu\n", kRunProgressPrefix, finished, planned->size());
     std::fflush(stderr);
   };
   progress(0);
@@ -185,7 +186,7 @@ int runCommand(const RunFlags& flags) {
     auto r = p.spec.engine() == "sim" ? runOnSimulator(p.spec, options) : net::runExperiment(p.spec, options);
     progress(i + 1);
     if (!r) {
-      std::fprintf(stderr, "dasp: %s\n", r.message().c_str());
+      std::fprintf(stderr, "%s%s\n", kErrorPrefix, r.message().c_str());
       ++failures;
       continue;
     }

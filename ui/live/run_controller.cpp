@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/live/run_controller.h"
 
+#include "core/common/run_lines.h"
 #include "core/store/run_store.h"
 #include "net/launch/process.h"
 #include "ui/live/live_run_feed.h"
@@ -135,9 +136,6 @@ struct RemoveFile {
   }
 };
 
-constexpr char kCreatedPrefix[] = "dasp-run-created ";
-constexpr char kProgressPrefix[] = "dasp-run-progress ";  // one run: nothing to show
-constexpr char kErrorPrefix[] = "dasp: ";
 constexpr double kTermAfterS = 10;  // SIGINT, then SIGTERM this long after
 constexpr double kKillAfterS = 5;   // and SIGKILL this long after that
 
@@ -177,14 +175,14 @@ RunController::Outcome RunController::runSimChild(const ExperimentSpec& spec, co
 
   std::string lastError;  // written on the pump's thread, read after drainAndStop() joined it
   net::OutputPump pump([&](const std::string&, bool isStderr, const std::string& line) {
-    if (isStderr && line.rfind(kCreatedPrefix, 0) == 0) {
-      const std::int64_t runId = std::strtoll(line.c_str() + sizeof kCreatedPrefix - 1, nullptr, 10);
+    if (isStderr && line.rfind(kRunCreatedPrefix, 0) == 0) {
+      const std::int64_t runId = std::strtoll(line.c_str() + sizeof kRunCreatedPrefix - 1, nullptr, 10);
       if (runId > 0) {
         if (m_currentRunId.exchange(runId) != runId) post([this, runId] { Q_EMIT runStarted(runId); });
         return;
       }
     }
-    if (isStderr && line.rfind(kProgressPrefix, 0) == 0) return;
+    if (isStderr && line.rfind(kRunProgressPrefix, 0) == 0) return;  // one run: nothing to show
     if (isStderr && line.rfind(kErrorPrefix, 0) == 0) lastError = line.substr(sizeof kErrorPrefix - 1);
     log(QString::fromStdString(line));
   });

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/runs/predict_dialog.h"
 
+#include "core/common/run_lines.h"
 #include "core/results/mean_std.h"
 #include "core/results/results_table.h"
 #include "core/spec/spec.h"
@@ -26,10 +27,7 @@
 namespace dasp::ui {
 namespace {
 
-constexpr char kProgressPrefix[] = "dasp-run-progress ";
-constexpr char kErrorPrefix[] = "dasp: ";
 constexpr int kTermAfterMs = 10000;  // after SIGINT, SIGTERM; as long again after it, SIGKILL
-const char* const kStrategies[] = {"bsp", "asp", "ssp", "dssp", "backup", "dasp"};
 
 QString ms(double seconds) { return QString::number(1000 * seconds, 'g', 3); }
 
@@ -127,8 +125,8 @@ void PredictDialog::buildUi() {
 
   auto* form = new QFormLayout;
   auto* boxes = new QHBoxLayout;
-  for (const char* name : kStrategies) {
-    auto* box = new QCheckBox(QString::fromLatin1(name), this);
+  for (const std::string& name : knownStrategies()) {
+    auto* box = new QCheckBox(QString::fromStdString(name), this);
     box->setChecked(true);
     boxes->addWidget(box);
     m_strategyBoxes.push_back(box);
@@ -287,8 +285,8 @@ void PredictDialog::onStderr() {
   while ((end = m_stderrLine.indexOf('\n')) >= 0) {
     const QString line = QString::fromUtf8(m_stderrLine.left(end));
     m_stderrLine.remove(0, end + 1);
-    if (line.startsWith(QLatin1String(kProgressPrefix))) {
-      const QStringList parts = line.mid(static_cast<int>(sizeof kProgressPrefix) - 1).split(QLatin1Char(' '));
+    if (line.startsWith(QLatin1String(kRunProgressPrefix))) {
+      const QStringList parts = line.mid(static_cast<int>(sizeof kRunProgressPrefix) - 1).split(QLatin1Char(' '));
       if (parts.size() == 2 && parts[1].toInt() > 0) {
         m_progress->setRange(0, parts[1].toInt());
         m_progress->setValue(parts[0].toInt());
