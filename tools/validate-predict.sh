@@ -14,12 +14,12 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${DASP_BIN:-$root/build/bin/dasp}
 [ -x "$bin" ] || { echo "validate-predict: $bin is not built" >&2; exit 2; }
-spec_of=() real_of=()
+spec_of='' real_of=''
 cases=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --spec) spec_of=("$2"); shift 2 ;;
-    --real) real_of=("$2"); shift 2 ;;
+    --spec) spec_of=$2; shift 2 ;;
+    --real) real_of=$2; shift 2 ;;
     *) cases+=("$1"); shift ;;
   esac
 done
@@ -32,8 +32,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$bin" "$work/dasp"
 for c in "${cases[@]}"; do
-  spec_file=${spec_of[0]:-$root/experiments/matrix/$c.json}
-  real_file=${real_of[0]:-$root/results/matrix-real/$c.jsonl}
+  spec_file=${spec_of:-$root/experiments/matrix/$c.json}
+  real_file=${real_of:-$root/results/matrix-real/$c.jsonl}
   echo "validate-predict: $c" >&2
   # The case's spec with BSP only, at the real runs' BSP rate, seeds 1-3; its suite apart.
   python3 - "$spec_file" "$real_file" "$work/$c" <<'PY'

@@ -25,6 +25,20 @@ QString seconds(double s) { return QString::number(s, 'f', s < 10 ? 2 : 1); }
 
 }  // namespace
 
+void TargetBar::count(std::optional<double> timeToTarget, bool divergedRun) {
+  ++runs;
+  if (timeToTarget) times.push_back(*timeToTarget);
+  else if (divergedRun) ++diverged;
+  else ++notReached;
+}
+
+void TargetBar::settle() {
+  if (times.empty()) return;
+  const MeanStd s = meanStd(times);
+  mean = s.mean;
+  if (s.n > 1) sd = s.sd;
+}
+
 TargetBars timeToTargetBars(const std::vector<RunData>& runs, const std::vector<RunFigures>& figs,
                             const QStringList& labels, bool curvesGrouped) {
   TargetBars out;
@@ -66,16 +80,9 @@ TargetBars timeToTargetBars(const std::vector<RunData>& runs, const std::vector<
     bar.color = seriesColor(curvesGrouped ? groupIndex(g.label) : static_cast<int>(barRuns[g.members.front()]));
     for (std::size_t m : g.members) {
       const RunFigures& f = figs[barRuns[m]];
-      ++bar.runs;
-      if (f.timeToTarget) bar.times.push_back(*f.timeToTarget);
-      else if (f.status == QLatin1String("diverged")) ++bar.diverged;
-      else ++bar.notReached;
+      bar.count(f.timeToTarget, f.status == QLatin1String("diverged"));
     }
-    if (!bar.times.empty()) {
-      const MeanStd s = meanStd(bar.times);
-      bar.mean = s.mean;
-      if (s.n > 1) bar.sd = s.sd;
-    }
+    bar.settle();
     out.bars.push_back(std::move(bar));
   }
   return out;

@@ -39,6 +39,11 @@ struct TargetBar {
   std::optional<double> sd;    // their sample standard deviation (two or more)
   int diverged = 0;            // runs that diverged before reaching the target
   int notReached = 0;          // the other runs without a time to target
+
+  // Counts one run: its time to target, else a divergence, else a miss.
+  void count(std::optional<double> timeToTarget, bool divergedRun);
+  // Sets mean (and, from two times, sd) from `times`, once every run is counted.
+  void settle();
 };
 
 struct TargetBars {

@@ -54,17 +54,10 @@ TargetBars predictionBars(const std::vector<v1::RunResult>& predicted, const QSt
       out.bars.push_back(b);
       bar = out.bars.end() - 1;
     }
-    ++bar->runs;
-    if (r.has_time_to_target_s()) bar->times.push_back(r.time_to_target_s());
-    else if (r.status() == "diverged") ++bar->diverged;
-    else ++bar->notReached;
+    bar->count(r.has_time_to_target_s() ? std::optional<double>(r.time_to_target_s()) : std::nullopt,
+               r.status() == "diverged");
   }
-  for (TargetBar& b : out.bars) {
-    if (b.times.empty()) continue;
-    const MeanStd s = meanStd(b.times);
-    b.mean = s.mean;
-    if (s.n > 1) b.sd = s.sd;
-  }
+  for (TargetBar& b : out.bars) b.settle();
   if (!reference.empty()) out.reference = meanStd(reference).mean;
   if (target > 0) out.target = QString::number(target);
   out.marked = measured;
