@@ -97,6 +97,16 @@ function(dasp_add_test)
   endif()
 endfunction()
 
+# The unit runs this build's `dasp` (as node processes, or `dasp run`): build it first. Not
+# under ThreadSanitizer, whose units run the release build's `dasp` as their nodes
+# (tools/sanitizer-check.sh --thread: LibTorch is not built with TSan), so that job does not
+# compile the command line.
+function(dasp_test_runs_dasp target)
+  if(NOT DASP_SANITIZER STREQUAL "thread")
+    add_dependencies(${target} dasp)
+  endif()
+endfunction()
+
 # What every test executable (and the precompiled headers' hosts) is compiled with. The
 # tests' own code is compiled -O1: what they test is the libraries, compiled as the build
 # type says, and a test file's time went mostly to optimizing its QtTest macros.
