@@ -105,6 +105,7 @@ struct RunFlags {
   SpecFlags spec;
   std::vector<std::string> grid;
   std::vector<std::uint64_t> seeds;
+  std::vector<std::string> only;  // run labels to keep (empty: every run of the plan)
   std::optional<std::string> engine;
   std::optional<std::string> lrFrom;
   std::string db = defaultStorePath();

@@ -122,6 +122,25 @@ std::vector<PlannedRun> withTunedRates(const std::vector<PlannedRun>& planned, c
   return out;
 }
 
+// The runs of `planned` whose label is one of `labels`; a label no run has is an error that
+// lists the plan's labels.
+Result<std::vector<PlannedRun>> onlyLabelled(std::vector<PlannedRun> planned, const std::vector<std::string>& labels) {
+  std::vector<PlannedRun> kept;
+  for (auto& p : planned) {
+    if (std::find(labels.begin(), labels.end(), p.label) != labels.end()) kept.push_back(p);
+  }
+  for (const auto& label : labels) {
+    const bool found = std::any_of(kept.begin(), kept.end(), [&](const PlannedRun& p) { return p.label == label; });
+    if (found) continue;
+    std::string known;
+    for (const auto& p : planned) {
+      if (known.find("'" + p.label + "'") == std::string::npos) known += (known.empty() ? "'" : ", '") + p.label + "'";
+    }
+    return Status::error("--only " + label + ": no run of the plan has this label (its labels: " + known + ")");
+  }
+  return kept;
+}
+
 }  // namespace
 
 int runCommand(const RunFlags& flags) {
@@ -136,6 +155,10 @@ int runCommand(const RunFlags& flags) {
   if (flags.reference) spec->set_with_reference(true);
   auto planned = planRuns(spec.value(), flags.grid);
   if (!planned) return fail(flags.specPath + ": " + planned.message());
+  if (!flags.only.empty()) {
+    planned = onlyLabelled(std::move(planned).value(), flags.only);
+    if (!planned) return fail(flags.specPath + ": " + planned.message());
+  }
   std::vector<std::string> warned;
   for (const auto& run : planned.value()) {
     for (const auto& w : specWarnings(run.spec)) {
@@ -283,6 +306,10 @@ void addRunCommand(CLI::App& dasp, int& exitCode) {
       ->check(integerIn(0, INT64_MAX));
   run->add_option("--engine", flags->engine, "processes over gRPC (real) or the virtual-cluster engine (sim)")
       ->check(CLI::IsMember({"real", "sim"}));
+  run->add_option("--only", flags->only,
+                  "only the runs with this label, as the table and --json name them: bsp, dssp(3,15), dasp,\n"
+                  "reference ... (repeatable), e.g. to re-run one strategy of a suite")
+      ->type_name("LABEL");
   run->add_flag("--reference", flags->reference,
                 "also run the homogeneous-equivalent reference (same N and total gradient rate, BSP, same seeds\n"
                 "and rates), labelled `reference`; each run's heterogeneity_cost = its time to target / the\n"

@@ -11,6 +11,12 @@ namespace dasp {
 
 using namespace policy_internal;
 
+namespace {
+// Anytime batches: a node that turns out much faster than measured still computes at most
+// this many times the spec's batch in one round.
+constexpr int kAnytimeMaxFactor = 4;
+}  // namespace
+
 DaspAdaptivePolicy::DaspAdaptivePolicy(const DaspParamsResolved& params, int batchSize)
     : PolicyBase(ParallelState::Sync, params.barrierTimeoutS),
       m_p(params),
@@ -22,6 +28,9 @@ void DaspAdaptivePolicy::resetRule(int workers, double /*now*/) {
   m_barrier.reset(workers);
   for (int r = 0; r < workers; ++r) m_barrier.addMember(r);
   m_roundDeadline = -kInf;
+  m_roundSeconds = 0;
+  m_roundEnd = -kInf;
+  m_budget.assign(n, 0.0);
   m_perSample.assign(n, -1.0);
   m_releasedAt.assign(n, -1.0);
   m_releaseRound.assign(n, 0);
@@ -40,16 +49,30 @@ int DaspAdaptivePolicy::batchFor(int rank) const {
   return m_cluster.valid(rank) ? m_batch[ix(rank)] : 0;
 }
 
+ComputeBudget DaspAdaptivePolicy::computeBudgetFor(int rank) const {
+  if (!m_cluster.valid(rank) || !(m_budget[ix(rank)] > 0)) return {};
+  return ComputeBudget{m_budget[ix(rank)], m_p.minBatch, kAnytimeMaxFactor * m_nominalBatch};
+}
+
+void DaspAdaptivePolicy::onPushedBatch(int rank, int samples) {
+  if (m_cluster.valid(rank) && samples > 0) m_batch[ix(rank)] = samples;
+}
+
 void DaspAdaptivePolicy::onPullReleased(int rank, std::int64_t version, double now) {
   PolicyBase::onPullReleased(rank, version, now);
   if (!m_cluster.valid(rank)) return;
   const std::size_t r = ix(rank);
   m_batch[r] = m_share[r];
+  m_budget[r] = 0.0;
   m_releasedAt[r] = now;
   m_releaseRound[r] = m_rounds;
   if (m_cluster.isLive(rank) && m_barrier.isMember(rank) && !m_barrier.hasPushed(rank)) {
+    // Anytime: every member computes until the round's end, whatever its draw this time.
+    if (m_p.anytime && std::isfinite(m_roundEnd) && m_perSample[r] > 0) {
+      m_budget[r] = std::max(m_roundEnd - now, m_p.minBatch * m_perSample[r]);
+    }
     // The round waits for this member at most kappa × its expected compute time.
-    const double expected = m_perSample[r] >= 0 ? m_perSample[r] * m_batch[r] : -1.0;
+    const double expected = m_budget[r] > 0 ? m_budget[r] : m_perSample[r] >= 0 ? m_perSample[r] * m_batch[r] : -1.0;
     const double deadline = now + (expected > 0 ? m_p.kappa * expected : m_barrierTimeout);
     m_roundDeadline = std::max(m_roundDeadline, deadline);
   }
@@ -171,6 +194,7 @@ void DaspAdaptivePolicy::closeRound(double now, PolicyOutput& out) {
   ++m_rounds;
   m_roundDeadline = -kInf;
   rebalance(now, out);
+  m_roundEnd = m_roundSeconds > 0 ? now + m_roundSeconds : -kInf;
   out.recheckPulls = true;
 }
 
@@ -231,11 +255,13 @@ void DaspAdaptivePolicy::shareOut(int syncCount) {
     m_share[ix(m_sorted[i])] = m_nominalBatch;
   }
   if (!m_p.balanceBatches || syncCount <= 0) {
+    m_roundSeconds = 0;  // equal batches: counts, not time
     for (int i = 0; i < syncCount; ++i) m_share[ix(m_sorted[static_cast<std::size_t>(i)])] = m_nominalBatch;
     return;
   }
   double totalRate = 0;
   for (int i = 0; i < syncCount; ++i) totalRate += 1.0 / m_perSample[ix(m_sorted[static_cast<std::size_t>(i)])];
+  m_roundSeconds = roundBudget(syncCount, totalRate) / totalRate;
   const long total = std::max<long>(syncCount, std::lround(roundBudget(syncCount, totalRate)));
   long given = 0;
   for (int i = 0; i < syncCount; ++i) {

@@ -30,6 +30,13 @@
 //    round (staleness 1). A SYNC gradient more than one round late is dropped (an update
 //    of its own in mid-round would make the other members' gradients late in turn) and the
 //    node computes a fresh one.
+//  - Anytime batches (anytime, the default): a SYNC member released at a round boundary
+//    gets the round's remaining time as its compute budget (computeBudgetFor) instead of a
+//    count, computes the micro-batches of min_batch samples that end within it, and pushes
+//    their count (onPushedBatch), which weighs its gradient and feeds its estimate. A slow
+//    draw of its speed then costs samples, not a late push: the round does not wait for
+//    its slowest draw. The round's time is the shares' (a nominal iteration of the
+//    fastest with FASTEST_AT_NOMINAL).
 //  - ASYNC: applied at once, × 1/max(1, τ) with staleness_scaling, dropped when τ > s_max,
 //    and, with lead_cap, held to c_i − c_min ≤ s_high.
 //  - A rank silent for barrier_timeout_s is marked Down; a rank that comes back is SYNC
@@ -56,6 +63,8 @@ class DaspAdaptivePolicy final : public PolicyBase {
   void onTick(double now, PolicyOutput& out) override;
   double nextDeadline() const override;
   int batchFor(int rank) const override;
+  ComputeBudget computeBudgetFor(int rank) const override;
+  void onPushedBatch(int rank, int samples) override;
 
   // The current per-sample compute-time estimate of `rank` in seconds (< 0: not measured),
   // and the batch its next release gets (for tests and the docs' traces).
@@ -92,7 +101,10 @@ class DaspAdaptivePolicy final : public PolicyBase {
   std::vector<double> m_releasedAt;  // release of the iteration in flight; < 0 = none
   std::vector<std::int64_t> m_releaseRound;  // m_rounds at that release
   std::int64_t m_rounds = 0;                 // SYNC rounds closed
-  std::vector<int> m_batch;          // batch of the iteration in flight
+  double m_roundSeconds = 0;         // anytime: a round's compute time (0: not yet measured)
+  double m_roundEnd = 0;             // anytime: when the open round's members should push
+  std::vector<double> m_budget;      // anytime: compute budget of the iteration in flight
+  std::vector<int> m_batch;          // batch of the iteration in flight (as pushed, once it is)
   std::vector<int> m_share;          // batch of the next release
   std::vector<int> m_reportedShare;  // the share last reported as a decision
   std::vector<int> m_outOfBand;      // +k: k samples in a row above the band, -k below

@@ -93,6 +93,7 @@ Result<std::unique_ptr<SyncPolicy>> makePolicy(const v1::StrategySpec& strategy,
     p.minBatch = d.has_min_batch() ? d.min_batch() : defaultDaspMinBatch(batchSize);
     if (d.has_change_band()) p.changeBand = d.change_band();
     p.fastestAtNominal = d.batch_budget() != v1::DaspParams::CLUSTER_TOTAL;
+    p.anytime = d.anytime();
     if (p.minBatch < 1) {
       return badField("dasp.min_batch", "must be >= 1 (got " + std::to_string(p.minBatch) + ")");
     }

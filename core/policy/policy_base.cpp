@@ -31,6 +31,18 @@ const char* toString(PushOutcome outcome) {
   return "?";
 }
 
+int anytimeBatch(const ComputeBudget& budget, double perSampleS) {
+  const int cap = std::max(1, budget.maxBatch);
+  const int micro = std::clamp(budget.granularity, 1, cap);
+  if (!(budget.seconds > 0) || !(perSampleS > 0)) return micro;
+  const double microS = perSampleS * micro;
+  // The micro-batches that end within the budget: a round's members then all push by its
+  // end, and none holds it up by a micro-batch begun late.
+  const double fit = std::floor(budget.seconds / microS + 1e-9);
+  const double whole = std::min(std::max(1.0, fit), static_cast<double>(cap / micro));
+  return static_cast<int>(whole) * micro;
+}
+
 // ---------------------------------------------------------------------------------------
 // RoundBarrier
 

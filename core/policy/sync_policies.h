@@ -268,6 +268,8 @@ struct DaspParamsResolved {
   // true: FASTEST_AT_NOMINAL (the fastest SYNC node keeps the spec's batch); false:
   // CLUSTER_TOTAL (the shares sum to the spec's batch × the SYNC nodes).
   bool fastestAtNominal = true;
+  // Anytime batches: a SYNC node computes for the round's time, not a count (ComputeBudget).
+  bool anytime = false;
 };
 
 // DASP-R (strategies.md §3): a SYNC group with a barrier over its current members (timeout

@@ -83,6 +83,21 @@ struct PolicyOutput {
   std::size_t updateCount() const { return updateBegin.size(); }
 };
 
+// How long a rank may compute its next gradient, instead of a batch count (DASP's ADAPTIVE
+// rule with anytime batches): the node computes the micro-batches of `granularity` samples
+// that end within `seconds` and pushes the gradient of all it computed with their count
+// (Anytime Minibatch, Ferdinand et al., ICLR 2019). seconds 0: no budget, the node computes
+// batchFor()'s samples.
+struct ComputeBudget {
+  double seconds = 0;
+  int granularity = 1;
+  int maxBatch = 1;  // the most samples, whatever the node's speed
+};
+
+// The samples a node computes under `budget` at `perSampleS` seconds a sample: the whole
+// micro-batches that fit; at least one micro-batch, at most budget.maxBatch.
+int anytimeBatch(const ComputeBudget& budget, double perSampleS);
+
 // What the server learns about a push outcome for the pushing rank (for its reply).
 enum class PushOutcome : std::uint8_t { Applied, Held, Dropped };
 const char* toString(PushOutcome outcome);
@@ -108,6 +123,12 @@ class SyncPolicy {
   // Samples `rank` computes its next gradient on, fixed when its pull is released
   // (onPullReleased); 0 = the spec's batch_size. Only DASP's ADAPTIVE rule sizes batches.
   virtual int batchFor(int /*rank*/) const { return 0; }
+  // The compute budget of `rank`'s next gradient, fixed with its batch (onPullReleased);
+  // seconds 0 = none. Only DASP's ADAPTIVE rule with anytime batches gives one.
+  virtual ComputeBudget computeBudgetFor(int /*rank*/) const { return {}; }
+  // The samples `rank`'s gradient about to be pushed (onPush, next) was computed on, as its
+  // push says: under a compute budget the node, not the policy, knows the count.
+  virtual void onPushedBatch(int /*rank*/, int /*samples*/) {}
 
   virtual std::int64_t version() const = 0;
   virtual ParallelState state(int rank) const = 0;

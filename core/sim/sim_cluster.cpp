@@ -7,15 +7,19 @@ namespace dasp::sim_detail {
 
 // --- workers ------------------------------------------------------------------------------
 
-double SimRun::iterationSeconds(Worker& w, double t) {
+// This iteration's compute time for the spec's batch (its jitter drawn now).
+double SimRun::nominalIterationSeconds(Worker& w, double t) {
   const double slowdown = slowdownAt(w.speed, t);
   const double baseS = w.speed.base_iteration_ms() > 0 ? w.speed.base_iteration_ms() / 1000.0
                                                        : m_spec.sim().compute_ms() / 1000.0;
   double factor = 1.0;
   if (w.speed.jitter() > 0) factor = std::max(0.1, 1.0 + w.speed.jitter() * w.normal(w.rng));
-  // Compute scales with the batch, as real compute does (equal batches: a factor of 1).
-  const double batchFactor = static_cast<double>(w.source->batchSize()) / static_cast<double>(m_spec.batch_size());
-  return slowdown * baseS * factor * batchFactor;
+  return slowdown * baseS * factor;
+}
+
+// Compute scales with the batch, as real compute does (equal batches: a factor of 1).
+double SimRun::scaledToBatch(const Worker& w, double nominalS) const {
+  return nominalS * (static_cast<double>(w.source->batchSize()) / static_cast<double>(m_spec.batch_size()));
 }
 
 // With per-update chain forwarding a worker's pull waits until the tail holds the update:
@@ -39,7 +43,12 @@ void SimRun::release(int rank, double t) {
   w.baseVersion = m_store->version();
   m_ackedVersion = std::max(m_ackedVersion, m_store->version());
   if (m_stateless) w.heldParams.assign(m_store->parameters(), m_store->parameters() + m_store->size());
-  const int batch = m_policy->batchFor(rank);
+  w.pullS = pullSeconds(w, t) + replicationDelay();
+  const double nominalS = nominalIterationSeconds(w, t + w.pullS);
+  // Under a compute budget the worker computes what fits in it at this iteration's speed.
+  const ComputeBudget budget = m_policy->computeBudgetFor(rank);
+  const int batch = budget.seconds > 0 ? anytimeBatch(budget, nominalS / static_cast<double>(m_spec.batch_size()))
+                                       : m_policy->batchFor(rank);
   if (batch > 0 && batch != w.source->batchSize() && !w.source->setBatchSize(batch)) {
     m_failure = w.name + ": its gradient source cannot compute a batch of " + std::to_string(batch);
     return;
@@ -52,8 +61,7 @@ void SimRun::release(int rank, double t) {
   w.loss = loss.value();
   ++w.pulls;
   m_serverBytesOut += static_cast<std::int64_t>(m_bytes);
-  w.pullS = pullSeconds(w, t) + replicationDelay();
-  w.computeS = iterationSeconds(w, t + w.pullS);
+  w.computeS = scaledToBatch(w, nominalS);
   w.pushS = w.link.transfer(m_bytes);
   w.phase = Worker::Phase::InFlight;
   if (m_modelServerLinks) {
@@ -179,6 +187,7 @@ std::int64_t SimRun::offerToPolicy(int rank, double t) {
   m_gradientOf[r] = w.gradient.data();
   m_baseVersionOf[r] = w.baseVersion;
   m_out.clear();
+  m_policy->onPushedBatch(rank, w.source->batchSize());
   const PushOutcome outcome = m_policy->onPush(rank, w.baseVersion, t, m_out);
   bool consumed = false;
   for (const auto& g : m_out.gradients) consumed = consumed || g.rank == rank;

@@ -150,7 +150,8 @@ class SimRun {
   void markDown(int rank, double t, const std::string& why);
   void markUp(int rank, double t, const std::string& why);
   void scheduleTick();
-  double iterationSeconds(Worker& w, double t);
+  double nominalIterationSeconds(Worker& w, double t);
+  double scaledToBatch(const Worker& w, double nominalS) const;
   double replicationDelay() const;
   // Modelled server links (sim.server_link, ps.shards): when a push sent at `t0` has
   // reached the servers, and when a pull released at `t` has reached its worker; each

@@ -27,7 +27,7 @@ void SimRun::startOutageWork(int rank, double t, bool keepInFlight) {
     w.backlog->commit(w.baseVersion, t);
     if (m_serverFault >= 0) ++m_faults[static_cast<std::size_t>(m_serverFault)].record.gradientsDuringOutage;
   }
-  schedule(t + iterationSeconds(w, t), Ev::OutageCompute, rank, w.gen);
+  schedule(t + scaledToBatch(w, nominalIterationSeconds(w, t)), Ev::OutageCompute, rank, w.gen);
 }
 
 void SimRun::onOutageCompute(int rank, double t) {
@@ -41,7 +41,7 @@ void SimRun::onOutageCompute(int rank, double t) {
   }
   w.backlog->commit(w.baseVersion, t);
   if (m_serverFault >= 0) ++m_faults[static_cast<std::size_t>(m_serverFault)].record.gradientsDuringOutage;
-  schedule(t + iterationSeconds(w, t), Ev::OutageCompute, rank, w.gen);
+  schedule(t + scaledToBatch(w, nominalIterationSeconds(w, t)), Ev::OutageCompute, rank, w.gen);
 }
 
 // The highest version any live worker holds, with its parameters; none: the initial ones.

@@ -237,6 +237,7 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
   if (!dasp->has_balance_batches()) dasp->set_balance_batches(true);
   if (!dasp->has_min_batch()) dasp->set_min_batch(defaultDaspMinBatch(spec.batch_size()));
   if (!dasp->has_change_band()) dasp->set_change_band(0.5);
+  if (!dasp->has_anytime()) dasp->set_anytime(true);
   if (dasp->batch_budget() == v1::DaspParams::BATCH_BUDGET_UNSPECIFIED) {
     dasp->set_batch_budget(v1::DaspParams::FASTEST_AT_NOMINAL);
   }

@@ -38,6 +38,7 @@ std::string strategyLabel(const v1::StrategySpec& strategy) {
     if (d.rule() == v1::DaspParams::PAPER) return "dasp-r";
     if (d.has_balance_batches() && !d.balance_batches()) return "dasp-eq";
     if (d.batch_budget() == v1::DaspParams::CLUSTER_TOTAL) return "dasp-ct";
+    if (d.has_anytime() && !d.anytime()) return "dasp-count";
   }
   return name;
 }

@@ -4,8 +4,10 @@
 #include "core/common/durations.h"
 #include "core/params/gradient_backlog.h"
 #include "core/params/update_record.h"
+#include "core/policy/sync_policy.h"
 #include "core/spec/speed_profile.h"
 #include "net/client/link_emulation.h"
+#include "net/client/node_support.h"
 #include "net/client/ps_client.h"
 #include "net/client/recovery_line.h"
 #include "net/client/sharded_link.h"
@@ -17,74 +19,9 @@
 #include <thread>
 
 namespace dasp::net {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-bool cancelled(const WorkerOptions& o) { return o.cancel != nullptr && o.cancel->load(); }
-
-void say(const WorkerOptions& o, const std::string& text) {
-  if (o.log) o.log(text);
-}
-
-// Retries a call while the server is unreachable, with exponential backoff (0.2 s → 2 s),
-// for at most connectTimeoutS; says so once per attempt.
-template <typename Call>
-grpc::Status withRetry(const WorkerOptions& o, const char* what, NodeStats& stats, Call&& call) {
-  const auto start = Clock::now();
-  double backoff = 0.2;
-  int attempt = 0;
-  while (true) {
-    auto status = call();
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE || cancelled(o)) return status;
-    ++attempt;
-    ++stats.retries;
-    if (secondsSince(start) + backoff > o.connectTimeoutS) return status;
-    say(o, std::string(what) + ": server " + o.server + " unreachable (" + describe(status) + "); retry " +
-               std::to_string(attempt) + " in " + std::to_string(backoff).substr(0, 4) + " s");
-    std::this_thread::sleep_for(durationFromSeconds(backoff));
-    backoff = std::min(backoff * 2, 2.0);
-  }
-}
-
-std::vector<std::string> serverList(const WorkerOptions& options) {
-  if (!options.servers.empty()) return options.servers;
-  return {options.server};
-}
-
-// A status that means "no server here (any more)": the node looks for one.
-bool isOutage(const grpc::Status& status) {
-  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-         status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
-         status.error_code() == grpc::StatusCode::CANCELLED;
-}
-
-void recoveryLine(const WorkerOptions& o, const RecoveryReport& report) { say(o, formatRecoveryLine(report)); }
-
-RecoveryReport outageReport(const WorkerOptions& o, const std::string& server, const grpc::Status& why,
-                            std::int64_t acked) {
-  RecoveryReport r;
-  r.kind = RecoveryReport::Kind::OutageDetected;
-  r.node = o.name;
-  r.server = server;
-  r.ackedVersion = acked;
-  r.status = describe(why);
-  return r;
-}
-
-// The evaluator's link to the server at `address`; a sharded server's shards are all
-// joined again (null when that fails: a restarted one may not answer yet).
-std::shared_ptr<ServerLink> evaluatorLink(const WorkerOptions& options, const std::string& address, bool sharded) {
-  if (!sharded) return std::make_shared<PsClient>(address, options.parameters, options.security);
-  WorkerOptions again = options;
-  again.connectTimeoutS = 0;
-  auto joined = joinServer(again, "evaluator");
-  return joined ? joined->client : nullptr;
-}
-
-}  // namespace
+// The helpers both node loops use (node_support.h).
+using namespace node_support;
 
 Result<JoinInfo> joinServer(const WorkerOptions& options, const std::string& role) {
   pb::JoinRequest request;
@@ -164,6 +101,9 @@ class WorkerLoop {
     bool overrun = false;
   };
   Result<Step> compute(const float* p, float* out, double slowdown);
+  // The batch of this pull's iteration: the server's batch_size, or under a compute budget
+  // what fits in it at this iteration's speed (after m_profile.beginIteration()).
+  int batchForPull() const;
   // The outage loop: find the server (the head, in a chain), rejoin, flush the backlog.
   // `inFlight`: a computed gradient whose push was not acknowledged.
   Status recover(const grpc::Status& why, bool inFlight);
@@ -197,6 +137,7 @@ class WorkerLoop {
   const Clock::time_point m_joinedAt = Clock::now();
   v1::NodeSpec m_node;
   SpeedProfile m_profile;
+  double m_realPerSampleS = -1;  // the last real compute time per sample; < 0: none yet
   LinkEmulation m_link;
   std::size_t m_modelBytes;
   double m_pullTimeout;
@@ -288,6 +229,22 @@ void WorkerLoop::noteAck(std::int64_t vouched, bool pushAcknowledged) {
     say(m_options, m_options.name + ": " + st.message() + "; recording stops");
     m_record.reset();
   }
+}
+
+int WorkerLoop::batchForPull() const {
+  // The server may size this node's batch (DASP's ADAPTIVE rule); 0 = the spec's.
+  const int batch = m_pullReply.batch_size() > 0 ? m_pullReply.batch_size() : m_join.spec.batch_size();
+  const ComputeBudget budget{m_pullReply.compute_budget_s(), m_pullReply.budget_granularity(),
+                             m_pullReply.budget_max_batch()};
+  if (!(budget.seconds > 0)) return batch;
+  // The node computes micro-batches until the budget is spent. Its emulated speed is known
+  // before it starts, and the real compute of a sample is at least what it was last time
+  // (a node without an emulated base has only that).
+  const double serverT = m_join.serverTimeAtJoin + secondsSince(m_joinedAt);
+  const double perSample = std::max(
+      m_profile.perSampleSeconds(serverT, m_pullReply.slowdown(), m_join.spec.batch_size(), m_realPerSampleS),
+      m_realPerSampleS);
+  return perSample > 0 ? anytimeBatch(budget, perSample) : batch;
 }
 
 Result<WorkerLoop::Step> WorkerLoop::compute(const float* p, float* out, double slowdown) {
@@ -385,6 +342,7 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
     }
     if (m_stateless && m_lastVersion >= 0) {
       // Keep computing on the last parameters, as the stateless server's workers do.
+      m_profile.beginIteration();
       auto step = compute(m_lastParams.data(), m_backlog.next(), m_pullReply.slowdown());
       if (!step) return step.status();
       m_backlog.commit(m_lastVersion, secondsSince(m_joinedAt));
@@ -490,8 +448,8 @@ bool WorkerLoop::iterate(grpc::Status& status) {
                               std::to_string(m_source.parameterCount()) + " floats)"));
   }
   keepParameters();
-  // The server may size this node's batch (DASP's ADAPTIVE rule); 0 = the spec's.
-  const int batch = m_pullReply.batch_size() > 0 ? m_pullReply.batch_size() : m_join.spec.batch_size();
+  m_profile.beginIteration();
+  const int batch = batchForPull();
   if (batch != m_source.batchSize() && !m_source.setBatchSize(batch)) {
     return fail(Status::error(m_options.name + ": cannot compute the batch of " + std::to_string(batch) +
                               " samples the server asked for (pull reply batch_size)"));
@@ -501,6 +459,7 @@ bool WorkerLoop::iterate(grpc::Status& status) {
   auto step = compute(m_params, m_gradientAt, m_pullReply.slowdown());
   if (!step) return fail(step.status());
   m_stats.computeS += step->computeS;
+  m_realPerSampleS = step->computeS / static_cast<double>(std::max(1, m_source.batchSize()));
   m_pushRequest.set_base_version(m_pullReply.version());
   m_pushRequest.set_compute_s(step->computeS);
   m_pushRequest.set_emulated_s(step->emulatedS);
@@ -596,105 +555,6 @@ Result<NodeStats> WorkerLoop::run() {
 Result<NodeStats> runWorker(const WorkerOptions& options, const JoinInfo& join, GradientSource& source) {
   WorkerLoop loop(options, join, source);
   return loop.run();
-}
-
-Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& join, ParameterEvaluator& evaluator,
-                               ParameterEvaluator& finalEvaluator) {
-  const auto servers = serverList(options);
-  std::size_t current = 0;
-  // A sharded server's evaluator pulls every range (its join made the link); else shard 0's.
-  std::shared_ptr<ServerLink> client = join.client ? join.client : evaluatorLink(options, servers[current], false);
-  NodeStats stats;
-  const auto& eval = join.spec.evaluation();
-  const std::int64_t everyVersions = eval.every_steps() > 0 ? eval.every_steps() : 0;
-  const double everyS = eval.every_s() > 0 ? eval.every_s() : 0;
-  const double reconnectTimeoutS = join.spec.recovery().reconnect_timeout_s();
-  std::int64_t lastVersion = -1;
-  std::uint64_t lastIncarnation = 0;
-  bool stop = false;
-  // A pull that survives outages: on one, every server is tried in chain order until one
-  // answers (a restarted server may hold an older version: the schedule starts over).
-  auto pull = [&](pb::PullRequest& request, pb::PullReply& reply, const float*& params, double timeout) {
-    auto status = client->pullParameters(request, reply, params, timeout);
-    if (!isOutage(status) || cancelled(options)) return status;
-    ++stats.outages;
-    const auto outageStart = Clock::now();
-    recoveryLine(options, outageReport(options, servers[current], status, -1));
-    request.set_min_version(0);
-    while (!cancelled(options) && secondsSince(outageStart) < reconnectTimeoutS) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      for (std::size_t k = 0; k < servers.size(); ++k) {
-        const std::size_t i = (current + k) % servers.size();
-        auto candidate = evaluatorLink(options, servers[i], join.sharded);
-        if (!candidate) continue;
-        reply.Clear();
-        status = candidate->pullParameters(request, reply, params, 5.0);
-        if (!isOutage(status)) {
-          current = i;
-          client = std::move(candidate);
-          lastVersion = -1;
-          RecoveryReport done;
-          done.kind = RecoveryReport::Kind::Reconnected;
-          done.node = options.name;
-          done.server = servers[current];
-          done.outageS = secondsSince(outageStart);
-          recoveryLine(options, done);
-          return status;
-        }
-      }
-    }
-    return status;
-  };
-  while (!cancelled(options) && !stop) {
-    pb::PullRequest request;
-    request.set_rank(-1);
-    // Wait for enough new versions (every_steps 0: by time only, no count is enough), but
-    // no longer than every_s (then take what there is).
-    const std::int64_t due = everyVersions > 0 ? lastVersion + everyVersions : std::numeric_limits<std::int64_t>::max();
-    request.set_min_version(lastVersion < 0 ? 0 : due);
-    pb::PullReply reply;
-    const double timeout = everyS > 0 ? everyS : 60.0;
-    const float* params = nullptr;
-    auto status = pull(request, reply, params, timeout);
-    // No new version in time: take the current one; a server that does not answer that
-    // either is hung (paused) or its link slow, not gone: ask again until it does.
-    for (double wait = 30.0; status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled(options);
-         wait = callTimeoutS(join.spec)) {
-      request.set_min_version(0);
-      reply.Clear();
-      status = pull(request, reply, params, wait);
-    }
-    if (!status.ok()) return Status::error(options.name + ": pull failed: " + describe(status));
-    stop = reply.stop();
-    if (reply.version() == lastVersion && reply.incarnation() == lastIncarnation && !stop) continue;
-    if (params == nullptr) {
-      return Status::error(options.name + ": server sent parameters of the wrong size (expected " +
-                           std::to_string(evaluator.parameterCount()) + " floats)");
-    }
-    const auto t0 = Clock::now();
-    const Evaluation e = stop ? finalEvaluator.evaluate(params) : evaluator.evaluate(params);
-    pb::EvaluationReport report;
-    report.set_version(reply.version());
-    report.set_loss(e.loss);
-    report.set_accuracy(e.accuracy);
-    report.set_samples(e.samples);
-    report.set_version_t_s(reply.version_t_s());
-    report.set_eval_s(secondsSince(t0));
-    pb::ReportReply reportReply;
-    status = client->report(report, reportReply, 30.0);
-    if (isOutage(status)) {
-      // The server went away after the pull: this evaluation has no one to go to.
-      say(options, options.name + ": evaluation of version " + std::to_string(reply.version()) +
-                       " not reported (" + describe(status) + ")");
-    } else if (!status.ok()) {
-      return Status::error(options.name + ": report failed: " + describe(status));
-    }
-    lastVersion = reply.version();
-    lastIncarnation = reply.incarnation();
-    ++stats.iterations;
-  }
-  stats.bytesReceived = client->bytesReceived();
-  return stats;
 }
 
 }  // namespace dasp::net

@@ -122,6 +122,10 @@ void ParameterServer::Impl::answerPullLocked(PendingPull* r, double t) {
       lastContact[static_cast<std::size_t>(rank)] = t;
       policy->onPullReleased(rank, store->version(), t);
       reply->set_batch_size(policy->batchFor(rank));
+      const ComputeBudget budget = policy->computeBudgetFor(rank);
+      reply->set_compute_budget_s(budget.seconds);
+      reply->set_budget_granularity(budget.seconds > 0 ? budget.granularity : 0);
+      reply->set_budget_max_batch(budget.seconds > 0 ? budget.maxBatch : 0);
     }
   }
   if (sharded()) {

@@ -460,6 +460,7 @@ grpc::Status ParameterServer::Impl::handlePush(const pb::PushRequest& req, const
     }
   }
   out.clear();
+  policy->onPushedBatch(rank, req.batch_size());
   const PushOutcome outcome = policy->onPush(rank, base, t, out);
   bool consumed = false;
   for (const auto& g : out.gradients) consumed = consumed || g.rank == rank;

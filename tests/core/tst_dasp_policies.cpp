@@ -4,6 +4,8 @@
 // no sleeps, no threads.
 #include "tests/support/policy_harness.h"
 
+#include <set>
+
 using namespace policy_harness;
 
 class TestDaspPolicies : public QObject {
@@ -28,6 +30,8 @@ class TestDaspPolicies : public QObject {
   void adaptiveFollowsSpeedChange();
   void adaptiveTooSlowNodeRunsAsync();
   void adaptiveLateGradientJoinsNextRound();
+  void anytimeBatchCountsWholeMicroBatches();
+  void adaptiveAnytimeRoundsDoNotWaitForJitter();
   void adaptiveEqualBatchesChooseFastGroup();
 };
 
@@ -406,10 +410,12 @@ void TestDaspPolicies::adaptiveTooSlowNodeRunsAsync() {
 }
 
 void TestDaspPolicies::adaptiveLateGradientJoinsNextRound() {
-  // Rank 1 is ×2 for one iteration: the round times out at kappa (1.5) × its expected
-  // compute, it stays SYNC, and its late gradient enters the next round with staleness 1:
-  // none dropped.
-  auto policy = make(adaptiveDasp());
+  // Counted batches (anytime off): rank 1 is ×2 for one iteration, the round times out at
+  // kappa (1.5) × its expected compute, it stays SYNC, and its late gradient enters the
+  // next round with staleness 1: none dropped.
+  auto spec = adaptiveDasp();
+  spec.mutable_dasp()->set_anytime(false);
+  auto policy = make(spec);
   SimConfig cfg;
   cfg.times = {1, 1, 1, 1};
   cfg.endTime = 100;
@@ -424,6 +430,56 @@ void TestDaspPolicies::adaptiveLateGradientJoinsNextRound() {
   // Every push was applied once, but those of the round still open at the end.
   QVERIFY(res.applied.size() <= res.pushes.size());
   QVERIFY(res.applied.size() + 4 >= res.pushes.size());
+}
+
+void TestDaspPolicies::anytimeBatchCountsWholeMicroBatches() {
+  using dasp::anytimeBatch;
+  using dasp::ComputeBudget;
+  QCOMPARE(anytimeBatch(ComputeBudget{1.0, 4, 256}, 0.01), 100);   // 25 micro-batches of 0.04 s
+  QCOMPARE(anytimeBatch(ComputeBudget{0.999, 4, 256}, 0.01), 96);  // the 25th would end late
+  QCOMPARE(anytimeBatch(ComputeBudget{0.01, 4, 256}, 0.01), 4);    // at least one
+  QCOMPARE(anytimeBatch(ComputeBudget{10.0, 4, 256}, 0.01), 256);  // at most maxBatch
+  QCOMPARE(anytimeBatch(ComputeBudget{0, 4, 256}, 0.01), 4);       // no budget, no speed
+  QCOMPARE(anytimeBatch(ComputeBudget{1.0, 4, 256}, -1.0), 4);
+}
+
+void TestDaspPolicies::adaptiveAnytimeRoundsDoNotWaitForJitter() {
+  // Speeds 1, 1, 2, 4 with every iteration ×(1 ± 30 %): with counted batches a round waits
+  // for its slowest draw; with anytime batches every member computes until the round's end
+  // whatever its draw, so the rounds keep the fastest node's pace and nobody waits long.
+  auto run = [](bool anytime) {
+    auto spec = adaptiveDasp();
+    spec.mutable_dasp()->set_anytime(anytime);
+    auto policy = make(spec);
+    SimConfig cfg;
+    cfg.times = {1, 1, 2, 4};
+    cfg.jitter = 0.3;
+    cfg.endTime = 300;
+    return simulate(*policy, cfg);
+  };
+  const auto counted = run(false);
+  const auto anytime = run(true);
+  CHECK_SIM_SANE(counted);
+  CHECK_SIM_SANE(anytime);
+  auto parked = [](const SimResult& res) {
+    double s = 0;
+    for (const auto& p : res.parks) s += p.waited;
+    return s / (4 * 300.0);
+  };
+  QVERIFY2(parked(anytime) < 0.5 * parked(counted),
+           qPrintable(QStringLiteral("waiting: anytime %1, counted %2").arg(parked(anytime)).arg(parked(counted))));
+  QVERIFY2(meanRoundTime(anytime, 100) < 1.05 && meanRoundTime(counted, 100) > 1.15,
+           qPrintable(QStringLiteral("rounds: anytime %1, counted %2")
+                          .arg(meanRoundTime(anytime, 100))
+                          .arg(meanRoundTime(counted, 100))));
+  QCOMPARE(maxStaleness(anytime), std::int64_t{0});
+  QCOMPARE(countKind(anytime, DecisionKind::BarrierTimeout), 0);
+  // The pushed batches follow each draw: a node's counts vary from round to round.
+  std::set<int> counts;
+  for (std::size_t i = anytime.pushes.size() / 2; i < anytime.pushes.size(); ++i) {
+    if (anytime.pushes[i].first == 0) counts.insert(anytime.pushedBatches[i]);
+  }
+  QVERIFY2(counts.size() >= 5, qPrintable(QString::number(counts.size())));
 }
 
 void TestDaspPolicies::adaptiveEqualBatchesChooseFastGroup() {

@@ -294,12 +294,17 @@ class TestResults : public QObject {
     auto* equal = spec.add_suite()->mutable_strategy();
     equal->set_name("dasp");
     equal->mutable_dasp()->set_balance_batches(false);
+    auto* counted = spec.add_suite()->mutable_strategy();
+    counted->set_name("dasp");
+    counted->mutable_dasp()->set_anytime(false);
     auto planned = planRuns(spec);
-    QVERIFY(planned);
+    QVERIFY2(planned, planned ? "" : planned.message().c_str());
     QCOMPARE(planned->at(0).label, std::string("dasp"));
     QCOMPARE(planned->at(1).label, std::string("dasp-r"));
     QCOMPARE(planned->at(2).label, std::string("dasp-ct"));
     QCOMPARE(planned->at(3).label, std::string("dasp-eq"));
+    QCOMPARE(planned->at(4).label, std::string("dasp-count"));
+    QVERIFY(planned->at(0).spec.strategy().dasp().anytime());
     QCOMPARE(planned->at(0).spec.strategy().dasp().rule(), v1::DaspParams::ADAPTIVE);
     QCOMPARE(planned->at(0).spec.strategy().dasp().batch_budget(), v1::DaspParams::FASTEST_AT_NOMINAL);
     QCOMPARE(planned->at(0).spec.strategy().dasp().min_batch(), 4);  // batch_size 64 / 16

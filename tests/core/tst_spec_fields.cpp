@@ -271,6 +271,7 @@ std::string checkIterationWaits(const ExperimentSpec& spec) {
   for (const auto& node : expandWorkers(spec)) {
     SpeedProfile profile(node, spec.seed());
     for (double t : {0.0, 1.0}) {
+      profile.beginIteration();
       const double target = profile.targetSeconds(computeS, t, 0, 1.0);
       const auto wait = SpeedProfile::restOfIteration(target, computeS);
       const double asked = std::min(target - computeS, kMaxDurationS);

@@ -26,6 +26,8 @@
 
 namespace policy_harness {
 
+using dasp::anytimeBatch;
+using dasp::ComputeBudget;
 using dasp::DecisionKind;
 using dasp::ParallelState;
 using dasp::PolicyDecision;
@@ -94,6 +96,7 @@ struct SimResult {
   std::vector<Release> releases;
   std::vector<Park> parks;
   std::vector<std::pair<int, double>> pushes;  // (rank, time)
+  std::vector<int> pushedBatches;              // the samples of each of `pushes`
   std::int64_t updates = 0;
   bool versionMismatch = false;
   bool emptyReason = false;
@@ -109,6 +112,7 @@ class Simulator {
   SimResult run() {
     const int n = static_cast<int>(m_cfg.times.size());
     m_base.assign(static_cast<std::size_t>(n), 0);
+    m_batch.assign(static_cast<std::size_t>(n), 64);
     m_vanished.assign(static_cast<std::size_t>(n), false);
     m_rng.seed(m_cfg.seed);
     m_policy.reset(n, 0.0);
@@ -150,7 +154,9 @@ class Simulator {
         continue;
       }
       m_result.pushes.emplace_back(ev.rank, m_now);
+      m_result.pushedBatches.push_back(m_batch[ix(ev.rank)]);
       m_out.clear();
+      m_policy.onPushedBatch(ev.rank, m_batch[ix(ev.rank)]);
       m_policy.onPush(ev.rank, m_base[ix(ev.rank)], m_now, m_out);
       process();
       tryPull(ev.rank);
@@ -177,11 +183,14 @@ class Simulator {
     for (const auto& c : m_cfg.changes) {
       if (c.rank == r && m_now >= c.from && m_now < c.to) t *= c.factor;
     }
-    // A batch the policy sized (DASP ADAPTIVE) takes proportionally long, as real compute.
-    const int batch = m_policy.batchFor(r);
-    if (batch > 0) t *= static_cast<double>(batch) / 64.0;
     std::uniform_real_distribution<double> u(-1.0, 1.0);
-    return t * (1.0 + m_cfg.jitter * u(m_rng));
+    t *= 1.0 + m_cfg.jitter * u(m_rng);
+    // A batch the policy sized (DASP ADAPTIVE) takes proportionally long, as real compute;
+    // under a compute budget the node computes what fits at this iteration's speed.
+    const ComputeBudget budget = m_policy.computeBudgetFor(r);
+    const int batch = budget.seconds > 0 ? anytimeBatch(budget, t / 64.0) : m_policy.batchFor(r);
+    m_batch[ix(r)] = batch > 0 ? batch : 64;
+    return t * static_cast<double>(m_batch[ix(r)]) / 64.0;
   }
 
   std::int64_t leadOf(int r) const {
@@ -254,6 +263,7 @@ class Simulator {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> m_events;
   std::uint64_t m_seq = 0;
   std::vector<std::int64_t> m_base;
+  std::vector<int> m_batch;  // per rank: the samples of its iteration in flight
   std::vector<bool> m_vanished;
   std::vector<Park> m_parked;
   std::mt19937_64 m_rng;

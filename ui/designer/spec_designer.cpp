@@ -363,6 +363,7 @@ void SpecDesigner::buildStrategySection(QWidget* page, QVBoxLayout* layout) {
             enumValues("strategy.dasp.batch_budget"));
   addText(k, tr("Min batch"), "strategy.dasp.min_batch", tr("batch size / 16"));
   addText(k, tr("Change band"), "strategy.dasp.change_band", QStringLiteral("0.5"));
+  addBool(k, tr("Anytime batches"), "strategy.dasp.anytime", true);
   addText(f, tr("Barrier timeout (s)"), "strategy.barrier_timeout_s", QStringLiteral("10"));
   // The server's gradient guard (every strategy): core/params/gradient_guard.h.
   addChoice(f, tr("Gradient guard"), "strategy.gradient_guard.mode", QStringLiteral("REFUSE_OUTLIERS"),
