@@ -104,6 +104,8 @@ class WorkerLoop {
   // The batch of this pull's iteration: the server's batch_size, or under a compute budget
   // what fits in it at this iteration's speed (after m_profile.beginIteration()).
   int batchForPull() const;
+  // The run's server time now, as the node reckons it from its join.
+  double serverNow() const { return m_join.serverTimeAtJoin + secondsSince(m_joinedAt); }
   // The outage loop: find the server (the head, in a chain), rejoin, flush the backlog.
   // `inFlight`: a computed gradient whose push was not acknowledged.
   Status recover(const grpc::Status& why, bool inFlight);
@@ -240,7 +242,7 @@ int WorkerLoop::batchForPull() const {
   // The node computes micro-batches until the budget is spent. Its emulated speed is known
   // before it starts, and the real compute of a sample is at least what it was last time
   // (a node without an emulated base has only that).
-  const double serverT = m_join.serverTimeAtJoin + secondsSince(m_joinedAt);
+  const double serverT = serverNow();
   const double perSample = std::max(
       m_profile.perSampleSeconds(serverT, m_pullReply.slowdown(), m_join.spec.batch_size(), m_realPerSampleS),
       m_realPerSampleS);
@@ -254,7 +256,7 @@ Result<WorkerLoop::Step> WorkerLoop::compute(const float* p, float* out, double 
   Step step;
   step.loss = loss.value();
   step.computeS = secondsSince(computeStart);
-  const double serverT = m_join.serverTimeAtJoin + secondsSince(m_joinedAt);
+  const double serverT = serverNow();
   const double batchFactor = static_cast<double>(m_source.batchSize()) / static_cast<double>(m_join.spec.batch_size());
   const double target = m_profile.targetSeconds(step.computeS, serverT, slowdown, batchFactor);
   if (target > step.computeS) {
