@@ -22,6 +22,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLineEdit>
+#include <QPointer>
 #include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
@@ -41,6 +42,8 @@ class TestPredict : public QObject {
   void initTestCase();
   void predictsEachStrategyWithTheMeasuredRunMarked();
   void cancelStopsThePredictionMidPlan();
+  void closingMidPlanStopsTheChildWithoutWaiting_data();
+  void closingMidPlanStopsTheChildWithoutWaiting();
   void refusesWhatItCannotPredict();
   void mainWindowOffersTheActionOnOneRun();
 
@@ -135,6 +138,37 @@ void TestPredict::cancelStopsThePredictionMidPlan() {
   QVERIFY2(dialog.statusText().startsWith("Cancelled"), qPrintable(dialog.statusText()));
   QVERIFY(!dialog.predicted().empty());
   QVERIFY(dialog.predicted().size() < 48);
+}
+
+void TestPredict::closingMidPlanStopsTheChildWithoutWaiting_data() {
+  QTest::addColumn<bool>("escape");
+  QTest::newRow("the window closed") << false;
+  QTest::newRow("Esc") << true;
+}
+
+void TestPredict::closingMidPlanStopsTheChildWithoutWaiting() {
+  QFETCH(bool, escape);
+  // Closing (the window's X, Esc) while the child runs: the dialog hides at once, the
+  // child is cancelled, and the dialog goes (WA_DeleteOnClose) once the child has stopped,
+  // after it reported the prediction finished, so the runs list shows what was stored.
+  auto* dialog = new PredictDialog(m_db, m_runId, QString::fromLatin1(kDasp));
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  QPointer<PredictDialog> alive(dialog);
+  choose(*dialog, {"bsp", "asp", "ssp", "dssp", "backup", "dasp"}, "1,2,3,4,5,6,7,8");
+  QSignalSpy finished(dialog, &PredictDialog::finished);
+  dialog->show();
+  QVERIFY2(dialog->start(), qPrintable(dialog->statusText()));
+  QTRY_VERIFY_WITH_TIMEOUT(dialog->progressBar()->value() >= 1, 60000);
+  if (escape) {
+    QTest::keyClick(dialog, Qt::Key_Escape);
+  } else {
+    QVERIFY(!dialog->close());  // not closed yet: hidden until its child has stopped
+  }
+  QVERIFY(!dialog->isVisible());
+  QVERIFY(dialog->isRunning());
+  QVERIFY2(dialog->statusText().startsWith("Cancelling"), qPrintable(dialog->statusText()));
+  QTRY_VERIFY_WITH_TIMEOUT(alive.isNull(), 60000);
+  QCOMPARE(finished.size(), 1);
 }
 
 void TestPredict::refusesWhatItCannotPredict() {

@@ -12,6 +12,7 @@
 #include <sys/prctl.h>
 
 #include <QCheckBox>
+#include <QCloseEvent>
 #include <QDialogButtonBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -317,6 +318,30 @@ void PredictDialog::onFinished(int exitCode, QProcess::ExitStatus status) {
   }
   m_statusLabel->setText(m_status);
   Q_EMIT finished();
+  if (m_closeWhenStopped) close();
+}
+
+void PredictDialog::closeEvent(QCloseEvent* event) {
+  if (!m_process) {
+    QDialog::closeEvent(event);
+    return;
+  }
+  closeWhenStopped();
+  event->ignore();
+}
+
+void PredictDialog::done(int result) {
+  if (m_process) {
+    closeWhenStopped();
+    return;
+  }
+  QDialog::done(result);
+}
+
+void PredictDialog::closeWhenStopped() {
+  m_closeWhenStopped = true;
+  if (!m_cancelled) cancel();
+  hide();
 }
 
 void PredictDialog::showPredictions() {

@@ -62,7 +62,9 @@ class PredictDialog : public QDialog {
  public:
   // The run `runId` of the store at `dbPath`; `daspBinary`: the `dasp` that predicts.
   PredictDialog(const QString& dbPath, std::int64_t runId, const QString& daspBinary, QWidget* parent = nullptr);
-  ~PredictDialog() override;  // a child still running is stopped (SIGTERM, then SIGKILL)
+  // A child still running is stopped (SIGTERM, then SIGKILL): only when the main window
+  // goes, as closing the dialog waits for its child without blocking (closeEvent).
+  ~PredictDialog() override;
 
   // Starts the prediction (the Start button): false, with the reason in statusText(),
   // when the run has no profile, no strategy is chosen, the seeds do not parse, or the
@@ -99,6 +101,12 @@ class PredictDialog : public QDialog {
   void showPredictions();
   void requestLaunch();
   void setRunning(bool running);
+  // Closing (the window's X, Esc, done()) while a prediction runs cancels it and hides the
+  // dialog; the close completes (and WA_DeleteOnClose deletes it) once the child has
+  // stopped and its runs are stored, so the GUI thread never waits on the child.
+  void closeEvent(QCloseEvent* event) override;
+  void done(int result) override;
+  void closeWhenStopped();
 
   QString m_dbPath;
   std::int64_t m_runId;
@@ -113,6 +121,7 @@ class PredictDialog : public QDialog {
   QTimer* m_insist = nullptr;       // SIGTERM, then SIGKILL, after a cancel
   int m_signalsSent = 0;
   bool m_cancelled = false;
+  bool m_closeWhenStopped = false;  // closed while running: close once the child exits
   QByteArray m_stdout, m_stderrLine;
   QString m_lastError;
   std::vector<v1::RunResult> m_predicted;
