@@ -14,8 +14,8 @@
 # its own: the engine's runs are the same however busy the machine is; `dasp tables` after).
 # --only LABEL (repeatable): re-run only the runs of these labels (and the reference), and
 # replace just their lines in the results: after a change that only they see (every other
-# strategy's runs are the same, bit for bit, and are kept). The new lines go after the kept
-# ones, and a table's columns follow the lines' order.
+# strategy's runs are the same, bit for bit, and are kept). The new lines take the place of
+# the old ones, so a table's columns keep their order.
 # Needs a build (./run.sh or ./test.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,6 +43,17 @@ if [ ${#cases[@]} -eq 0 ]; then
   for f in "$root/experiments/$set_name"/*.json; do cases+=("$(basename "$f" .json)"); done
 fi
 out="$root/results/$set_name-$engine"
+# merge_by_label OLD NEW: OLD's lines, with each label that NEW has replaced by NEW's lines
+# of it, in OLD's order of labels (a label only NEW has goes last).
+merge_by_label() {
+  awk 'function label(line) { return match(line, /"label":"[^"]*"/) ? substr(line, RSTART + 9, RLENGTH - 10) : "" }
+       FNR == NR { l = label($0); if (!(l in fresh)) order[++n] = l; fresh[l] = fresh[l] $0 "\n"; next }
+       { l = label($0); if (!(l in seen)) { seen[l] = 1; olds[++m] = l }; if (!(l in fresh)) old[l] = old[l] $0 "\n" }
+       END {
+         for (i = 1; i <= m; ++i) { l = olds[i]; printf "%s", (l in fresh) ? fresh[l] : old[l]; done[l] = 1 }
+         for (i = 1; i <= n; ++i) if (!(order[i] in done)) printf "%s", fresh[order[i]]
+       }' "$2" "$1"
+}
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -64,16 +75,12 @@ for c in "${cases[@]}"; do
     [ -f "$out/$c.jsonl" ] || { echo "run-matrix: --only needs the earlier $out/$c.jsonl" >&2; exit 2; }
     for l in "${only[@]}"; do selected+=(--only "$l"); done
     [ ${#reference[@]} -eq 0 ] || selected+=(--only reference)
-    # The earlier lines of every other label, in their order.
-    patterns=()
-    for l in "${only[@]}" ${reference:+reference}; do patterns+=(-e "\"label\":\"$l\""); done
-    grep -v -F "${patterns[@]}" "$out/$c.jsonl" > "$out/$c.jsonl.kept" || true
   fi
   "$work/dasp" run "$root/experiments/$set_name/$c.json" --engine "$engine" "${reference[@]}" --json --quiet \
     --db "$db" "${seeds[@]}" "${extra[@]}" "${selected[@]}" | grep '^{' > "$out/$c.jsonl.tmp"
   if [ ${#only[@]} -gt 0 ]; then
-    cat "$out/$c.jsonl.kept" "$out/$c.jsonl.tmp" > "$out/$c.jsonl.new"
-    rm -f "$out/$c.jsonl.kept" "$out/$c.jsonl.tmp"
+    merge_by_label "$out/$c.jsonl" "$out/$c.jsonl.tmp" > "$out/$c.jsonl.new"
+    rm -f "$out/$c.jsonl.tmp"
     mv "$out/$c.jsonl.new" "$out/$c.jsonl"
   else
     mv "$out/$c.jsonl.tmp" "$out/$c.jsonl"

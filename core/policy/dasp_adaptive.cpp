@@ -30,6 +30,7 @@ void DaspAdaptivePolicy::resetRule(int workers, double /*now*/) {
   m_roundDeadline = -kInf;
   m_roundSeconds = 0;
   m_roundEnd = -kInf;
+  m_roundAnchorPending = false;
   m_budget.assign(n, 0.0);
   m_perSample.assign(n, -1.0);
   m_releasedAt.assign(n, -1.0);
@@ -66,6 +67,12 @@ void DaspAdaptivePolicy::onPullReleased(int rank, std::int64_t version, double n
   m_budget[r] = 0.0;
   m_releasedAt[r] = now;
   m_releaseRound[r] = m_rounds;
+  if (m_roundAnchorPending) {
+    // The round's time counts from the server's first answer after the close, not from
+    // the close: the apply of a large round (256 gradients) would otherwise eat into it.
+    m_roundAnchorPending = false;
+    m_roundEnd = now + m_roundSeconds;
+  }
   if (m_cluster.isLive(rank) && m_barrier.isMember(rank) && !m_barrier.hasPushed(rank)) {
     // Anytime: every member computes until the round's end, whatever its draw this time.
     if (m_p.anytime && std::isfinite(m_roundEnd) && m_perSample[r] > 0) {
@@ -195,6 +202,7 @@ void DaspAdaptivePolicy::closeRound(double now, PolicyOutput& out) {
   m_roundDeadline = -kInf;
   rebalance(now, out);
   m_roundEnd = m_roundSeconds > 0 ? now + m_roundSeconds : -kInf;
+  m_roundAnchorPending = m_roundSeconds > 0;
   out.recheckPulls = true;
 }
 

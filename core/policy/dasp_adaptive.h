@@ -32,7 +32,8 @@
 //    node computes a fresh one.
 //  - Anytime batches (anytime, the default): a SYNC member released at a round boundary
 //    gets the round's remaining time as its compute budget (computeBudgetFor) instead of a
-//    count, computes the micro-batches of min_batch samples that end within it, and pushes
+//    count (the round's time counts from the server's first answer after the close, so the
+//    apply of the closing update does not shorten it), computes the micro-batches of min_batch samples that end within it, and pushes
 //    their count (onPushedBatch), which weighs its gradient and feeds its estimate. A slow
 //    draw of its speed then costs samples, not a late push: the round does not wait for
 //    its slowest draw. The round's time is the shares' (a nominal iteration of the
@@ -103,6 +104,7 @@ class DaspAdaptivePolicy final : public PolicyBase {
   std::int64_t m_rounds = 0;                 // SYNC rounds closed
   double m_roundSeconds = 0;         // anytime: a round's compute time (0: not yet measured)
   double m_roundEnd = 0;             // anytime: when the open round's members should push
+  bool m_roundAnchorPending = false;  // anytime: m_roundEnd moves to the first release after a close
   std::vector<double> m_budget;      // anytime: compute budget of the iteration in flight
   std::vector<int> m_batch;          // batch of the iteration in flight (as pushed, once it is)
   std::vector<int> m_share;          // batch of the next release

@@ -296,14 +296,17 @@ std::string matrixTableMarkdown(const std::vector<MatrixCase>& cases) {
 
 std::string diagnosisTableMarkdown(const std::vector<MatrixCase>& cases) {
   std::ostringstream os;
-  os << "| case | strategy | lr | updates per s | gradients per update | dropped per 100 gradients | wait share | "
-        "mean staleness | max staleness | largest dip after a speed change (points) |\n";
-  os << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  os << "| case | strategy | lr | updates per s | epochs per s | gradients per update | dropped per 100 gradients | "
+        "wait share | mean staleness | max staleness | largest dip after a speed change (points) |\n";
+  os << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& c : cases) {
     for (const auto& r : bestByStrategy(c.runs)) {
-      std::vector<double> rate, perUpdate, dropped;
+      std::vector<double> rate, samples, perUpdate, dropped;
       for (const auto* run : r.runs) {
-        if (run->seconds() > 0) rate.push_back(static_cast<double>(run->updates()) / run->seconds());
+        if (run->seconds() > 0) {
+          rate.push_back(static_cast<double>(run->updates()) / run->seconds());
+          samples.push_back(run->epochs() / run->seconds());  // the training samples taken in, as epochs
+        }
         if (run->updates() > 0) {
           perUpdate.push_back(static_cast<double>(run->gradients()) / static_cast<double>(run->updates()));
         }
@@ -312,7 +315,7 @@ std::string diagnosisTableMarkdown(const std::vector<MatrixCase>& cases) {
         }
       }
       os << "| " << c.name << " | " << r.label << " | " << rateText(r.lr) << " | " << formatMeanStd(meanStd(rate), 1)
-         << " | " << formatMeanStd(meanStd(perUpdate), 2) << " | " << formatMeanStd(meanStd(dropped), 1) << " | "
+         << " | " << formatMeanStd(meanStd(samples), 3) << " | " << formatMeanStd(meanStd(perUpdate), 2) << " | " << formatMeanStd(meanStd(dropped), 1) << " | "
          << formatMeanStd(r.waitShare, 2) << " | " << formatMeanStd(r.staleness, 2) << " | " << r.maxStaleness
          << " | " << (r.maxDip ? fixed(*r.maxDip, 1) : "-") << " |\n";
     }

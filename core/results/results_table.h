@@ -65,8 +65,9 @@ struct MatrixCase {
 // case in bold; a last column says whether DASP's mean is within the best other
 // strategy's mean + std, and DASP's heterogeneity cost.
 std::string matrixTableMarkdown(const std::vector<MatrixCase>& cases);
-// Why the times differ: per case and strategy (at its best rate), the updates per second,
-// gradients per update, dropped gradients, wait share, staleness and the speed-change dip.
+// Why the times differ: per case and strategy (at its best rate), the updates and the epochs
+// (training samples) per second, gradients per update, dropped gradients, wait share,
+// staleness and the speed-change dip.
 std::string diagnosisTableMarkdown(const std::vector<MatrixCase>& cases);
 // Scale with server shards: per case, each strategy and shard count (ps.shards, a suite
 // entry's `shards`) at its best rate: time to target, updates per second, wait share and

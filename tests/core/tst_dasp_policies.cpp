@@ -32,6 +32,7 @@ class TestDaspPolicies : public QObject {
   void adaptiveLateGradientJoinsNextRound();
   void anytimeBatchCountsWholeMicroBatches();
   void adaptiveAnytimeRoundsDoNotWaitForJitter();
+  void adaptiveAnytimeRoundCountsFromTheServersAnswer();
   void adaptiveEqualBatchesChooseFastGroup();
 };
 
@@ -480,6 +481,31 @@ void TestDaspPolicies::adaptiveAnytimeRoundsDoNotWaitForJitter() {
     if (anytime.pushes[i].first == 0) counts.insert(anytime.pushedBatches[i]);
   }
   QVERIFY2(counts.size() >= 5, qPrintable(QString::number(counts.size())));
+}
+
+void TestDaspPolicies::adaptiveAnytimeRoundCountsFromTheServersAnswer() {
+  // Speeds 1, 1, 2, 4 and a server busy 0.3 s applying each update (a round of many
+  // gradients): the members are released 0.3 s after the close. The round's compute time
+  // counts from that answer, so the fastest node still computes its nominal 64 samples a
+  // round; counted from the close, the apply would take 0.3 of its 1.0 s (44 samples).
+  auto spec = adaptiveDasp();
+  spec.mutable_dasp()->set_anytime(true);  // the spec's default; a bare StrategySpec has it off
+  auto policy = make(spec);
+  SimConfig cfg;
+  cfg.times = {1, 1, 2, 4};
+  cfg.applySeconds = 0.3;
+  cfg.endTime = 200;
+  const auto res = simulate(*policy, cfg);
+  CHECK_SIM_SANE(res);
+  QVERIFY(res.updates > 100);
+  int later = 0;
+  for (std::size_t i = res.pushes.size() / 2; i < res.pushes.size(); ++i) {
+    if (res.pushes[i].first != 0) continue;
+    ++later;
+    QCOMPARE(res.pushedBatches[i], 64);
+  }
+  QVERIFY(later > 40);
+  QCOMPARE(maxStaleness(res), std::int64_t{0});
 }
 
 void TestDaspPolicies::adaptiveEqualBatchesChooseFastGroup() {

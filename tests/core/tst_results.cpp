@@ -96,6 +96,7 @@ class TestResults : public QObject {
       auto r = run("dasp", 0.01, s, 5.0);
       r.set_seconds(10);
       r.set_updates(s == 1 ? 100 : 300);  // 10 and 30 per second
+      r.set_epochs(s == 1 ? 1.0 : 2.0);     // 0.1 and 0.2 per second
       r.set_gradients(s == 1 ? 400 : 900);
       r.set_dropped(s == 1 ? 4 : 9);  // 1 per 100 gradients
       r.set_mean_staleness(0.5);
@@ -104,7 +105,7 @@ class TestResults : public QObject {
     }
     a[1].set_speed_change_dip(1.5);
     const auto table = diagnosisTableMarkdown({{"case-a", a}});
-    QVERIFY2(table.find("| case-a | dasp | 0.01 | 20.0 ± 14.1 | 3.50 ± 0.71 | 1.0 ± 0.0 | 0.00 ± 0.00 | 0.50 ± 0.00 | 3 | 1.5 |") !=
+    QVERIFY2(table.find("| case-a | dasp | 0.01 | 20.0 ± 14.1 | 0.150 ± 0.071 | 3.50 ± 0.71 | 1.0 ± 0.0 | 0.00 ± 0.00 | 0.50 ± 0.00 | 3 | 1.5 |") !=
                  std::string::npos,
              table.c_str());
   }

@@ -58,6 +58,8 @@ struct SimConfig {
   // The server reports these ranks Down at these times although they keep working (a
   // network blip): their next push must bring them back.
   std::vector<std::pair<double, int>> downReports;
+  // The server is busy this long after each update (applying it): pulls wait until then.
+  double applySeconds = 0;
 };
 
 struct Applied {
@@ -145,6 +147,10 @@ class Simulator {
         process();
         continue;
       }
+      if (ev.kind == kServerDone) {
+        recheckParked();
+        continue;
+      }
       if (ev.kind == kUp) {
         m_vanished[ix(ev.rank)] = false;
         m_out.clear();
@@ -168,7 +174,7 @@ class Simulator {
   }
 
  private:
-  enum Kind { kPush, kUp, kDown };
+  enum Kind { kPush, kUp, kDown, kServerDone };
   struct Event {
     double t;
     std::uint64_t seq;
@@ -204,7 +210,7 @@ class Simulator {
   }
 
   void tryPull(int r) {
-    if (m_policy.mayProceed(r, m_now)) {
+    if (m_now >= m_busyUntil && m_policy.mayProceed(r, m_now)) {
       release(r, m_now);
     } else {
       m_parked.push_back(Park{r, m_now, 0});
@@ -244,7 +250,16 @@ class Simulator {
       if (d.reason == nullptr || d.reason[0] == '\0') m_result.emptyReason = true;
       m_result.decisions.push_back(d);
     }
-    if (!m_out.recheckPulls) return;
+    if (!m_out.updateBegin.empty() && m_cfg.applySeconds > 0) {
+      m_busyUntil = m_now + m_cfg.applySeconds;
+      m_events.push(Event{m_busyUntil, m_seq++, kServerDone, -1});
+      return;
+    }
+    if (m_out.recheckPulls) recheckParked();
+  }
+
+  void recheckParked() {
+    if (m_now < m_busyUntil) return;
     for (std::size_t i = 0; i < m_parked.size();) {
       const Park p = m_parked[i];
       if (m_policy.mayProceed(p.rank, m_now)) {
@@ -269,6 +284,7 @@ class Simulator {
   std::mt19937_64 m_rng;
   std::int64_t m_version = 0;
   double m_now = 0;
+  double m_busyUntil = 0;
 };
 
 // ---- helpers --------------------------------------------------------------------------
