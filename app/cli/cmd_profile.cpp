@@ -10,7 +10,10 @@
 //     --json lines, each with "predicted_from"), after the measured run's own result.
 #include "app/cli/cli.h"
 
+#include "core/data/dataset_loader.h"
 #include "core/results/cluster_profile.h"
+#include "ml/model.h"
+#include "ml/trainer.h"
 
 #include <unistd.h>
 
@@ -44,6 +47,30 @@ void printProfile(const ClusterProfile& profile) {
                   static_cast<long long>(s.iterations));
     }
   }
+  const ServerLoad& l = profile.server;
+  if (l.coveredS > 0) {
+    std::printf("%-12s apply %.3f ms per gradient, serve %.3f ms per push (over %.1f s: %lld gradients, %lld pushes)\n",
+                "server", 1000 * l.applySPerGradient, 1000 * l.serveSPerPush, l.coveredS,
+                static_cast<long long>(l.gradients), static_cast<long long>(l.pushes));
+  }
+}
+
+// The measured model's parameter count, which turns the server's measured apply time per
+// gradient into the engine's time per parameter; 0 (the engine's default server model,
+// said on stderr) when the model cannot be built here.
+std::int64_t parameterCountOf(const ExperimentSpec& spec) {
+  auto unknown = [](const std::string& why) {
+    std::fprintf(stderr, "dasp: the engine keeps its default server cost (the model's size is unknown: %s)\n",
+                 why.c_str());
+    return std::int64_t{0};
+  };
+  auto data = loadDataset(spec.dataset(), spec.seed());
+  if (!data) return unknown(data.message());
+  ml::ModelOptions options = ml::modelOptionsFor(spec, data->train);
+  options.device = "cpu";
+  auto model = ml::Model::create(options);
+  if (!model) return unknown(model.message());
+  return model.value()->parameterCount();
 }
 
 Status writeText(const std::string& path, const std::string& text) {
@@ -70,7 +97,8 @@ int profileCommand(const ProfileFlags& flags) {
     printProfile(m->profile);
   }
   if (flags.specOut.empty()) return 0;
-  if (auto st = writeText(flags.specOut, specToJson(measuredSpec(m->profile, m->spec))); !st) return fail(st.message(), 1);
+  const ExperimentSpec measured = measuredSpec(m->profile, m->spec, parameterCountOf(m->spec));
+  if (auto st = writeText(flags.specOut, specToJson(measured)); !st) return fail(st.message(), 1);
   std::fprintf(stderr, "dasp: wrote %s (run %lld's spec on its measured cluster, engine sim)\n", flags.specOut.c_str(),
                static_cast<long long>(flags.runId));
   return 0;
@@ -105,7 +133,7 @@ void printMeasured(const MeasuredRun& m) {
 int predictCommand(const PredictFlags& flags) {
   auto m = measureRun(flags.db, flags.runId);
   if (!m) return fail(m.message());
-  ExperimentSpec predicted = measuredSpec(m->profile, m->spec);
+  ExperimentSpec predicted = measuredSpec(m->profile, m->spec, parameterCountOf(m->spec));
   predicted.clear_suite();
   for (const std::string& name : flags.strategies) {
     if (std::find(knownStrategies().begin(), knownStrategies().end(), name) == knownStrategies().end()) {

@@ -132,7 +132,34 @@ Result<ClusterProfile> measureProfile(std::int64_t runId, const std::vector<Samp
     node.pushS = pushes > 0 ? push / pushes : 0;
     profile.workers.push_back(std::move(node));
   }
+  profile.server = measureServerLoad(samples);
   return profile;
+}
+
+ServerLoad measureServerLoad(const std::vector<SampleRow>& samples) {
+  // The server's periods (t − period, t], in time order; then what fell in them.
+  std::map<double, double> periodEnds;  // t -> period
+  double applyS = 0, serveS = 0;
+  for (const SampleRow& s : samples) {
+    if (s.node != "server") continue;
+    if (s.series == "shard_period_s") periodEnds[s.tS] = s.value;
+    else if (s.series == "shard_apply_s") applyS += s.value;
+    else if (s.series == "shard_serve_s") serveS += s.value;
+  }
+  ServerLoad load;
+  if (periodEnds.empty()) return load;
+  auto covered = [&](double t) {
+    const auto end = periodEnds.lower_bound(t);
+    return end != periodEnds.end() && t > end->first - end->second;
+  };
+  for (const SampleRow& s : samples) {
+    if (s.series == "staleness" && covered(s.tS)) ++load.gradients;
+    if (s.series == "wait_s" && covered(s.tS)) ++load.pushes;
+  }
+  for (const auto& [t, period] : periodEnds) load.coveredS += period;
+  if (load.gradients > 0) load.applySPerGradient = applyS / static_cast<double>(load.gradients);
+  if (load.pushes > 0) load.serveSPerPush = serveS / static_cast<double>(load.pushes);
+  return load;
 }
 
 std::string profileJson(const ClusterProfile& profile) {
@@ -149,7 +176,9 @@ std::string profileJson(const ClusterProfile& profile) {
     }
     o << "]}";
   }
-  o << "]}";
+  const ServerLoad& l = profile.server;
+  o << "],\"server\":{\"apply_s_per_gradient\":" << jsonNumber(l.applySPerGradient)
+    << ",\"serve_s_per_push\":" << jsonNumber(l.serveSPerPush) << ",\"covered_s\":" << jsonNumber(l.coveredS) << "}}";
   return o.str();
 }
 
@@ -183,10 +212,18 @@ v1::ClusterSpec profileCluster(const ClusterProfile& profile, const v1::Experime
   return cluster;
 }
 
-v1::ExperimentSpec measuredSpec(const ClusterProfile& profile, const v1::ExperimentSpec& spec) {
+v1::ExperimentSpec measuredSpec(const ClusterProfile& profile, const v1::ExperimentSpec& spec,
+                                std::int64_t parameters) {
   v1::ExperimentSpec measured = spec;
   *measured.mutable_cluster() = profileCluster(profile, spec);
   measured.set_engine("sim");
+  const ServerLoad& load = profile.server;
+  if (parameters > 0 && load.applySPerGradient > 0) {
+    // Shard 0 applies its share of the parameters, as every shard does at once.
+    const double perShard = static_cast<double>(parameters) / std::max(1, spec.ps().shards());
+    measured.mutable_sim()->set_apply_ns_per_param(1e9 * load.applySPerGradient / perShard);
+  }
+  if (load.serveSPerPush > 0) measured.mutable_sim()->set_push_overhead_ms(1000 * load.serveSPerPush);
   const std::string run = std::to_string(profile.runId);
   measured.set_name(spec.name() + "-measured-run-" + run);
   measured.set_description("The cluster of run " + run + " (" + spec.name() +

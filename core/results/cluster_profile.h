@@ -43,10 +43,25 @@ struct NodeProfile {
   std::int64_t iterations = 0;
 };
 
+// The server's cost as the run measured it: the load periods the server (shard 0) reported
+// (SHARD_LOAD, stored as its shard_period_s, shard_apply_s and shard_serve_s samples),
+// divided by the gradients applied (staleness samples) and the pushes taken in (wait_s
+// samples) within those periods. All 0 when the run recorded none (an engine run).
+struct ServerLoad {
+  double applySPerGradient = 0;  // seconds folding one gradient into its parameters
+  double serveSPerPush = 0;      // seconds taking in one push and answering its pull, less applies
+  double coveredS = 0;           // the run time the periods cover
+  std::int64_t gradients = 0, pushes = 0;
+};
+
 struct ClusterProfile {
   std::int64_t runId = 0;
   std::vector<NodeProfile> workers;  // in the order of their first iteration's record
+  ServerLoad server;
 };
+
+// The server's load in `samples` (ServerLoad); a run without load periods gives all 0.
+ServerLoad measureServerLoad(const std::vector<SampleRow>& samples);
 
 // The profile of run `runId` from its samples (compute_s, emulated_s, batch_size) and
 // state intervals. `specBatch`: a worker's batch where the run has no batch_size series.
@@ -56,7 +71,8 @@ Result<ClusterProfile> measureProfile(std::int64_t runId, const std::vector<Samp
                                       const std::vector<StateIntervalRow>& intervals, std::int64_t specBatch);
 
 // One JSON document: {"run_id":…, "workers":[{"name", "iterations", "pull_s", "push_s",
-// "segments":[{"from_s", "to_s", "seconds_per_sample", "iterations"}]}]}.
+// "segments":[{"from_s", "to_s", "seconds_per_sample", "iterations"}]}], "server":
+// {"apply_s_per_gradient", "serve_s_per_push", "covered_s"}}.
 std::string profileJson(const ClusterProfile& profile);
 
 // `spec`'s cluster as measured: one worker per profiled node, its base iteration time its
@@ -80,6 +96,11 @@ Result<MeasuredRun> measureStoredRun(RunStore& store, std::int64_t runId);
 
 // `spec` (the measured run's) on its measured cluster, for the virtual-cluster engine:
 // engine "sim", named after the run, no longer a reference of another experiment.
-v1::ExperimentSpec measuredSpec(const ClusterProfile& profile, const v1::ExperimentSpec& spec);
+// With `parameters` (the model's parameter count, 0 = unknown) and a measured server load,
+// the engine's server model is the measured one too (sim.apply_ns_per_param from the
+// apply time per gradient over each shard's share of the parameters, sim.push_overhead_ms
+// from the serve time per push).
+v1::ExperimentSpec measuredSpec(const ClusterProfile& profile, const v1::ExperimentSpec& spec,
+                                std::int64_t parameters = 0);
 
 }  // namespace dasp

@@ -77,10 +77,9 @@ void ParameterServer::Impl::emitDecisionsLocked() {
   }
 }
 
-// A RECOVERY event; kept for the first watcher when nobody watches yet (a restarted
-// server restores before the runner has reconnected).
+// Once a period of a second or more is over, a SHARD_LOAD event with its apply and serve
+// seconds (none for an idle period).
 void ParameterServer::Impl::noteLoadLocked(double t) {
-  if (!sharded()) return;
   const double period = t - loadSince;
   if (period < 1.0) return;
   if (loadApplyS > 0 || loadServeS > 0) {
@@ -101,6 +100,8 @@ void ParameterServer::Impl::noteLoadLocked(double t) {
   loadServeS = 0;
 }
 
+// A RECOVERY event; kept for the first watcher when nobody watches yet (a restarted
+// server restores before the runner has reconnected).
 void ParameterServer::Impl::emitRecoveryLocked(EventCode what, const std::string& detail, std::int64_t version,
                                                int rank, std::int64_t count, double ageS, std::int64_t dropped,
                                                double outageS) {

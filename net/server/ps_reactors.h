@@ -185,14 +185,13 @@ class ParameterServer::Impl::WatchReactor final : public grpc::ServerWriteReacto
   Impl* m_impl;
 };
 
-// The time of one apply (made under Impl::mu, as applies are): added to the shard's load
-// and to its thread's apply seconds (a ServeTimer around it subtracts them). Nothing is
-// measured when the server has no shards.
+// The time of one apply (made under Impl::mu, as applies are): added to the server's (or
+// the shard's) load and to its thread's apply seconds (a ServeTimer around it subtracts
+// them).
 class ParameterServer::Impl::ApplyTimer {
  public:
-  explicit ApplyTimer(Impl* impl) : m_impl(impl->sharded() ? impl : nullptr), m_start(Clock::now()) {}
+  explicit ApplyTimer(Impl* impl) : m_impl(impl), m_start(Clock::now()) {}
   ~ApplyTimer() {
-    if (m_impl == nullptr) return;
     const double s = std::chrono::duration<double>(Clock::now() - m_start).count();
     m_impl->loadApplyS += s;
     applySecondsOfThisThread() += s;
@@ -205,17 +204,15 @@ class ParameterServer::Impl::ApplyTimer {
   Clock::time_point m_start;
 };
 
-// The serving time of one call on a sharded server: its time less what its thread spent
-// applying meanwhile, counted when it ends. Its destructor takes Impl::mu: it must be
+// The serving time of one call: its time less what its thread spent applying meanwhile,
+// counted when it ends. Its destructor takes Impl::mu: it must be
 // made before any lock of its scope (then it ends after them), or with `locked` when the
 // caller holds mu for the timer's whole life.
 class ParameterServer::Impl::ServeTimer {
  public:
   explicit ServeTimer(Impl* impl, bool locked = false)
-      : m_impl(impl->sharded() ? impl : nullptr), m_locked(locked), m_start(Clock::now()),
-        m_applyBefore(applySecondsOfThisThread()) {}
+      : m_impl(impl), m_locked(locked), m_start(Clock::now()), m_applyBefore(applySecondsOfThisThread()) {}
   ~ServeTimer() {
-    if (m_impl == nullptr) return;
     const double s = std::chrono::duration<double>(Clock::now() - m_start).count() -
                      (applySecondsOfThisThread() - m_applyBefore);
     if (m_locked) {

@@ -302,7 +302,9 @@ struct ParameterServer::Impl final : ChunkedRawService {
   std::vector<std::vector<float>> receivingRange;
   std::vector<char> receiving;
   std::vector<std::deque<Released>> released;
-  // A sharded server's load since `loadSince` (SHARD_LOAD events: noteLoadLocked).
+  // The server's (a shard's) load since `loadSince` (SHARD_LOAD events: noteLoadLocked;
+  // the one server of an unsharded run is shard 0 of 1, and the profile of a measured run
+  // reads its apply and serve times).
   double loadSince = 0;
   double loadApplyS = 0, loadServeS = 0;
   // The one stream of shard 0's log this shard follows (a FollowShard reader, or a payload
@@ -464,7 +466,7 @@ struct ParameterServer::Impl final : ChunkedRawService {
   pb::ClusterEvent* newEventLocked();
   void publishLocked(pb::ClusterEvent* e);
   void emitDecisionsLocked();
-  // Sharded servers' load (ps_events.cpp): ApplyTimer and ServeTimer measure the time of an
+  // The server's load (ps_events.cpp): ApplyTimer and ServeTimer measure the time of an
   // apply and of a call's serving (less the applying done meanwhile on its thread);
   // noteLoadLocked sends a SHARD_LOAD event once a period of a second or more is over.
   class ApplyTimer;

@@ -2,7 +2,9 @@
 // The cluster profile (core/results/cluster_profile.h): known speeds and a speed change
 // recovered from a scripted run's recorded iterations, with ±10 % noise on every
 // iteration; batches that change without the speed (DASP's shares) are no speed change;
-// the engine's cluster from it (a real run's link from its pull and push times); and the errors of a run too short or without iterations.
+// the engine's cluster from it (a real run's link from its pull and push times); the
+// server's apply and serve times from its load periods; and the errors of a run too short
+// or without iterations.
 #include "core/results/cluster_profile.h"
 
 #include <QtTest>
@@ -97,6 +99,46 @@ class TestClusterProfile : public QObject {
     const std::string json = profileJson(profile.value());
     QVERIFY(json.find("\"name\":\"worker-1\"") != std::string::npos);
     QVERIFY(json.find("\"seconds_per_sample\":") != std::string::npos);
+  }
+
+  void serverLoadFromItsPeriods() {
+    // The server's load periods (1 s each, from 1 s): 2 ms applying and 5 ms serving each;
+    // 10 gradients applied and 5 pushes taken in per period, and more outside the periods
+    // (before the first), which are not counted.
+    std::vector<SampleRow> samples;
+    std::vector<StateIntervalRow> intervals;
+    record(samples, intervals, "worker-0", 0.5, 1e9, 0.5, 20, 64);
+    for (int p = 0; p < 4; ++p) {
+      const double end = 2.0 + p;
+      samples.push_back({1, "server", "shard_period_s", end, 0, 1.0});
+      samples.push_back({1, "server", "shard_apply_s", end, 0, 0.002});
+      samples.push_back({1, "server", "shard_serve_s", end, 0, 0.005});
+      for (int g = 0; g < 10; ++g) samples.push_back({1, "worker-0", "staleness", end - 0.05 - 0.09 * g, 0, 0});
+      for (int w = 0; w < 5; ++w) samples.push_back({1, "worker-0", "wait_s", end - 0.1 - 0.15 * w, 0, 0});
+    }
+    samples.push_back({1, "worker-0", "staleness", 0.5, 0, 0});  // before the first period
+    samples.push_back({1, "worker-0", "wait_s", 0.5, 0, 0});
+    auto profile = measureProfile(1, samples, intervals, 64);
+    QVERIFY2(profile, profile.message().c_str());
+    const ServerLoad& load = profile->server;
+    QCOMPARE(load.gradients, std::int64_t{40});
+    QCOMPARE(load.pushes, std::int64_t{20});
+    QVERIFY(near(load.coveredS, 4.0, 1e-9));
+    QVERIFY(near(load.applySPerGradient, 0.008 / 40, 1e-9));
+    QVERIFY(near(load.serveSPerPush, 0.020 / 20, 1e-9));
+    // The engine's server: the apply per parameter of shard 0's share, the serve per push.
+    v1::ExperimentSpec spec;
+    spec.set_batch_size(64);
+    spec.mutable_ps()->set_shards(2);
+    const v1::ExperimentSpec measured = measuredSpec(profile.value(), spec, 1000);
+    QVERIFY(near(measured.sim().apply_ns_per_param(), 1e9 * (0.008 / 40) / 500, 1e-9));
+    QVERIFY(near(measured.sim().push_overhead_ms(), 1.0, 1e-9));
+    // Without the model's size the apply keeps the engine's default; without periods both do.
+    QVERIFY(!measuredSpec(profile.value(), spec).sim().has_apply_ns_per_param());
+    ClusterProfile none = profile.value();
+    none.server = ServerLoad{};
+    QVERIFY(!measuredSpec(none, spec, 1000).has_sim());
+    QVERIFY(profileJson(profile.value()).find("\"serve_s_per_push\":0.001") != std::string::npos);
   }
 
   void badRunsAreNamed() {
