@@ -33,11 +33,11 @@
 //  - Anytime batches (anytime, the default): a SYNC member released at a round boundary
 //    gets the round's remaining time as its compute budget (computeBudgetFor) instead of a
 //    count (the round's time counts from the server's first answer after the close, so the
-//    apply of the closing update does not shorten it), computes the micro-batches of min_batch samples that end within it, and pushes
-//    their count (onPushedBatch), which weighs its gradient and feeds its estimate. A slow
-//    draw of its speed then costs samples, not a late push: the round does not wait for
-//    its slowest draw. The round's time is the shares' (a nominal iteration of the
-//    fastest with FASTEST_AT_NOMINAL).
+//    apply of the closing update does not shorten it), computes the micro-batches of
+//    min_batch samples that end within it, and pushes their count (onPushedBatch), which
+//    weighs its gradient and feeds its estimate. A slow draw of its speed then costs
+//    samples, not a late push: the round does not wait for its slowest draw. The round's
+//    time is the shares' (a nominal iteration of the fastest with FASTEST_AT_NOMINAL).
 //  - ASYNC: applied at once, × 1/max(1, τ) with staleness_scaling, dropped when τ > s_max,
 //    and, with lead_cap, held to c_i − c_min ≤ s_high.
 //  - A rank silent for barrier_timeout_s is marked Down; a rank that comes back is SYNC

@@ -205,9 +205,9 @@ class ParameterServer::Impl::ApplyTimer {
 };
 
 // The serving time of one call: its time less what its thread spent applying meanwhile,
-// counted when it ends. Its destructor takes Impl::mu: it must be
-// made before any lock of its scope (then it ends after them), or with `locked` when the
-// caller holds mu for the timer's whole life.
+// counted when it ends. Its destructor takes Impl::mu: it must be made before any lock of
+// its scope (then it ends after them), or with `locked` when the caller holds mu for the
+// timer's whole life.
 class ParameterServer::Impl::ServeTimer {
  public:
   explicit ServeTimer(Impl* impl, bool locked = false)
