@@ -201,7 +201,8 @@ void DaspAdaptivePolicy::closeRound(double now, PolicyOutput& out) {
   ++m_rounds;
   m_roundDeadline = -kInf;
   rebalance(now, out);
-  m_roundEnd = m_roundSeconds > 0 ? now + m_roundSeconds : -kInf;
+  // The next round's end is set at the first release (onPullReleased), none until then.
+  m_roundEnd = -kInf;
   m_roundAnchorPending = m_roundSeconds > 0;
   out.recheckPulls = true;
 }

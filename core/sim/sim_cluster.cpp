@@ -3,6 +3,8 @@
 // applying the policy's output, evaluations and the rows recorded for them.
 #include "core/sim/sim_run.h"
 
+#include "core/spec/speed_profile.h"
+
 namespace dasp::sim_detail {
 
 // --- workers ------------------------------------------------------------------------------
@@ -12,9 +14,7 @@ double SimRun::nominalIterationSeconds(Worker& w, double t) {
   const double slowdown = slowdownAt(w.speed, t);
   const double baseS = w.speed.base_iteration_ms() > 0 ? w.speed.base_iteration_ms() / 1000.0
                                                        : m_spec.sim().compute_ms() / 1000.0;
-  double factor = 1.0;
-  if (w.speed.jitter() > 0) factor = std::max(0.1, 1.0 + w.speed.jitter() * w.normal(w.rng));
-  return slowdown * baseS * factor;
+  return slowdown * baseS * jitterFactor(w.speed, w.normal, w.rng);
 }
 
 // Compute scales with the batch, as real compute does (equal batches: a factor of 1).

@@ -14,6 +14,13 @@
 
 namespace dasp {
 
+// One iteration's jitter factor of `speed`: 1 + jitter × a standard normal draw, at least
+// 0.1 (1 without jitter, and no draw). The worker (SpeedProfile) and the engine draw it so.
+inline double jitterFactor(const v1::SpeedProfile& speed, std::normal_distribution<double>& normal,
+                           std::mt19937_64& rng) {
+  return speed.jitter() > 0 ? std::max(0.1, 1.0 + speed.jitter() * normal(rng)) : 1.0;
+}
+
 // The node's emulated iteration time: slowdown × base (or × the real compute), jittered,
 // with scheduled changes by server time and live overrides from the server. An iteration
 // draws its jitter once (beginIteration), so that a node under a compute budget can size
@@ -22,10 +29,7 @@ class SpeedProfile {
  public:
   SpeedProfile(const v1::NodeSpec& node, std::uint64_t seed) : m_node(node), m_rng(seed) {}
   // Draws this iteration's jitter factor.
-  void beginIteration() {
-    m_factor = 1.0;
-    if (m_node.speed().jitter() > 0) m_factor = std::max(0.1, 1.0 + m_node.speed().jitter() * m_normal(m_rng));
-  }
+  void beginIteration() { m_factor = jitterFactor(m_node.speed(), m_normal, m_rng); }
   // `batchFactor` = this iteration's batch ÷ the spec's: an emulated base time scales with
   // the batch as real compute does (the real compute time already does).
   double targetSeconds(double computeS, double serverT, double overrideSlowdown, double batchFactor) const {
