@@ -358,7 +358,7 @@ void addNodeCommands(CLI::App& dasp, int& exitCode) {
       ->check(numberIn(0, kMaxDurationS));
   server->add_option("--checkpoint-dir", serverFlags->checkpointDir, "where checkpoints are written");
   server->add_flag("--restore", serverFlags->restore, "start from the newest checkpoint in --checkpoint-dir");
-  server->add_flag("--adopt", serverFlags->adopt, "stateless recovery: adopt the state the workers hold");
+  server->add_flag("--adopt", serverFlags->adopt, "stateless or local recovery: adopt the state the workers hold");
   server->add_flag("--replica", serverFlags->replica, "chain replication: start as a replica, not the head");
   server->add_option("--chain-next", serverFlags->chainNext, "chain replication: forward to HOST:PORT");
   server->add_option("--token-file", serverFlags->tokenFile, "the run token's file (else DASP_RUN_TOKEN)");

@@ -266,6 +266,7 @@ ExperimentSpec withDefaults(ExperimentSpec spec) {
   if (!recovery->has_backlog_lr_scale()) recovery->set_backlog_lr_scale(0.1);
   if (!recovery->has_backlog_lr_threshold()) recovery->set_backlog_lr_threshold(50);
   if (!recovery->has_backlog_clip_gradients()) recovery->set_backlog_clip_gradients(10);
+  if (!recovery->has_local_max_steps()) recovery->set_local_max_steps(1000);
   if (!recovery->has_reconnect_timeout_s()) recovery->set_reconnect_timeout_s(120);
 
   if (!spec.has_seed()) spec.set_seed(1);

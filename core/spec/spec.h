@@ -80,6 +80,9 @@ v1::LinkSpec effectiveLink(const v1::NodeSpec& node, const ExperimentSpec& spec)
 
 // "none", "checkpoint", "chain", "stateless".
 std::string recoveryName(v1::RecoverySpec::Mode mode);
+// The field that asks for recovery mode `mode`: "recovery.mode", or a suite entry's
+// ("suite[2].recovery.mode"); "" when none does.
+std::string recoveryModeField(const v1::ExperimentSpec& spec, v1::RecoverySpec::Mode mode);
 // "kill", "pause", "disconnect": a drill's action as the fault records and tables name it.
 std::string faultActionName(v1::FaultSpec::Action action);
 // The deadline of a worker's pull and push (recovery.call_timeout_s; default

@@ -122,6 +122,16 @@ std::string recoveryName(v1::RecoverySpec::Mode mode) {
   return name;
 }
 
+std::string recoveryModeField(const v1::ExperimentSpec& spec, v1::RecoverySpec::Mode mode) {
+  if (spec.recovery().mode() == mode) return "recovery.mode";
+  for (int i = 0; i < spec.suite_size(); ++i) {
+    if (spec.suite(i).has_recovery() && spec.suite(i).recovery().mode() == mode) {
+      return "suite[" + std::to_string(i) + "].recovery.mode";
+    }
+  }
+  return "";
+}
+
 std::string faultActionName(v1::FaultSpec::Action action) {
   std::string name = v1::FaultSpec::Action_Name(action);
   for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -158,6 +158,9 @@ Status validateEngine(const ExperimentSpec& spec) {
   if (auto st = nonNegative(sim.restart_ms(), sim.has_restart_ms(), "restart_ms"); !st) return st;
   if (auto st = nonNegative(sim.failover_ms(), sim.has_failover_ms(), "failover_ms"); !st) return st;
   if (engine != "sim") return Status::ok();
+  if (auto where = recoveryModeField(spec, v1::RecoverySpec::LOCAL); !where.empty()) {
+    return bad(where, "LOCAL (workers training their own copies in an outage) is not modelled by the simulator (engine sim)");
+  }
   for (int i = 0; i < spec.faults_size(); ++i) {
     if (spec.faults(i).node() == "evaluator") {
       return Status::error("faults[" + std::to_string(i) +
@@ -517,6 +520,7 @@ Status validateRecoveries(const ExperimentSpec& spec) {
       return bad(prefix + "backlog_clip_gradients",
                  "must be >= 1 (got " + std::to_string(r.backlog_clip_gradients()) + ")");
     }
+    if (r.has_local_max_steps() && r.local_max_steps() < 1) return bad(prefix + "local_max_steps", "must be >= 1");
     if (r.has_reconnect_timeout_s() && !(r.reconnect_timeout_s() > 0)) {
       return bad(prefix + "reconnect_timeout_s", "must be > 0");
     }
@@ -593,6 +597,9 @@ Status validateShards(const ExperimentSpec& spec) {
   }
   if (shards == 1) return Status::ok();
   const std::string why = "a sharded server (ps.shards " + std::to_string(shards) + ")";
+  if (auto where = recoveryModeField(spec, v1::RecoverySpec::LOCAL); !where.empty()) {
+    return bad(where, "LOCAL is not built for " + why + "; use one shard, or another mode");
+  }
   // Every shard restores one version (a checkpoint all of them hold, the start, or the
   // model the workers hold), or a shard's replica takes its place.
   const bool chain = spec.recovery().mode() == v1::RecoverySpec::CHAIN;

@@ -3,8 +3,10 @@
 
 #include "core/common/durations.h"
 #include "core/params/gradient_backlog.h"
+#include "core/params/parameter_store.h"
 #include "core/params/update_record.h"
 #include "core/policy/sync_policy.h"
+#include "core/spec/spec.h"
 #include "core/spec/speed_profile.h"
 #include "net/client/link_emulation.h"
 #include "net/client/node_support.h"
@@ -88,7 +90,8 @@ namespace {
 // One worker's loop: pull, compute (at the node's emulated speed), push; through a server
 // outage it reconnects (to the next replica of a chain) and, under stateless recovery,
 // keeps computing on its last parameters into a bounded backlog that it flushes to the
-// server it finds. Threading: one worker thread.
+// server it finds; under local recovery it trains its own copy of them instead (local SGD
+// steps), which it offers the server it finds. Threading: one worker thread.
 class WorkerLoop {
  public:
   WorkerLoop(const WorkerOptions& options, const JoinInfo& join, GradientSource& source);
@@ -122,6 +125,9 @@ class WorkerLoop {
   void noteStall(const grpc::Status& why, bool inFlight);
   void endStall();
   void keepParameters();
+  // Recovery LOCAL: one SGD step of the worker's own copy (made from its last parameters
+  // at the first step of an outage) with `gradient`; a non-finite one is skipped.
+  void localStep(const float* gradient);
   // One iteration after a pull: false when the loop ends (stop, or `m_result` says why).
   bool iterate(grpc::Status& status);
   // After a push: a refused gradient was not applied; the worker says so, counts it and
@@ -146,6 +152,7 @@ class WorkerLoop {
   double m_pushTimeout;
   const v1::RecoverySpec& m_recovery;
   bool m_stateless;
+  bool m_local;  // recovery LOCAL
   std::size_t m_parameterCount;
 
   std::vector<float> m_gradient;
@@ -163,6 +170,9 @@ class WorkerLoop {
   std::vector<float> m_lastParams;
   std::int64_t m_lastVersion = -1;
   Backlog m_backlog;
+  // Local: the worker's own copy through an outage (with its momentum), and its steps.
+  std::unique_ptr<ParameterStore> m_localCopy;
+  std::int64_t m_localSteps = 0;
   std::optional<Clock::time_point> m_stallStart;
   std::int64_t m_stallUnanswered = 0;
   std::optional<Status> m_result;  // set when iterate() ends the loop with an error
@@ -200,6 +210,7 @@ WorkerLoop::WorkerLoop(const WorkerOptions& options, const JoinInfo& join, Gradi
       m_pushTimeout(join.spec.recovery().has_call_timeout_s() ? callTimeoutS(join.spec) : 60.0),
       m_recovery(join.spec.recovery()),
       m_stateless(m_recovery.mode() == v1::RecoverySpec::STATELESS),
+      m_local(m_recovery.mode() == v1::RecoverySpec::LOCAL),
       m_parameterCount(static_cast<std::size_t>(source.parameterCount())),
       m_gradient(m_parameterCount),
       m_gradientAt(m_gradient.data()),
@@ -278,12 +289,27 @@ pb::JoinRequest WorkerLoop::rejoinRequest() const {
   request.set_parameter_count(m_options.parameters);
   request.set_requested_rank(m_join.rank);
   request.set_rejoin(true);
-  if (m_stateless && m_lastVersion >= 0) {
+  if ((m_stateless || m_local) && m_lastVersion >= 0) {
+    const float* held = m_localCopy ? m_localCopy->parameters() : m_lastParams.data();
     request.set_held_version(m_lastVersion);
-    request.mutable_held_parameters()->assign(reinterpret_cast<const char*>(m_lastParams.data()),
-                                              m_lastParams.size() * sizeof(float));
+    request.mutable_held_parameters()->assign(reinterpret_cast<const char*>(held), m_parameterCount * sizeof(float));
+    if (m_local) request.set_local_steps(m_localSteps);
   }
   return request;
+}
+
+void WorkerLoop::localStep(const float* gradient) {
+  if (!allFinite(gradient, static_cast<std::int64_t>(m_parameterCount))) return;
+  const auto& opt = m_join.spec.optimizer();
+  if (!m_localCopy) {
+    // Momentum from zero: the server's stayed with the server.
+    m_localCopy = std::make_unique<ParameterStore>(m_lastParams, opt.momentum(), opt.weight_decay());
+    m_localSteps = 0;
+  }
+  // The step the server gives one gradient of this batch (the weight a DASP share has).
+  const double weight = static_cast<double>(m_source.batchSize()) / static_cast<double>(m_join.spec.batch_size());
+  m_localCopy->apply(&gradient, &weight, 1, learningRateAt(opt, m_lastVersion + m_localSteps));
+  ++m_localSteps;
 }
 
 // Flush the backlog: the server applies it in one step when the last one arrives.
@@ -328,6 +354,9 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
       std::copy(m_gradientAt, m_gradientAt + m_parameterCount, m_backlog.next());
       m_backlog.commit(m_lastVersion, secondsSince(m_joinedAt));
       done.inFlightKept = 1;
+    } else if (m_local && m_lastVersion >= 0) {
+      localStep(m_gradientAt);  // computed on m_lastParams: the copy's first step
+      done.inFlightKept = 1;
     } else {
       done.discarded = 1;
     }
@@ -349,6 +378,14 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
       if (!step) return step.status();
       m_backlog.commit(m_lastVersion, secondsSince(m_joinedAt));
       ++done.computed;
+    } else if (m_local && m_lastVersion >= 0 && m_localSteps < m_recovery.local_max_steps()) {
+      // Keep training: a local SGD step of the worker's own copy.
+      m_profile.beginIteration();
+      const float* copy = m_localCopy ? m_localCopy->parameters() : m_lastParams.data();
+      auto step = compute(copy, m_gradient.data(), m_pullReply.slowdown());
+      if (!step) return step.status();
+      localStep(m_gradient.data());
+      ++done.computed;
     } else {
       std::this_thread::sleep_for(durationFromSeconds(backoff));
       backoff = std::min(backoff * 1.5, 0.5);
@@ -360,7 +397,7 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
                                                   m_options.transport);
       pb::JoinReply reply;
       // A restarted stateless server answers once it has adopted parameters (seconds).
-      auto status = candidate->join(request, reply, m_stateless ? 15.0 : 5.0);
+      auto status = candidate->join(request, reply, m_stateless || m_local ? 15.0 : 5.0);
       if (!status.ok()) continue;
       m_current = i;
       if (reply.shard_addresses_size() > 0) {
@@ -381,6 +418,8 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
       done.flushed = static_cast<std::int64_t>(total);
       recoveryLine(m_options, done);
       m_backlog.clear();
+      m_localCopy.reset();  // the server took the copy (adopted or merged)
+      m_localSteps = 0;
       return Status::ok();
     }
   }
@@ -432,7 +471,7 @@ grpc::Status WorkerLoop::pullNext() {
 }
 
 void WorkerLoop::keepParameters() {
-  if (!m_stateless || m_params == nullptr) return;
+  if (!(m_stateless || m_local) || m_params == nullptr) return;
   m_lastParams.assign(m_params, m_params + m_parameterCount);
   m_lastVersion = m_pullReply.version();
 }

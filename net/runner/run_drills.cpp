@@ -134,7 +134,7 @@ std::optional<ActionOutcome> RunDrills::restartNode(const std::string& name, dou
     if (!m_isChain) {
       extra = {"--resume-at", std::to_string(t)};
       if (mode == v1::RecoverySpec::CHECKPOINT) extra.push_back("--restore");
-      if (mode == v1::RecoverySpec::STATELESS) extra.push_back("--adopt");
+      if (mode == v1::RecoverySpec::STATELESS || mode == v1::RecoverySpec::LOCAL) extra.push_back("--adopt");
     }
     // A killed shard first, then shard 0 stopped with it: shard 0 asks every shard for
     // its checkpoints when it starts.

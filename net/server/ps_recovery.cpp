@@ -59,6 +59,7 @@ Status ParameterServer::Impl::restoreBeforeServing() {
       // starting fresh then would throw away the model every worker holds. After it, the
       // rest get a few seconds (acceptRejoinOfferLocked).
       adopting = true;
+      if (localMode()) localCopies.reset(static_cast<std::size_t>(n));
       // Every rank counts as joined (the run goes on), so the wait counts the rejoins itself.
       offered.assign(static_cast<std::size_t>(o.workers), 0);
       adoptDeadline = o.resumeAtS + rec.reconnect_timeout_s();
@@ -165,7 +166,9 @@ void ParameterServer::Impl::finishAdoptionLocked() {
   for (auto& c : lastContact) c = t;
   if (sharded()) restoreAdoptedShardsLocked();
   const std::string everyShard = sharded() ? "; every shard takes its range of it" : "";
-  if (adoptedVersion >= 0) {
+  if (localMode() && localCopies.steps() > 0) {
+    adoptLocalAverageLocked(t);
+  } else if (adoptedVersion >= 0) {
     emitRecoveryLocked(v1::RunEvent::ADOPTED, "adopted version " + std::to_string(adoptedVersion) + " from " + adoptedFrom +
                                       " (the highest any rejoining worker held" + everyShard +
                                       "); momentum restarts from zero",
@@ -181,6 +184,58 @@ void ParameterServer::Impl::finishAdoptionLocked() {
     j.reactor->Finish(grpc::Status::OK);
   }
   parkedJoins.clear();
+  releaseParkedLocked(t);
+}
+
+// Recovery LOCAL: the copies the workers trained through the outage, each weighted by its
+// local steps, become one version after the highest any of them started from (every
+// acknowledged update is in it). Momentum restarts from zero: the copies' own momenta
+// stayed with the workers, and a fresh direction suits the merged point.
+void ParameterServer::Impl::adoptLocalAverageLocked(double t) {
+  std::vector<float> average(static_cast<std::size_t>(store->size()));
+  localCopies.average(average.data());
+  const std::int64_t version = std::max<std::int64_t>(0, adoptedVersion) + 1;
+  store->restore(average.data(), nullptr, version);
+  restartVersionTimesLocked(version, t);
+  recordStateLocked(UpdateRecordKind::State);
+  localAdoptionVersion = version;
+  localMerged = localCopies.steps();
+  char spread[32];
+  std::snprintf(spread, sizeof spread, "%.4g", localCopies.spread());
+  emitRecoveryLocked(v1::RunEvent::ADOPTED,
+                     "adopted the average of " + std::to_string(localCopies.copies()) + " workers' copies (" +
+                         std::to_string(localMerged) + " local steps merged, each copy weighted by its steps; " +
+                         "the newest started from version " + std::to_string(adoptedVersion) +
+                         ") as version " + std::to_string(version) + "; the copies' spread (RMS distance from " +
+                         "their average) " + spread + "; momentum restarts from zero",
+                     version, -1, localMerged);
+  localCopies.reset(0);
+}
+
+// Recovery LOCAL: a copy that returns to a server which did not take it into an adoption
+// (a worker back after the others, or one whose own link failed while the server lived)
+// is merged into the current parameters as one more member of an average. The current
+// parameters weigh the work they hold since the copy's base: an update per version made
+// since, and the steps merged at an adoption in between. Momentum is kept (the run went on).
+void ParameterServer::Impl::mergeReturningCopyLocked(int rank, const std::string& name, const float* copy,
+                                                      std::int64_t base, std::int64_t steps, double t) {
+  const std::int64_t version = store->version();
+  std::int64_t weight = version - base;
+  if (localAdoptionVersion > base) weight += localMerged - 1;
+  weight = std::max<std::int64_t>(1, weight);
+  const auto n = static_cast<std::size_t>(store->size());
+  std::vector<float> merged(store->parameters(), store->parameters() + n);
+  const std::vector<float> momentum = store->momentumBuffer();
+  mergeLocalCopy(merged.data(), weight, copy, steps, n);
+  store->restore(merged.data(), momentum.data(), version + 1);
+  versionTime.push_back(t);
+  recordStateLocked(UpdateRecordKind::State);
+  emitRecoveryLocked(v1::RunEvent::ADOPTED,
+                     name + " returned with its copy (" + std::to_string(steps) + " local steps on version " +
+                         std::to_string(base) + "): merged into version " + std::to_string(version + 1) +
+                         " against the current parameters' " + std::to_string(weight) +
+                         " (updates since its base, and steps merged by an adoption since); momentum kept",
+                     version + 1, rank, steps);
   releaseParkedLocked(t);
 }
 

@@ -131,10 +131,20 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
       return reactor;
     }
     reply->set_payload_port(socketPort);
-    if (adopting && req->held_version() > adoptedVersion && !req->held_parameters().empty()) {
+    const auto* offeredModel = reinterpret_cast<const float*>(req->held_parameters().data());
+    const bool offersCopy = !req->held_parameters().empty();
+    // Under LOCAL each rank's copy counts once per adoption (a join retried after its
+    // deadline offers it again).
+    if (adopting && offersCopy && localMode() && !offered[static_cast<std::size_t>(rank)]) {
+      localCopies.add(offeredModel, req->local_steps());
+    }
+    if (!adopting && offersCopy && localMode() && req->local_steps() > 0 && started) {
+      mergeReturningCopyLocked(rank, req->name(), offeredModel, req->held_version(), req->local_steps(), now());
+    }
+    if (adopting && req->held_version() > adoptedVersion && offersCopy) {
       // Stateless restart: the highest version any worker holds wins (its size and
       // finiteness were checked); momentum is not kept by workers, so it restarts from zero.
-      const auto* offeredModel = reinterpret_cast<const float*>(req->held_parameters().data());
+      // Under LOCAL this is what is adopted when no copy took a local step.
       // A sharded server keeps the whole model: each other shard's RESTORE takes its range.
       if (sharded()) adoptedWhole.assign(offeredModel, offeredModel + options.layout.parameters());
       store->restore(offeredModel, nullptr, req->held_version());

@@ -50,6 +50,7 @@
 #include "core/events/run_events.h"
 #include "core/params/checkpoint.h"
 #include "core/params/gradient_guard.h"
+#include "core/params/local_average.h"
 #include "core/params/parameter_store.h"
 #include "core/params/update_record.h"
 #include "core/policy/sync_policy.h"
@@ -244,6 +245,12 @@ struct ParameterServer::Impl final : ChunkedRawService {
   std::int64_t adoptedVersion = -1;
   std::string adoptedFrom;
   std::vector<float> adoptedWhole;  // sharded shard 0: the whole model adopted (each shard takes its range)
+  // Recovery LOCAL: the rejoining workers' copies, averaged at the adoption by their local
+  // steps; the version that adoption made and the steps it merged (what the current
+  // parameters weigh against a copy that returns later).
+  LocalModelAverage localCopies;
+  std::int64_t localAdoptionVersion = -1;
+  std::int64_t localMerged = 0;
   // Stateless, shards 1..S-1: per rank, its backlog pushes' ranges that shard 0's BACKLOG
   // steps have not added yet, oldest first (a worker flushes its backlog without waiting
   // for them), and the buffers of those added (reused).
@@ -491,6 +498,13 @@ struct ParameterServer::Impl final : ChunkedRawService {
   // A worker rejoined during the stateless adoption: the rest get a few seconds from now.
   void noteAdoptionOfferLocked(int rank, double t);
   void finishAdoptionLocked();
+  bool localMode() const { return options.spec.recovery().mode() == v1::RecoverySpec::LOCAL; }
+  // Recovery LOCAL: the average of the copies, adopted (finishAdoptionLocked).
+  void adoptLocalAverageLocked(double t);
+  // Recovery LOCAL: `rank`'s copy (`steps` local steps on version `base`) returned to a
+  // server that did not take it into an adoption: merged into the current parameters.
+  void mergeReturningCopyLocked(int rank, const std::string& name, const float* copy, std::int64_t base,
+                                std::int64_t steps, double t);
   // `clipScale`: the guard's factor the gradient was clipped by (1: none).
   grpc::Status handleBacklogLocked(const pb::PushRequest& req, const float* grad, float clipScale, double t,
                                    pb::PushReply* reply);

@@ -86,6 +86,17 @@ grpc::Status ParameterServer::Impl::checkJoinFields(const pb::JoinRequest& req) 
       return invalid("join rejected: held_parameters contain NaN or Inf");
     }
   }
+  if (req.local_steps() != 0) {
+    if (options.spec.recovery().mode() != v1::RecoverySpec::LOCAL) {
+      return invalid("join rejected: local_steps " + std::to_string(req.local_steps()) +
+                     " needs recovery.mode LOCAL");
+    }
+    const std::int64_t most = std::max(1, options.spec.recovery().local_max_steps());
+    if (req.local_steps() < 0 || req.local_steps() > most || req.held_parameters().empty()) {
+      return invalid("join rejected: local_steps " + std::to_string(req.local_steps()) + " is outside [0, " +
+                     std::to_string(most) + "] (recovery.local_max_steps) or comes without held_parameters");
+    }
+  }
   return grpc::Status::OK;
 }
 

@@ -5,12 +5,15 @@
 // updates in place, buffers given back are reused rather than allocated anew, an update's
 // mirror receives its new parameters, the revision changes with every write, and an update
 // shared among threads gives the bits of one thread's. And the step a stateless server
-// takes with a flushed backlog (core/params/backlog_rule.h).
+// takes with a flushed backlog (core/params/backlog_rule.h), and the average a LOCAL
+// server adopts (core/params/local_average.h).
 #include "core/params/backlog_rule.h"
+#include "core/params/local_average.h"
 #include "core/params/parameter_store.h"
 
 #include <QtTest>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -29,6 +32,8 @@ class TestParameterStore : public QObject {
   void revisionChangesWithEveryWrite();
   void threadsGiveTheSameBits();
   void backlogStepFollowsTheRule();
+  void localAverageIsWeightedBySteps();
+  void lateCopyMergesByTheSameRule();
 };
 
 namespace {
@@ -228,6 +233,55 @@ void TestParameterStore::backlogStepFollowsTheRule() {
   QCOMPARE(step.weight, 10.0 / 80);
   QCOMPARE(step.lr, 0.01);
   QVERIFY(QString::fromStdString(step.rule).startsWith(QStringLiteral("clipped sum")));
+}
+
+void TestParameterStore::localAverageIsWeightedBySteps() {
+  // Three copies of 3 parameters with 1, 2 and 5 local steps, and one with none (it holds
+  // a version the server had: it weighs nothing).
+  const std::vector<float> a{1.0f, -2.0f, 0.5f}, b{2.0f, 0.0f, 0.25f}, c{-1.0f, 4.0f, 1.0f}, idle{100, 100, 100};
+  dasp::LocalModelAverage avg;
+  avg.reset(3);
+  QVERIFY(avg.add(a.data(), 1));
+  QVERIFY(avg.add(b.data(), 2));
+  QVERIFY(!avg.add(idle.data(), 0));
+  QVERIFY(avg.add(c.data(), 5));
+  QCOMPARE(avg.steps(), std::int64_t{8});
+  QCOMPARE(avg.copies(), 3);
+  std::vector<float> out(3);
+  avg.average(out.data());
+  for (std::size_t i = 0; i < 3; ++i) {
+    // The same sums in the same order, in double: the same bits.
+    const double expected = (0.0 + 1.0 * a[i] + 2.0 * b[i] + 5.0 * c[i]) / 8.0;
+    const float e = static_cast<float>(expected);
+    QCOMPARE(std::memcmp(&out[i], &e, sizeof e), 0);
+  }
+  QCOMPARE(out, (std::vector<float>{0.0f, 2.25f, 0.75f}));  // (1 + 4 - 5) / 8, (-2 + 20) / 8, (0.5 + 0.5 + 5) / 8
+  // The spread: the steps-weighted RMS distance of the copies from the average.
+  double sq = 0;
+  const std::vector<const std::vector<float>*> copies{&a, &b, &c};
+  const double w[] = {1, 2, 5};
+  for (std::size_t k = 0; k < 3; ++k) {
+    for (std::size_t i = 0; i < 3; ++i) sq += w[k] * std::pow((*copies[k])[i] - static_cast<double>(out[i]), 2);
+  }
+  QVERIFY(std::abs(avg.spread() - std::sqrt(sq / 8.0)) < 1e-5);
+  // One copy: no spread; none: nothing to average.
+  avg.reset(3);
+  QVERIFY(avg.add(c.data(), 3));
+  QCOMPARE(avg.spread(), 0.0);
+  avg.average(out.data());
+  QCOMPARE(out, c);
+}
+
+void TestParameterStore::lateCopyMergesByTheSameRule() {
+  // A copy of 4 steps returning after an adoption of 8 merged steps: (8·current + 4·copy) / 12.
+  std::vector<float> current{3.0f, -1.5f};
+  const std::vector<float> copy{0.0f, 1.5f};
+  QCOMPARE(dasp::mergeLocalCopy(current.data(), 8, copy.data(), 4, 2), std::int64_t{12});
+  QCOMPARE(current[0], 2.0f);
+  QCOMPARE(current[1], -0.5f);
+  // A copy without steps changes nothing.
+  QCOMPARE(dasp::mergeLocalCopy(current.data(), 12, copy.data(), 0, 2), std::int64_t{12});
+  QCOMPARE(current[0], 2.0f);
 }
 
 QTEST_GUILESS_MAIN(TestParameterStore)

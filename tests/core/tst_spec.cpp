@@ -95,6 +95,12 @@ void TestSpec::invalidValues_data() {
              "faults": [{"node": "worker-1", "action": "DISCONNECT", "at_s": 1, "restart_after_s": 1}]})"
       << "faults[0].action";
   QTest::newRow("call timeout") << R"({"recovery": {"call_timeout_s": 0}})" << "recovery.call_timeout_s";
+  // Recovery LOCAL: its bound, and where it is not built (the engine, a sharded server).
+  QTest::newRow("local steps") << R"({"recovery": {"mode": "LOCAL", "local_max_steps": 0}})"
+                               << "recovery.local_max_steps";
+  QTest::newRow("local sim") << R"({"engine": "sim", "suite": [{"recovery": {"mode": "LOCAL"}}]})"
+                             << "suite[0].recovery.mode";
+  QTest::newRow("local shards") << R"({"ps": {"shards": 2}, "recovery": {"mode": "LOCAL"}})" << "recovery.mode";
   QTest::newRow("allocation wait") << R"({"launch": {"launcher": "SLURM", "hosts": [{"name": "n1"}], "allocation_wait_s": 0}})"
                                     << "launch.allocation_wait_s";
   QTest::newRow("slowdown inf") << R"({"cluster": {"slowdowns": [1, "Infinity"]}})" << "cluster.slowdowns[1]";

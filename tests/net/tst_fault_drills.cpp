@@ -155,6 +155,7 @@ void TestFaultDrills::serverKillPerMode_data() {
   QTest::newRow("checkpoint") << "checkpoint" << QJsonObject{{"mode", "CHECKPOINT"}, {"checkpoint_every_updates", 20}};
   QTest::newRow("chain") << "chain" << QJsonObject{{"mode", "CHAIN"}, {"replicas", 3}};
   QTest::newRow("stateless") << "stateless" << QJsonObject{{"mode", "STATELESS"}};
+  QTest::newRow("local") << "local" << QJsonObject{{"mode", "LOCAL"}};
 }
 
 void TestFaultDrills::serverKillPerMode() {
@@ -236,6 +237,15 @@ void TestFaultDrills::serverKillPerMode() {
     // The workers kept computing while no server answered and buffered those gradients.
     QVERIFY2(f["gradients_during_outage"].toInteger() > 0, qPrintable(why));
     QVERIFY2(detail.contains("adopted"), qPrintable(why));
+  } else if (mode == "local") {
+    QCOMPARE(f["node"].toString(), QStringLiteral("server"));
+    // The workers trained their own copies while no server answered, and the restarted
+    // server adopted their average as a version after every one they started from: no
+    // acknowledged update is lost.
+    QVERIFY2(f["gradients_during_outage"].toInteger() > 0, qPrintable(why));
+    QVERIFY2(detail.contains("adopted the average of"), qPrintable(why));
+    QVERIFY2(after > acked, qPrintable(why));
+    QCOMPARE(lost, qint64{0});
   }
 
   const auto events = store.value()->events(runId).value();

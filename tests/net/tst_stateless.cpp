@@ -5,7 +5,11 @@
 // lr; MEAN: Σg/n; SCALED_LR: Σg at lr × backlog_lr_scale above backlog_lr_threshold, the
 // run's lr at or below it), with momentum restarted at zero; a worker computing through
 // an outage drops exactly what it computed beyond its bound; of two workers holding
-// different versions, the higher version is adopted, whichever rejoins first.
+// different versions, the higher version is adopted, whichever rejoins first. Recovery
+// LOCAL's: the restarted server adopts, bitwise, the average of the copies the workers
+// trained, weighted by their local steps, as the version after theirs; a copy that returns
+// after the adoption is merged into the current parameters by the stated weights.
+#include "core/params/local_average.h"
 #include "core/params/parameter_store.h"
 #include "core/spec/spec.h"
 #include "net/client/recovery_line.h"
@@ -49,6 +53,20 @@ pb::JoinRequest rejoin(int rank, const Held& held) {
   return req;
 }
 
+// A worker's copy after `steps` local steps from `held` (made-up values, finite and
+// different for each `k`), and its rejoin offering it.
+Held trainedCopy(const Held& held, int k) {
+  Held copy = held;
+  const auto g = gradientNumber(100 + k);
+  for (std::size_t i = 0; i < copy.params.size(); ++i) copy.params[i] -= 3.0f * g[i];
+  return copy;
+}
+pb::JoinRequest rejoinWithCopy(int rank, const Held& copy, std::int64_t steps) {
+  auto req = rejoin(rank, copy);
+  req.set_local_steps(steps);
+  return req;
+}
+
 // The backlog's gradients, pushed as a worker flushes them (one by one, the last applies).
 bool flushBacklog(PsClient& client, const std::vector<std::vector<float>>& backlog, std::int64_t base) {
   for (std::size_t i = 0; i < backlog.size(); ++i) {
@@ -78,6 +96,8 @@ class TestStateless : public QObject {
   void droppedIsComputedBeyondTheBound();
   void higherHeldVersionIsAdopted_data();
   void higherHeldVersionIsAdopted();
+  void localCopiesAverageByTheirSteps();
+  void localCopyReturningLateIsMerged();
 
  private:
   QTemporaryDir m_dir;
@@ -296,6 +316,116 @@ void TestStateless::higherHeldVersionIsAdopted() {
   QVERIFY(loaded.isOk());
   expected.apply(&g, &one, 1, learningRateAt(withDefaults(loaded.value()).optimizer(), 9));
   QVERIFY(sameBits(after, std::vector<float>(expected.parameters(), expected.parameters() + kParameters)));
+}
+
+void TestStateless::localCopiesAverageByTheirSteps() {
+  const auto spec = writeSpec(m_dir, "local-average", R"({"mode": "LOCAL"})", 3);
+  Servers servers;
+  const auto address = servers.start("server", spec, {}, "0", 3);
+  QVERIFY(!address.empty());
+  Held base;
+  {
+    // The run starts once every worker has joined.
+    PsClient w0(address, kParameters), w1(address, kParameters), w2(address, kParameters);
+    QVERIFY(joinAsWorker(w0, 0));
+    QVERIFY(joinAsWorker(w1, 1));
+    QVERIFY(joinAsWorker(w2, 2));
+    base = pushRange(w0, 1, 4, 0, 0);
+    QCOMPARE(base.version, std::int64_t{4});
+  }
+  servers.kill("server");
+  const auto again = servers.start("server", spec, {"--adopt", "--resume-at", "2"}, portOf(address), 3);
+  QCOMPARE(again, address);
+  EventLog events(again);
+  // Copies of 1 and 3 local steps, and one without (it holds version 4's parameters).
+  const Held a = trainedCopy(base, 1), b = trainedCopy(base, 2);
+  const std::vector<std::pair<pb::JoinRequest, int>> joins{
+      {rejoinWithCopy(0, a, 1), 0}, {rejoinWithCopy(1, b, 3), 1}, {rejoinWithCopy(2, base, 0), 2}};
+  std::vector<grpc::Status> status(3);
+  {
+    std::vector<std::unique_ptr<PsClient>> clients;
+    std::vector<std::thread> threads;
+    for (const auto& [req, rank] : joins) {
+      clients.push_back(std::make_unique<PsClient>(again, kParameters));
+      threads.emplace_back([&, r = rank, c = clients.back().get()] {
+        pb::JoinReply reply;
+        status[static_cast<std::size_t>(r)] = c->join(joins[static_cast<std::size_t>(r)].first, reply, 15);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  for (const auto& s : status) QVERIFY2(s.ok(), s.error_message().c_str());
+  auto adopted = events.waitRecovery("adopted", [](const pb::ClusterEvent&) { return true; });
+  QVERIFY(adopted);
+  // The version after every copy's: the acknowledged version 4 is in it.
+  QCOMPARE(adopted->version(), std::int64_t{5});
+  QCOMPARE(adopted->count(), std::int64_t{4});  // steps merged
+  QVERIFY2(adopted->detail().find("spread") != std::string::npos, adopted->detail().c_str());
+  LocalModelAverage expected;
+  expected.reset(static_cast<std::size_t>(kParameters));
+  expected.add(a.params.data(), 1);
+  expected.add(b.params.data(), 3);
+  std::vector<float> average(static_cast<std::size_t>(kParameters));
+  expected.average(average.data());
+  auto [version, params] = readParameters(again);
+  QCOMPARE(version, std::int64_t{5});
+  QVERIFY2(sameBits(params, average), "the adopted parameters are not the steps-weighted average of the copies");
+  // Momentum restarted at zero: the next update is one plain step from the average.
+  PsClient w0(again, kParameters);
+  auto [next, after] = pushNumber(w0, 42, 5, 10, 0);
+  QCOMPARE(next, std::int64_t{6});
+  ParameterStore step(average, kMomentum, kWeightDecay);
+  const auto g42 = gradientNumber(42);
+  const float* g = g42.data();
+  const double one = 1.0;
+  auto loaded = loadSpecFile(spec.toStdString());
+  QVERIFY(loaded.isOk());
+  step.apply(&g, &one, 1, learningRateAt(withDefaults(loaded.value()).optimizer(), 5));
+  QVERIFY(sameBits(after, std::vector<float>(step.parameters(), step.parameters() + kParameters)));
+}
+
+void TestStateless::localCopyReturningLateIsMerged() {
+  const auto spec = writeSpec(m_dir, "local-late", R"({"mode": "LOCAL"})", 2);
+  Servers servers;
+  const auto address = servers.start("server", spec, {}, "0", 2);
+  QVERIFY(!address.empty());
+  Held base;
+  {
+    PsClient w0(address, kParameters), w1(address, kParameters);
+    QVERIFY(joinAsWorker(w0, 0));
+    QVERIFY(joinAsWorker(w1, 1));
+    base = pushRange(w0, 1, 4, 0, 0);
+    QCOMPARE(base.version, std::int64_t{4});
+  }
+  servers.kill("server");
+  const auto again = servers.start("server", spec, {"--adopt", "--resume-at", "2"}, portOf(address), 2);
+  QCOMPARE(again, address);
+  EventLog events(again);
+  // Worker 0 returns with 2 local steps; worker 1 does not come back within the wait
+  // (barrier_timeout_s after the first rejoin), so the adoption is worker 0's copy alone.
+  const Held a = trainedCopy(base, 1), b = trainedCopy(base, 2);
+  PsClient w0(again, kParameters), w1(again, kParameters);
+  pb::JoinReply reply;
+  const auto first = w0.join(rejoinWithCopy(0, a, 2), reply, 15);
+  QVERIFY2(first.ok(), first.error_message().c_str());
+  auto adopted = events.waitRecovery("adopted", [](const pb::ClusterEvent&) { return true; });
+  QVERIFY(adopted);
+  QCOMPARE(adopted->version(), std::int64_t{5});
+  QVERIFY(sameBits(readParameters(again).second, a.params));
+  // Worker 1 returns late with 3 steps on version 4: against the current parameters'
+  // weight of 1 update since version 4 plus the adoption's 2 steps less the one update
+  // it counts as: (2 · current + 3 · copy) / 5, as version 6.
+  const auto late = w1.join(rejoinWithCopy(1, b, 3), reply, 15);
+  QVERIFY2(late.ok(), late.error_message().c_str());
+  auto merged = events.waitRecovery("adopted", [](const pb::ClusterEvent& e) { return e.rank() == 1; });
+  QVERIFY(merged);
+  QCOMPARE(merged->version(), std::int64_t{6});
+  QCOMPARE(merged->count(), std::int64_t{3});
+  std::vector<float> expected = a.params;
+  QCOMPARE(mergeLocalCopy(expected.data(), 2, b.params.data(), 3, expected.size()), std::int64_t{5});
+  auto [version, params] = readParameters(again);
+  QCOMPARE(version, std::int64_t{6});
+  QVERIFY2(sameBits(params, expected), "the late copy was not merged by the stated weights");
 }
 
 QTEST_GUILESS_MAIN(TestStateless)

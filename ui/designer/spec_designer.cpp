@@ -412,6 +412,8 @@ void SpecDesigner::buildRecoverySection(QWidget* page, QVBoxLayout* layout) {
   m_scaledLrKnobs.push_back(addText(k, tr("Backlog lr threshold"), "recovery.backlog_lr_threshold",
                                     QStringLiteral("50")));
   m_clipKnob = addText(k, tr("Backlog clip (gradients)"), "recovery.backlog_clip_gradients", QStringLiteral("10"));
+  k = recoveryGroup(QStringLiteral("LOCAL"));
+  addText(k, tr("Local steps (most)"), "recovery.local_max_steps", QStringLiteral("1000"));
   addText(f, tr("Reconnect timeout (s)"), "recovery.reconnect_timeout_s", QStringLiteral("120"));
   connect(m_recoveryMode, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateRecoveryKnobs);
   connect(m_backlogRule, &QComboBox::currentIndexChanged, this, &SpecDesigner::updateRecoveryKnobs);
