@@ -98,6 +98,7 @@ class PolicyBase : public SyncPolicy {
   void onWorkerUp(int rank, double now, PolicyOutput& out) override;
 
   std::int64_t version() const override { return m_version; }
+  void setVersion(std::int64_t version) override { m_version = version; }
   ParallelState state(int rank) const override;
   std::int64_t clock(int rank) const override;
   int workers() const override { return m_cluster.workers(); }

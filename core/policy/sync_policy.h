@@ -131,6 +131,11 @@ class SyncPolicy {
   virtual void onPushedBatch(int /*rank*/, int /*samples*/) {}
 
   virtual std::int64_t version() const = 0;
+  // The version the server's parameters have after they changed without an update of this
+  // policy (a restore, an adoption, a backlog applied in one step): the policy counts on
+  // from it, so that a gradient computed on it is current (BSP's round) and staleness is
+  // measured from it.
+  virtual void setVersion(std::int64_t version) = 0;
   virtual ParallelState state(int rank) const = 0;
   virtual std::int64_t clock(int rank) const = 0;  // pushes accepted from `rank`
   virtual int workers() const = 0;

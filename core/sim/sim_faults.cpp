@@ -227,6 +227,7 @@ void SimRun::restartServerState(double t, EventCode how, const std::string& text
   }
   m_policy = std::move(policy).value();
   m_policy->reset(n, t);
+  m_policy->setVersion(m_store->version());  // the restored, promoted or adopted version
   m_guard = std::make_unique<GradientGuard>(m_spec.strategy().gradient_guard());
   for (int r = 0; r < n; ++r) {
     if (m_workers[static_cast<std::size_t>(r)].phase == Worker::Phase::Dead) {

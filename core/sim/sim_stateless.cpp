@@ -101,6 +101,7 @@ void SimRun::onBacklogArrive(int rank, double t) {
       backlogStep(m_spec.recovery(), accepted, learningRateAt(m_spec.optimizer(), base));
   const float* g = m_backlogSum.data();
   m_store->apply(&g, &step.weight, 1, step.lr);
+  m_policy->setVersion(m_store->version());
   noteVersionMade(m_store->version(), t);
   m_applied += accepted;
   m_maxStaleness = std::max(m_maxStaleness, base - oldestBase);

@@ -57,6 +57,7 @@ void ParameterServer::Impl::promoteLocked(double t) {
   for (auto& j : joined) j = 1;
   for (auto& c : lastContact) c = t;
   policy->reset(options.workers, t);
+  policy->setVersion(store->version());
   replicatedVersion = store->version();
   if (versionTimeBase + static_cast<std::int64_t>(versionTime.size()) - 1 < store->version()) {
     restartVersionTimesLocked(store->version(), t);

@@ -196,6 +196,7 @@ void ParameterServer::Impl::adoptLocalAverageLocked(double t) {
   localCopies.average(average.data());
   const std::int64_t version = std::max<std::int64_t>(0, adoptedVersion) + 1;
   store->restore(average.data(), nullptr, version);
+  policy->setVersion(version);
   restartVersionTimesLocked(version, t);
   recordStateLocked(UpdateRecordKind::State);
   localAdoptionVersion = version;
@@ -228,6 +229,7 @@ void ParameterServer::Impl::mergeReturningCopyLocked(int rank, const std::string
   const std::vector<float> momentum = store->momentumBuffer();
   mergeLocalCopy(merged.data(), weight, copy, steps, n);
   store->restore(merged.data(), momentum.data(), version + 1);
+  policy->setVersion(version + 1);
   versionTime.push_back(t);
   recordStateLocked(UpdateRecordKind::State);
   emitRecoveryLocked(v1::RunEvent::ADOPTED,
@@ -279,6 +281,7 @@ grpc::Status ParameterServer::Impl::handleBacklogLocked(const pb::PushRequest& r
   const std::int64_t base = store->version();
   const float* g = sum.data();
   store->apply(&g, &weight, 1, lr);
+  policy->setVersion(store->version());
   recordUpdateLocked(&g, &weight, 1, lr);
   if (sharded()) {  // every other shard applies its range's sum alike
     shardStep.Clear();

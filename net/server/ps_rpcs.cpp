@@ -148,6 +148,7 @@ grpc::ServerUnaryReactor* ParameterServer::Impl::Join(grpc::CallbackServerContex
       // A sharded server keeps the whole model: each other shard's RESTORE takes its range.
       if (sharded()) adoptedWhole.assign(offeredModel, offeredModel + options.layout.parameters());
       store->restore(offeredModel, nullptr, req->held_version());
+      policy->setVersion(store->version());
       restartVersionTimesLocked(req->held_version(), now());
       adoptedVersion = req->held_version();
       adoptedFrom = req->name();

@@ -146,6 +146,7 @@ Result<std::unique_ptr<ParameterServer>> ParameterServer::start(ServerOptions op
   if (o.resumeAtS >= 0 && !o.replica) impl->setClock(o.resumeAtS);
   if (auto st = impl->restoreBeforeServing(); !st) return st;
   impl->policy->reset(o.workers, std::max(0.0, o.resumeAtS));
+  impl->policy->setVersion(impl->store->version());  // a restored server's version
   if (impl->chainMode()) impl->setUpChain();
   if (auto st = impl->openCheckpoints(); !st) return st;
   if (auto st = impl->openRecord(); !st) return st;
