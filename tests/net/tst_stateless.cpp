@@ -67,6 +67,40 @@ pb::JoinRequest rejoinWithCopy(int rank, const Held& copy, std::int64_t steps) {
   return req;
 }
 
+// A LOCAL drill's start: a server of `workers` slots (every worker joined, so the run
+// started) at version 4 by worker 0's pushes 1-4, killed and restarted with --adopt at the
+// same address (`again`). Returns worker 0's acknowledged version 4 (-1: a step failed).
+Held fourUpdatesThenRestart(Servers& servers, const QString& spec, int workers, std::string* again) {
+  const auto address = servers.start("server", spec, {}, "0", workers);
+  if (address.empty()) return {};
+  Held base;
+  {
+    std::vector<std::unique_ptr<PsClient>> clients;
+    for (int r = 0; r < workers; ++r) {
+      clients.push_back(std::make_unique<PsClient>(address, kParameters));
+      if (!joinAsWorker(*clients.back(), r)) return {};
+    }
+    base = pushRange(*clients[0], 1, 4, 0, 0);
+  }
+  servers.kill("server");
+  *again = servers.start("server", spec, {"--adopt", "--resume-at", "2"}, portOf(address), workers);
+  return *again == address ? base : Held{};
+}
+
+// Momentum restarted at zero: the next push (gradient 42, computed on `version`) makes one
+// plain step from `from`, bitwise.
+bool nextPushIsAPlainStep(PsClient& client, const QString& spec, const std::vector<float>& from, std::int64_t version) {
+  auto [next, after] = pushNumber(client, 42, version, 10, 0);
+  auto loaded = loadSpecFile(spec.toStdString());
+  if (next != version + 1 || !loaded.isOk()) return false;
+  ParameterStore expected(from, kMomentum, kWeightDecay);
+  const auto g42 = gradientNumber(42);
+  const float* g = g42.data();
+  const double one = 1.0;
+  expected.apply(&g, &one, 1, learningRateAt(withDefaults(loaded.value()).optimizer(), version));
+  return sameBits(after, std::vector<float>(expected.parameters(), expected.parameters() + kParameters));
+}
+
 // The backlog's gradients, pushed as a worker flushes them (one by one, the last applies).
 bool flushBacklog(PsClient& client, const std::vector<std::vector<float>>& backlog, std::int64_t base) {
   for (std::size_t i = 0; i < backlog.size(); ++i) {
@@ -305,37 +339,15 @@ void TestStateless::higherHeldVersionIsAdopted() {
   auto [version, params] = readParameters(again);
   QCOMPARE(version, std::int64_t{9});
   QVERIFY2(sameBits(params, high.params), "the adopted parameters are not those of the higher version");
-  // Momentum restarted at zero: the next update is one plain step from the adopted point.
-  auto [next, after] = pushNumber(w0, 42, 9, 10, 0);
-  QCOMPARE(next, std::int64_t{10});
-  ParameterStore expected(high.params, kMomentum, kWeightDecay);
-  const auto g42 = gradientNumber(42);
-  const float* g = g42.data();
-  const double one = 1.0;
-  auto loaded = loadSpecFile(spec.toStdString());
-  QVERIFY(loaded.isOk());
-  expected.apply(&g, &one, 1, learningRateAt(withDefaults(loaded.value()).optimizer(), 9));
-  QVERIFY(sameBits(after, std::vector<float>(expected.parameters(), expected.parameters() + kParameters)));
+  QVERIFY2(nextPushIsAPlainStep(w0, spec, high.params, 9), "momentum did not restart from zero");
 }
 
 void TestStateless::localCopiesAverageByTheirSteps() {
   const auto spec = writeSpec(m_dir, "local-average", R"({"mode": "LOCAL"})", 3);
   Servers servers;
-  const auto address = servers.start("server", spec, {}, "0", 3);
-  QVERIFY(!address.empty());
-  Held base;
-  {
-    // The run starts once every worker has joined.
-    PsClient w0(address, kParameters), w1(address, kParameters), w2(address, kParameters);
-    QVERIFY(joinAsWorker(w0, 0));
-    QVERIFY(joinAsWorker(w1, 1));
-    QVERIFY(joinAsWorker(w2, 2));
-    base = pushRange(w0, 1, 4, 0, 0);
-    QCOMPARE(base.version, std::int64_t{4});
-  }
-  servers.kill("server");
-  const auto again = servers.start("server", spec, {"--adopt", "--resume-at", "2"}, portOf(address), 3);
-  QCOMPARE(again, address);
+  std::string again;
+  const Held base = fourUpdatesThenRestart(servers, spec, 3, &again);
+  QCOMPARE(base.version, std::int64_t{4});
   EventLog events(again);
   // Copies of 1 and 3 local steps, and one without (it holds version 4's parameters).
   const Held a = trainedCopy(base, 1), b = trainedCopy(base, 2);
@@ -370,36 +382,16 @@ void TestStateless::localCopiesAverageByTheirSteps() {
   auto [version, params] = readParameters(again);
   QCOMPARE(version, std::int64_t{5});
   QVERIFY2(sameBits(params, average), "the adopted parameters are not the steps-weighted average of the copies");
-  // Momentum restarted at zero: the next update is one plain step from the average.
   PsClient w0(again, kParameters);
-  auto [next, after] = pushNumber(w0, 42, 5, 10, 0);
-  QCOMPARE(next, std::int64_t{6});
-  ParameterStore step(average, kMomentum, kWeightDecay);
-  const auto g42 = gradientNumber(42);
-  const float* g = g42.data();
-  const double one = 1.0;
-  auto loaded = loadSpecFile(spec.toStdString());
-  QVERIFY(loaded.isOk());
-  step.apply(&g, &one, 1, learningRateAt(withDefaults(loaded.value()).optimizer(), 5));
-  QVERIFY(sameBits(after, std::vector<float>(step.parameters(), step.parameters() + kParameters)));
+  QVERIFY2(nextPushIsAPlainStep(w0, spec, average, 5), "momentum did not restart from zero");
 }
 
 void TestStateless::localCopyReturningLateIsMerged() {
   const auto spec = writeSpec(m_dir, "local-late", R"({"mode": "LOCAL"})", 2);
   Servers servers;
-  const auto address = servers.start("server", spec, {}, "0", 2);
-  QVERIFY(!address.empty());
-  Held base;
-  {
-    PsClient w0(address, kParameters), w1(address, kParameters);
-    QVERIFY(joinAsWorker(w0, 0));
-    QVERIFY(joinAsWorker(w1, 1));
-    base = pushRange(w0, 1, 4, 0, 0);
-    QCOMPARE(base.version, std::int64_t{4});
-  }
-  servers.kill("server");
-  const auto again = servers.start("server", spec, {"--adopt", "--resume-at", "2"}, portOf(address), 2);
-  QCOMPARE(again, address);
+  std::string again;
+  const Held base = fourUpdatesThenRestart(servers, spec, 2, &again);
+  QCOMPARE(base.version, std::int64_t{4});
   EventLog events(again);
   // Worker 0 returns with 2 local steps; worker 1 does not come back within the wait
   // (barrier_timeout_s after the first rejoin), so the adoption is worker 0's copy alone.
