@@ -78,7 +78,7 @@ double slowdownAt(const v1::SpeedProfile& speed, double t);
 // stay unset (not emulated / not limited).
 v1::LinkSpec effectiveLink(const v1::NodeSpec& node, const ExperimentSpec& spec);
 
-// "none", "checkpoint", "chain", "stateless".
+// "none", "checkpoint", "chain", "stateless", "local".
 std::string recoveryName(v1::RecoverySpec::Mode mode);
 // The field that asks for recovery mode `mode`: "recovery.mode", or a suite entry's
 // ("suite[2].recovery.mode"); "" when none does.
