@@ -225,10 +225,14 @@ NodeProcess* RunNodes::process(const std::string& name) {
   return it == m_children.end() ? nullptr : it->second.get();
 }
 
-void RunNodes::finish(double graceS) {
+void RunNodes::finish(double graceS, double serverGraceS) {
+  const auto until = deadlineIn<std::chrono::steady_clock>(graceS);
+  auto left = [&until] {
+    return std::max(0.0, std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count());
+  };
   for (auto& [name, child] : m_children) {
     if (isServer(name)) continue;
-    if (!child->waitFor(graceS)) child->signal(SIGKILL);
+    if (!child->waitFor(left())) child->signal(SIGKILL);
   }
   for (auto& [name, child] : m_children) {
     if (isServer(name)) continue;
@@ -240,7 +244,7 @@ void RunNodes::finish(double graceS) {
     NodeProcess* child = process(name);
     if (child == nullptr) continue;
     child->signal(SIGTERM);
-    if (!child->waitFor(10.0)) {
+    if (!child->waitFor(serverGraceS)) {
       child->signal(SIGKILL);
       child->waitFor(5.0);
     }

@@ -84,8 +84,9 @@ class RunNodes {
   // The process of `name`, or null when it never started.
   NodeProcess* process(const std::string& name);
   std::map<std::string, std::unique_ptr<NodeProcess>>& processes() { return m_children; }
-  // Workers and the evaluator get `graceS` to end by themselves, then the servers SIGTERM.
-  void finish(double graceS);
+  // Workers and the evaluator get `graceS` in all (one deadline, not one each) to end by
+  // themselves, then SIGKILL; then each server in turn SIGTERM and `serverGraceS`.
+  void finish(double graceS, double serverGraceS = 10.0);
   // Each node's final row: exit, CPU, RSS, bytes.
   void recordFinalRows();
 

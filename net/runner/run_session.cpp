@@ -387,15 +387,20 @@ void RunSession::noteStoreHealth(double runT) {
 }
 
 // The server answers every pull with stop; the evaluator does its final evaluation; then
-// every process is shut down.
-void RunSession::stopNodes() {
+// every process is shut down. A cancelled run (SIGTERM or SIGINT: scancel, a Slurm time
+// limit, Ctrl-C) stops within about 20 s in all, whatever its nodes do: under Slurm they
+// got the same signal, and the batch script copies the store back only after the runner
+// has ended, before Slurm's KILL (KillWait, 30 s by default).
+void RunSession::stopNodes(bool cancelled) {
+  const double controlS = cancelled ? 2.0 : 5.0, evaluatorS = cancelled ? 3.0 : 120.0;
+  const double nodesS = cancelled ? 3.0 : 30.0, serverS = cancelled ? 3.0 : 10.0;
   // A node paused from the GUI must run again to stop cleanly.
   for (auto& [name, child] : m_nodes->processes()) child->signal(SIGCONT);
   pb::ControlRequest req;
   req.set_action(pb::ControlRequest::STOP);
   req.set_rank(-1);
   pb::ControlReply rep;
-  const bool stopped = m_control->head(req, rep).ok();
+  const bool stopped = m_control->head(req, rep, controlS).ok();
   if (!stopped) {
     // No server to answer with stop (the run ended during an outage): nodes stop on SIGTERM.
     for (auto& [name, child] : m_nodes->processes()) {
@@ -403,9 +408,9 @@ void RunSession::stopNodes() {
     }
   }
   if (NodeProcess* evaluator = m_nodes->process("evaluator"); evaluator && m_failure.empty() && stopped) {
-    evaluator->waitFor(120.0);
+    evaluator->waitFor(evaluatorS);
   }
-  m_nodes->finish(30.0);
+  m_nodes->finish(nodesS, serverS);
   m_watcher->stop();
   for (auto& w : m_shardWatchers) w->stop();
   m_pump->drainAndStop();
@@ -488,7 +493,9 @@ Result<RunSummary> RunSession::run() {
   if (auto st = prepare(); !st) return st;
   if (auto st = startNodes(); !st) return st;
   const std::string stopReason = watch();
-  stopNodes();
+  const bool cancelled = stopReason == "cancelled" || (m_options.cancel && m_options.cancel->load());
+  if (cancelled) say("run " + std::to_string(m_runId) + ": cancelled; stopping its nodes");
+  stopNodes(cancelled);
   return summarize(stopReason);
 }
 

@@ -53,7 +53,7 @@ class RunSession {
   void applyLiveActions(double runT);
   void handleExits(double runT);
   void handleExit(const std::string& name, NodeProcess& child, double runT);
-  void stopNodes();
+  void stopNodes(bool cancelled);
   // The run store's disk filled up, or has room again: said and recorded as an event (held
   // with the other rows until it can be written).
   void noteStoreHealth(double runT);

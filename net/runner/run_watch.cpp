@@ -101,9 +101,9 @@ void EventWatcher::loop() {
 }
 
 grpc::Status ServerControl::at(const std::string& address, const dasp::ps::v1::ControlRequest& req,
-                               dasp::ps::v1::ControlReply& rep) const {
+                               dasp::ps::v1::ControlReply& rep, double deadlineS) const {
   PsClient client(address, m_lines.parameters, m_security);
-  return client.control(req, rep, 5.0);
+  return client.control(req, rep, deadlineS);
 }
 
 }  // namespace dasp::net

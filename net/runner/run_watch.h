@@ -78,9 +78,10 @@ class ServerControl {
   ServerControl(NodeLines& lines, const NodeSecurity& security, const EventWatcher& watcher)
       : m_lines(lines), m_security(security), m_watcher(watcher) {}
   grpc::Status at(const std::string& address, const dasp::ps::v1::ControlRequest& req,
-                  dasp::ps::v1::ControlReply& rep) const;
-  grpc::Status head(const dasp::ps::v1::ControlRequest& req, dasp::ps::v1::ControlReply& rep) const {
-    return at(m_watcher.head(), req, rep);
+                  dasp::ps::v1::ControlReply& rep, double deadlineS = 5.0) const;
+  grpc::Status head(const dasp::ps::v1::ControlRequest& req, dasp::ps::v1::ControlReply& rep,
+                    double deadlineS = 5.0) const {
+    return at(m_watcher.head(), req, rep, deadlineS);
   }
 
  private:

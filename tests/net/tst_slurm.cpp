@@ -73,6 +73,9 @@ class TestSlurm : public QObject {
   QString work() const { return m_dir.filePath(QStringLiteral("work")); }
   // squeue's jobs (and steps, with `steps`) of this cluster as "ID NAME" lines.
   QStringList squeue(bool steps = false);
+  // The last `lines` lines of each daemon's log of the test cluster (slurmctld, slurmd),
+  // quoted when a job did not end as it should.
+  QString clusterLogTails(int lines) const;
   // A finished run of `db`: completed, its nodes on the Slurm nodes of the placement, each
   // a step of one job; returns that job's id.
   QString checkPlacedRun(const QString& db, std::int64_t runId);
@@ -148,6 +151,18 @@ QStringList TestSlurm::squeue(bool steps) {
   const auto r = test_support::runProgram(QStringLiteral("squeue"), args, 20000);
   if (r.exitCode != 0) qWarning("squeue: %s", qPrintable(r.err));
   return r.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+}
+
+QString TestSlurm::clusterLogTails(int lines) const {
+  QString out;
+  const QDir logs(m_dir.filePath(QStringLiteral("cluster/log")));
+  for (const QString& name : logs.entryList({QStringLiteral("*.log")}, QDir::Files, QDir::Name)) {
+    QFile f(logs.filePath(name));
+    if (!f.open(QIODevice::ReadOnly)) continue;
+    const QStringList all = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    out += QStringLiteral("== %1\n%2\n").arg(name, all.mid(std::max<qsizetype>(0, all.size() - lines)).join('\n'));
+  }
+  return out;
 }
 
 QString TestSlurm::checkPlacedRun(const QString& db, std::int64_t runId) {
@@ -291,7 +306,9 @@ void TestSlurm::slurmScriptRunsALaptopSpec() {
   const auto runs = store.value()->listRuns().value();
   QFile jobOutput(m_dir.filePath(QStringLiteral("laptop-%1.out").arg(cancelled)));
   const QString said = jobOutput.open(QIODevice::ReadOnly) ? QString::fromUtf8(jobOutput.readAll()) : QString();
-  QVERIFY2(runs.size() == 3, qPrintable(QStringLiteral("%1 runs in the store; the job said:\n%2").arg(runs.size()).arg(said)));
+  QVERIFY2(runs.size() == 3, qPrintable(QStringLiteral("%1 runs in the store; the job said:\n%2\nthe cluster's logs end:\n%3")
+                                            .arg(runs.size())
+                                            .arg(said, clusterLogTails(12))));
   QCOMPARE(runs.front().status, dasp::RunStatus::Stopped);
 }
 
