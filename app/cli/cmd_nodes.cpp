@@ -44,6 +44,7 @@ struct ServerFlags {
   int payloadPort = 0;
   std::string name = "server";
   double resumeAtS = -1;
+  double resumeWallS = -1;  // the wall clock (Unix seconds) at which --resume-at was the run's time
   std::string checkpointDir;
   bool restore = false, adopt = false, replica = false;
   std::string chainNext;
@@ -138,6 +139,18 @@ Result<NodeSetup> prepareNode(const ClientFlags& flags, const std::string& role)
   return s;
 }
 
+// The run time that passed since the runner ordered this restart at --resume-at: by the
+// wall clock of --resume-wall (the start-up before main, loading the libraries, counts
+// too: without it a restarted server's clock lagged the runner's by that much); else, or
+// when the two clocks disagree beyond reason (another host's), from this process's start.
+double sinceResumeOrdered(const ServerFlags& flags, std::chrono::steady_clock::time_point processStart) {
+  const double sinceStart = std::chrono::duration<double>(std::chrono::steady_clock::now() - processStart).count();
+  if (flags.resumeWallS < 0) return sinceStart;
+  const double wallNow = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double since = wallNow - flags.resumeWallS;
+  return since >= sinceStart && since < sinceStart + 600 ? since : sinceStart;
+}
+
 int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_point processStart) {
   // SIGTERM and SIGINT stop the server cleanly (waitForStopSignal below). Installed first of
   // all: a handler, not a blocked mask, since a thread LibTorch or gRPC had started with
@@ -224,9 +237,7 @@ int serverCommand(const ServerFlags& flags, std::chrono::steady_clock::time_poin
     options.initialParameters = std::move(initial).value();
   }
 
-  if (options.resumeAtS >= 0) {
-    options.resumeAtS += std::chrono::duration<double>(std::chrono::steady_clock::now() - processStart).count();
-  }
+  if (options.resumeAtS >= 0) options.resumeAtS += sinceResumeOrdered(flags, processStart);
   // The run token: given (file, environment), or made here and written to a file that is
   // removed when the server stops.
   std::string tokenFile;
@@ -356,6 +367,9 @@ void addNodeCommands(CLI::App& dasp, int& exitCode) {
   server->add_option("--name", serverFlags->name, "the node's name in the run")->capture_default_str();
   server->add_option("--resume-at", serverFlags->resumeAtS, "a restarted server: the run's clock at its start (s)")
       ->check(numberIn(0, kMaxDurationS));
+  server->add_option("--resume-wall", serverFlags->resumeWallS,
+                     "the wall clock (Unix seconds) at which the run's clock read --resume-at")
+      ->check(numberIn(0, 1e11));
   server->add_option("--checkpoint-dir", serverFlags->checkpointDir, "where checkpoints are written");
   server->add_flag("--restore", serverFlags->restore, "start from the newest checkpoint in --checkpoint-dir");
   server->add_flag("--adopt", serverFlags->adopt, "stateless or local recovery: adopt the state the workers hold");

@@ -9,6 +9,8 @@
 //   <!-- dasp-tables prediction REAL.jsonl PREDICTED.jsonl MEASURED.jsonl -->
 //   <!-- dasp-tables recovery FILE FILE ... -->  (the fault drills' recovery table; NAME=FILE
 //                                                   for a table of cases)
+//   <!-- dasp-tables paper PAPER.jsonl TWO-KILLS.jsonl -->  (the two-kill suite against
+//                                                   'Training Through Failure')
 //   <!-- dasp-tables setup-timings results/fresh-clone/timings.jsonl -->
 //   ... generated ...
 //   <!-- /dasp-tables -->
@@ -16,6 +18,7 @@
 // from what the results give (the CI test `docs.tables`).
 #include "app/cli/cli.h"
 
+#include "core/results/paper_table.h"
 #include "core/results/results_table.h"
 
 #include <algorithm>
@@ -96,6 +99,16 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
     }
     return recoveryTableMarkdown(all);
   }
+  if (kind == "paper") {
+    if (args.size() != 2) return Status::error("paper needs PAPER.jsonl TWO-KILLS.jsonl");
+    std::vector<std::vector<v1::RunResult>> files;
+    for (const auto& a : args) {
+      auto runs = loadResults(root, a);
+      if (!runs) return runs.status();
+      files.push_back(std::move(runs).value());
+    }
+    return paperComparisonMarkdown(files[0], files[1]);
+  }
   if (kind == "setup-timings") {
     if (args.size() != 1) return Status::error("setup-timings needs one timings file");
     auto text = readText(root / args[0]);
@@ -105,7 +118,7 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
     return setupTimingTableMarkdown(timings.value());
   }
   return Status::error("unknown table kind '" + kind +
-                       "' (known: suite, matrix, diagnosis, shards, validation, prediction, recovery, setup-timings)");
+                       "' (known: suite, matrix, diagnosis, shards, validation, prediction, recovery, paper, setup-timings)");
 }
 
 int tablesCommand(const fs::path& root, bool check) {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 // The evaluator's loop (runEvaluator, nodes.h): it pulls on the evaluation schedule,
 // evaluates and reports, and through an outage tries every server in chain order.
+#include "core/common/evaluation_schedule.h"
 #include "net/client/node_support.h"
 #include "net/client/nodes.h"
 #include "net/client/ps_client.h"
 
+#include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace dasp::net {
 
@@ -13,6 +16,17 @@ namespace dasp::net {
 using namespace node_support;
 
 namespace {
+
+// How far ahead of each scheduled fault the evaluator takes an evaluation (evaluationWaitS).
+constexpr double kEvaluateBeforeFaultS = 0.5;
+
+// The run times of the spec's faults, ascending.
+std::vector<double> faultTimesOf(const ExperimentSpec& spec) {
+  std::vector<double> times;
+  for (const auto& f : spec.faults()) times.push_back(f.at_s());
+  std::sort(times.begin(), times.end());
+  return times;
+}
 
 // The evaluator's link to the server at `address`; a sharded server's shards are all
 // joined again (null when that fails: a restarted one may not answer yet).
@@ -40,6 +54,17 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
   std::int64_t lastVersion = -1;
   std::uint64_t lastIncarnation = 0;
   bool stop = false;
+  const std::vector<double> faultTimes = faultTimesOf(join.spec);
+  // The server's run time, anchored at each pull's answer (it stands at 0 until every
+  // worker has joined).
+  double anchorT = join.serverTimeAtJoin;
+  auto anchoredAt = Clock::now();
+  // The longest evaluation so far: how long the next one may take (their times vary with
+  // the load, and one still running at a fault's moment would miss it).
+  double longestEvalS = 0;
+  // An evaluation whose server went away before it was reported (one taken just before a
+  // kill): reported to the next server, at the time of its version.
+  std::optional<pb::EvaluationReport> unreported;
   // A pull that survives outages: on one, every server is tried in chain order until one
   // answers (a restarted server may hold an older version: the schedule starts over).
   auto pull = [&](pb::PullRequest& request, pb::PullReply& reply, const float*& params, double timeout) {
@@ -81,7 +106,8 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
     const std::int64_t due = everyVersions > 0 ? lastVersion + everyVersions : std::numeric_limits<std::int64_t>::max();
     request.set_min_version(lastVersion < 0 ? 0 : due);
     pb::PullReply reply;
-    const double timeout = everyS > 0 ? everyS : 60.0;
+    const double timeout = evaluationWaitS(anchorT + secondsSince(anchoredAt), everyS > 0 ? everyS : 60.0,
+                                           1.25 * longestEvalS, faultTimes, kEvaluateBeforeFaultS);
     const float* params = nullptr;
     auto status = pull(request, reply, params, timeout);
     // No new version in time: take the current one; a server that does not answer that
@@ -93,6 +119,12 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
       status = pull(request, reply, params, wait);
     }
     if (!status.ok()) return Status::error(options.name + ": pull failed: " + describe(status));
+    anchorT = reply.server_t_s();
+    anchoredAt = Clock::now();
+    if (unreported) {
+      pb::ReportReply kept;
+      if (client->report(*unreported, kept, 30.0).ok()) unreported.reset();
+    }
     stop = reply.stop();
     if (reply.version() == lastVersion && reply.incarnation() == lastIncarnation && !stop) continue;
     if (params == nullptr) {
@@ -107,13 +139,16 @@ Result<NodeStats> runEvaluator(const WorkerOptions& options, const JoinInfo& joi
     report.set_accuracy(e.accuracy);
     report.set_samples(e.samples);
     report.set_version_t_s(reply.version_t_s());
-    report.set_eval_s(secondsSince(t0));
+    const double evalS = secondsSince(t0);
+    longestEvalS = std::max(longestEvalS, evalS);
+    report.set_eval_s(evalS);
     pb::ReportReply reportReply;
     status = client->report(report, reportReply, 30.0);
     if (isOutage(status)) {
-      // The server went away after the pull: this evaluation has no one to go to.
+      // The server went away after the pull: the evaluation waits for the next one.
       say(options, options.name + ": evaluation of version " + std::to_string(reply.version()) +
-                       " not reported (" + describe(status) + ")");
+                       " not reported yet (" + describe(status) + "): it goes to the server that answers next");
+      unreported = std::move(report);
     } else if (!status.ok()) {
       return Status::error(options.name + ": report failed: " + describe(status));
     }

@@ -193,7 +193,9 @@ void FaultTracker::observe(const pb::EventBatch& batch, const std::function<std:
         }
         break;
       case pb::ClusterEvent::EVALUATION:
-        if (e.accuracy() == e.accuracy()) m_evaluations.push_back({e.t_s(), e.version(), e.accuracy()});
+        // At the time its version was made: an evaluation taken before a fault may be
+        // reported only after it, to the restarted server.
+        if (e.accuracy() == e.accuracy()) m_evaluations.push_back({e.version_t_s(), e.version(), e.accuracy()});
         break;
       case pb::ClusterEvent::NODE:
         if (e.code() != v1::RunEvent::NODE_DOWN) break;
@@ -263,7 +265,10 @@ std::vector<FaultRecord> FaultTracker::records() const {
 
 std::vector<EvalPoint> FaultTracker::evaluations() const {
   std::lock_guard<std::mutex> lock(m_mu);
-  return m_evaluations;
+  std::vector<EvalPoint> out = m_evaluations;
+  // In the order of their versions' times (one reported late comes in among the others).
+  std::stable_sort(out.begin(), out.end(), [](const EvalPoint& a, const EvalPoint& b) { return a.tS < b.tS; });
+  return out;
 }
 
 }  // namespace dasp::net

@@ -68,6 +68,8 @@ class FaultTracker {
 
   std::int64_t currentVersion() const;
   std::vector<FaultRecord> records() const;
+  // Every evaluation at the time its version was made (EvaluationReport.version_t_s),
+  // in that order.
   std::vector<EvalPoint> evaluations() const;
   bool any() const { return !m_drills.empty(); }
 

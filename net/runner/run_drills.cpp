@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -132,7 +133,9 @@ std::optional<ActionOutcome> RunDrills::restartNode(const std::string& name, dou
   if (m_nodes.isServer(name)) {
     std::vector<std::string> extra{"--replica"};
     if (!m_isChain) {
-      extra = {"--resume-at", std::to_string(t)};
+      // The wall clock with it: the server counts its own start-up, libraries included.
+      const double wall = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      extra = {"--resume-at", std::to_string(t), "--resume-wall", std::to_string(wall)};
       if (mode == v1::RecoverySpec::CHECKPOINT) extra.push_back("--restore");
       if (mode == v1::RecoverySpec::STATELESS || mode == v1::RecoverySpec::LOCAL) extra.push_back("--adopt");
     }

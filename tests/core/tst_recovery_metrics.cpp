@@ -3,6 +3,7 @@
 // (core/results/recovery_metrics.h): table-driven cases over small evaluation series, then the
 // Markdown table's grouping and "mean ± std" / "never" cells.
 
+#include "core/common/evaluation_schedule.h"
 #include "core/results/recovery_metrics.h"
 
 #include <QtTest>
@@ -323,6 +324,20 @@ class TestRecoveryMetrics : public QObject {
     QCOMPARE(cased.rows[3][0], std::string("late"));
     QCOMPARE(cased.rows[3][1], std::string("checkpoint"));
     QCOMPARE(cased.rows[3][4], std::string("2"));
+  }
+
+  // The evaluator's schedule: regular evaluations, and one just before each fault where the
+  // regular one would still be running then.
+  void evaluationWaitsForTheMomentBeforeAFault() {
+    const std::vector<double> faults{6.0, 36.0};
+    QCOMPARE(evaluationWaitS(0.0, 2.0, 1.5, faults, 0.5), 2.0);     // 0 + 2 + 1.5 ends before 5.5
+    QCOMPARE(evaluationWaitS(4.0, 2.0, 1.5, faults, 0.5), 1.5);     // 4 + 3.5 > 5.5: wait until 5.5
+    QCOMPARE(evaluationWaitS(3.0, 2.0, 1.5, faults, 0.5), 2.5);
+    QCOMPARE(evaluationWaitS(5.48, 2.0, 1.5, faults, 0.5), 2.0);    // 5.5 is 20 ms away: taken
+    QCOMPARE(evaluationWaitS(7.0, 2.0, 1.5, faults, 0.5), 2.0);     // the next fault is far
+    QCOMPARE(evaluationWaitS(33.0, 2.0, 1.5, faults, 0.5), 2.5);
+    QCOMPARE(evaluationWaitS(40.0, 2.0, 1.5, faults, 0.5), 2.0);    // no fault left
+    QCOMPARE(evaluationWaitS(3.0, 2.0, 1.5, {}, 0.5), 2.0);
   }
 
   void tableEscapesAndEmpty() {

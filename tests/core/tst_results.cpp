@@ -2,6 +2,7 @@
 // The evidence pipeline: best learning rate per strategy, heterogeneity cost, the results
 // tables, the generated blocks of the docs, and the homogeneous-equivalent reference.
 #include "core/spec/reference_cluster.h"
+#include "core/results/paper_table.h"
 #include "core/results/results_table.h"
 #include "core/spec/spec.h"
 
@@ -355,6 +356,41 @@ class TestResults : public QObject {
     const std::string table = recoveryTableMarkdown(faults);
     QVERIFY2(table.find("| checkpoint | 4 |") != std::string::npos, table.c_str());
     QVERIFY2(table.find("53 ± 4.2") != std::string::npos, table.c_str());  // updates lost, 2 runs
+  }
+
+  void paperTableSetsEachSideByMode() {
+    const std::string paperLines =
+        R"({"label":"stateless, 2 kills","engine":"paper","strategy":"asp","recovery":"stateless","workers":1,)"
+        R"("target":0.7,"time_to_target_s":106,"faults":[{"index":0,"accuracy_jump":0.054},{"index":1,"accuracy_jump":0.06}]})"
+        "\n"
+        R"({"label":"chain async","engine":"paper","strategy":"asp","recovery":"chain","workers":1,"time_to_target_s":101})"
+        "\n"
+        R"({"label":"chain sync","engine":"paper","strategy":"bsp","recovery":"chain","workers":1,"time_to_target_s":120})";
+    auto paper = parseResultLines(paperLines, "paper.jsonl");
+    QVERIFY2(paper.isOk(), paper.message().c_str());
+    auto ours = [](const std::string& recovery, int workers, std::optional<double> ttt, std::vector<double> jumps) {
+      v1::RunResult r;
+      r.set_recovery(recovery);
+      r.set_workers(workers);
+      r.set_target(0.7);
+      if (ttt) r.set_time_to_target_s(*ttt);
+      for (double j : jumps) r.add_faults()->set_accuracy_jump(j);
+      return r;
+    };
+    const std::vector<v1::RunResult> twoKills{ours("local", 1, 40, {0.10, -0.01}), ours("local", 1, 44, {0.08, 0.03}),
+                                              ours("local", 4, std::nullopt, {0.04, 0.01}),
+                                              ours("chain", 1, 100, {})};
+    const std::string table = paperComparisonMarkdown(paper.value(), twoKills);
+    QVERIFY2(table.find("| recovery | time to 0.70, 2 kills (s): paper, 1 worker | ours, 1 worker | ours, 4 workers |") !=
+                 std::string::npos,
+             table.c_str());
+    // The paper's runs each, ours as mean ± std, each kill's change at resume as a range.
+    QVERIFY2(table.find("| chain | 101 (async), 120 (sync) | 100.0 | — | — | — | — |") != std::string::npos, table.c_str());
+    QVERIFY2(table.find("| stateless | 106 (async) | — | — | +5.4, +6.0 (async, 2 kills) | — | — |") != std::string::npos,
+             table.c_str());
+    QVERIFY2(table.find("| local | — | 42.0 ± 2.8 | 1/1 never | — | +8.0 to +10.0, then -1.0 to +3.0 | +4.0, then +1.0 |") !=
+                 std::string::npos,
+             table.c_str());
   }
 };
 

@@ -180,6 +180,32 @@ class TestRecoveryLines : public QObject {
     QCOMPARE(metrics.front().fault.gradientsDiscarded, std::int64_t{1});
     QCOMPARE(metrics.front().updatesLost, std::optional<std::int64_t>(58));
   }
+
+  // An evaluation taken just before a kill reaches the restarted server after it: it counts
+  // before the fault, at the time its version was made, not at the time of its report.
+  void lateEvaluationCountsAtItsVersionsTime() {
+    FaultTracker tracker({headKill(6.0)});
+    auto evaluation = [](double versionT, double reportT, double accuracy) {
+      pb::EventBatch batch;
+      auto* e = batch.add_events();
+      e->set_kind(pb::ClusterEvent::EVALUATION);
+      e->set_t_s(reportT);
+      e->set_version_t_s(versionT);
+      e->set_accuracy(accuracy);
+      return batch;
+    };
+    tracker.observe(evaluation(3.0, 4.4, 0.30), noName);
+    tracker.observe(applied(5.9, 60), noName);
+    tracker.fired(tracker.due(6.0).front().index, 6.0, "server", true, false);
+    tracker.observe(evaluation(5.5, 22.0, 0.41), noName);  // taken at 5.5, reported after the restart
+    tracker.observe(applied(21.5, 61), noName);
+    tracker.observe(evaluation(22.5, 24.0, 0.45), noName);
+    const auto evaluations = tracker.evaluations();
+    QCOMPARE(evaluations.size(), std::size_t{3});
+    QCOMPARE(evaluations[1].tS, 5.5);
+    const auto metrics = computeRecoveryMetrics(tracker.records(), evaluations, 0.45);
+    QCOMPARE(metrics.front().accuracyBefore, std::optional<double>(0.41));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestRecoveryLines)
