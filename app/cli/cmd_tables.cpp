@@ -47,6 +47,17 @@ Result<std::vector<v1::RunResult>> loadResults(const fs::path& root, const std::
   return parseResultLines(text.value(), file);
 }
 
+// Every file of `args`, in order.
+Result<std::vector<std::vector<v1::RunResult>>> loadEach(const fs::path& root, const std::vector<std::string>& args) {
+  std::vector<std::vector<v1::RunResult>> files;
+  for (const auto& a : args) {
+    auto runs = loadResults(root, a);
+    if (!runs) return runs.status();
+    files.push_back(std::move(runs).value());
+  }
+  return files;
+}
+
 Result<std::string> generate(const fs::path& root, const std::string& kind, const std::vector<std::string>& args) {
   if (kind == "suite") {
     if (args.size() != 1) return Status::error("suite needs one results file");
@@ -76,13 +87,9 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
   }
   if (kind == "prediction") {
     if (args.size() != 3) return Status::error("prediction needs REAL.jsonl PREDICTED.jsonl MEASURED.jsonl");
-    std::vector<std::vector<v1::RunResult>> files;
-    for (const auto& a : args) {
-      auto runs = loadResults(root, a);
-      if (!runs) return runs.status();
-      files.push_back(std::move(runs).value());
-    }
-    return predictionTableMarkdown(files[0], files[1], files[2]);
+    auto files = loadEach(root, args);
+    if (!files) return files.status();
+    return predictionTableMarkdown(files.value()[0], files.value()[1], files.value()[2]);
   }
   if (kind == "recovery") {
     if (args.empty()) return Status::error("recovery needs one or more results files");
@@ -101,13 +108,9 @@ Result<std::string> generate(const fs::path& root, const std::string& kind, cons
   }
   if (kind == "paper") {
     if (args.size() != 2) return Status::error("paper needs PAPER.jsonl TWO-KILLS.jsonl");
-    std::vector<std::vector<v1::RunResult>> files;
-    for (const auto& a : args) {
-      auto runs = loadResults(root, a);
-      if (!runs) return runs.status();
-      files.push_back(std::move(runs).value());
-    }
-    return paperComparisonMarkdown(files[0], files[1]);
+    auto files = loadEach(root, args);
+    if (!files) return files.status();
+    return paperComparisonMarkdown(files.value()[0], files.value()[1]);
   }
   if (kind == "setup-timings") {
     if (args.size() != 1) return Status::error("setup-timings needs one timings file");
