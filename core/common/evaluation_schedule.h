@@ -10,10 +10,10 @@
 
 namespace dasp {
 
-// How long the evaluator's next pull waits for a new version, at run time `nowS`, after an
-// evaluation that took `lastEvalS`; `faultTimesS` ascending (the spec's faults' at_s). A
-// fault whose moment (at_s - beforeS) is passed, or less than 50 ms away, is left alone.
-double evaluationWaitS(double nowS, double everyS, double lastEvalS, const std::vector<double>& faultTimesS,
+// How long the evaluator's next pull waits for a new version, at run time `nowS`, when an
+// evaluation may take `evalS`; `faultTimesS` ascending (the spec's faults' at_s). A fault
+// whose moment (at_s - beforeS) is passed, or less than 50 ms away, is left alone.
+double evaluationWaitS(double nowS, double everyS, double evalS, const std::vector<double>& faultTimesS,
                        double beforeS);
 
 }  // namespace dasp
