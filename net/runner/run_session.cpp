@@ -416,6 +416,10 @@ void RunSession::stopNodes(bool cancelled) {
   m_pump->drainAndStop();
 }
 
+bool RunSession::isCancelled(const std::string& stopReason) const {
+  return stopReason == "cancelled" || (m_options.cancel && m_options.cancel->load());
+}
+
 Result<RunSummary> RunSession::summarize(const std::string& stopReason) {
   const auto f = m_recording->figures();
   m_nodes->recordFinalRows();
@@ -429,7 +433,7 @@ Result<RunSummary> RunSession::summarize(const std::string& stopReason) {
   // Cancelled by the time the nodes are stopped: a node that exited first went with the
   // same cancellation (scancel signals the runner and every job step at once, and a
   // step's exit may be seen before the runner's own signal).
-  const bool cancelled = stopReason == "cancelled" || (m_options.cancel && m_options.cancel->load());
+  const bool cancelled = isCancelled(stopReason);
   if (cancelled && !m_failure.empty()) {
     say("run " + std::to_string(m_runId) + ": cancelled (before that: " + m_failure + ")");
     m_failure.clear();
@@ -493,7 +497,7 @@ Result<RunSummary> RunSession::run() {
   if (auto st = prepare(); !st) return st;
   if (auto st = startNodes(); !st) return st;
   const std::string stopReason = watch();
-  const bool cancelled = stopReason == "cancelled" || (m_options.cancel && m_options.cancel->load());
+  const bool cancelled = isCancelled(stopReason);
   if (cancelled) say("run " + std::to_string(m_runId) + ": cancelled; stopping its nodes");
   stopNodes(cancelled);
   return summarize(stopReason);

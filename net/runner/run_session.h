@@ -53,6 +53,9 @@ class RunSession {
   void applyLiveActions(double runT);
   void handleExits(double runT);
   void handleExit(const std::string& name, NodeProcess& child, double runT);
+  // Cancelled by a signal: the stop reason, or the flag set since (scancel signals the
+  // runner and every job step at once, and a step's exit may be seen first).
+  bool isCancelled(const std::string& stopReason) const;
   void stopNodes(bool cancelled);
   // The run store's disk filled up, or has room again: said and recorded as an event (held
   // with the other rows until it can be written).
