@@ -146,8 +146,7 @@ Result<NodeSetup> prepareNode(const ClientFlags& flags, const std::string& role)
 double sinceResumeOrdered(const ServerFlags& flags, std::chrono::steady_clock::time_point processStart) {
   const double sinceStart = std::chrono::duration<double>(std::chrono::steady_clock::now() - processStart).count();
   if (flags.resumeWallS < 0) return sinceStart;
-  const double wallNow = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const double since = wallNow - flags.resumeWallS;
+  const double since = wallClockSeconds() - flags.resumeWallS;
   return since >= sinceStart && since < sinceStart + 600 ? since : sinceStart;
 }
 

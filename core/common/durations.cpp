@@ -15,4 +15,8 @@ std::chrono::nanoseconds durationFromSeconds(double seconds) {
 
 std::chrono::nanoseconds durationFromMs(double ms) { return durationFromSeconds(ms / 1000); }
 
+double wallClockSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace dasp

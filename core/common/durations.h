@@ -33,4 +33,8 @@ typename Clock::time_point deadlineIn(double seconds) {
   return after<Clock>(Clock::now(), seconds);
 }
 
+// The wall clock: seconds since the Unix epoch, for times that are stored or passed to
+// another process (which has its own steady clock).
+double wallClockSeconds();
+
 }  // namespace dasp

@@ -2,6 +2,9 @@
 #include "core/results/mean_std.h"
 
 #include <cmath>
+#include <iomanip>
+#include <locale>
+#include <sstream>
 
 namespace dasp {
 
@@ -17,6 +20,15 @@ MeanStd meanStd(const std::vector<double>& values) {
     s.sd = std::sqrt(sq / static_cast<double>(values.size() - 1));
   }
   return s;
+}
+
+std::string fixedText(double v, int decimals) {
+  std::ostringstream s;
+  s.imbue(std::locale::classic());
+  s << std::fixed << std::setprecision(decimals) << v;
+  std::string text = s.str();
+  if (!text.empty() && text[0] == '-' && text.find_first_not_of("-0.") == std::string::npos) text.erase(0, 1);
+  return text;
 }
 
 }  // namespace dasp

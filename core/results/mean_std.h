@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // Mean and sample standard deviation over seeds: the one implementation the results
-// tables, the recovery tables and the GUI's reports and sweeps share. Pure; any thread.
+// tables, the recovery tables and the GUI's reports and sweeps share; and the one
+// fixed-point text their figures are printed with. Pure; any thread.
 
+#include <string>
 #include <vector>
 
 namespace dasp {
@@ -13,5 +15,9 @@ struct MeanStd {
   int n = 0;      // values; mean and sd mean nothing when 0
 };
 MeanStd meanStd(const std::vector<double>& values);
+
+// `v` with `decimals` decimals in the C locale whatever the process's locale (a GUI sets
+// the user's), and "0.0" rather than "-0.0" for a negative value that rounds to zero.
+std::string fixedText(double v, int decimals);
 
 }  // namespace dasp

@@ -4,22 +4,15 @@
 #include "core/results/mean_std.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <set>
 #include <sstream>
 
 namespace dasp {
 namespace {
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 std::string points(double accuracyChange) {
   const double p = accuracyChange * 100.0;
-  return (p >= 0 ? "+" : "") + fixed(p, 1);
+  return (p >= 0 ? "+" : "") + fixedText(p, 1);
 }
 
 std::string paperVariant(const v1::RunResult& r) {
@@ -33,7 +26,7 @@ std::string paperTimes(const std::vector<v1::RunResult>& paper, const std::strin
   std::string out;
   for (const auto& r : paper) {
     if (r.recovery() != recovery || !r.has_time_to_target_s()) continue;
-    out += (out.empty() ? "" : ", ") + fixed(r.time_to_target_s(), 0) + " (" + paperVariant(r) + ")";
+    out += (out.empty() ? "" : ", ") + fixedText(r.time_to_target_s(), 0) + " (" + paperVariant(r) + ")";
   }
   return out.empty() ? "—" : out;
 }
@@ -67,7 +60,7 @@ std::string ourTime(const std::vector<v1::RunResult>& runs, const std::string& r
   const int never = total - static_cast<int>(times.size());
   if (times.empty()) return std::to_string(never) + "/" + std::to_string(total) + " never";
   const MeanStd s = meanStd(times);
-  std::string cell = fixed(s.mean, 1) + (s.n > 1 ? " ± " + fixed(s.sd, 1) : "");
+  std::string cell = fixedText(s.mean, 1) + (s.n > 1 ? " ± " + fixedText(s.sd, 1) : "");
   if (never > 0) cell += " (" + std::to_string(never) + "/" + std::to_string(total) + " never)";
   return cell;
 }
@@ -106,7 +99,7 @@ std::string paperComparisonMarkdown(const std::vector<v1::RunResult>& paper, con
   double target = 0;
   for (const auto& r : twoKills) target = std::max(target, r.target());
   std::ostringstream os;
-  os << "| recovery | time to " << fixed(target, 2) << ", 2 kills (s): paper, 1 worker";
+  os << "| recovery | time to " << fixedText(target, 2) << ", 2 kills (s): paper, 1 worker";
   for (int w : workerCounts) os << " | ours, " << w << (w == 1 ? " worker" : " workers");
   os << " | change at resume (points): paper, 1 worker";
   for (int w : workerCounts) os << " | ours, " << w << (w == 1 ? " worker" : " workers");

@@ -7,10 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <iomanip>
 #include <limits>
-#include <locale>
-#include <sstream>
 #include <utility>
 
 namespace dasp {
@@ -79,24 +76,14 @@ namespace {
 
 constexpr const char* kNone = "\u2014";  // "—"
 
-// Fixed-point text in the C locale (a Qt application sets the user's locale).
-std::string fixed(double v, int decimals) {
-  std::ostringstream s;
-  s.imbue(std::locale::classic());
-  s << std::fixed << std::setprecision(decimals) << v;
-  std::string text = s.str();
-  if (text.find_first_not_of("-0.") == std::string::npos && !text.empty() && text[0] == '-') text.erase(0, 1);
-  return text;
-}
-
 // "mean ± sample std" (std omitted for one value), "—" for none. Counts print their mean
 // without decimals when it is whole.
 std::string meanStdText(const std::vector<double>& v, int decimals, bool count = false) {
   if (v.empty()) return kNone;
   const MeanStd s = meanStd(v);
   const int meanDecimals = count && s.mean == std::floor(s.mean) ? 0 : decimals;
-  std::string text = fixed(s.mean, meanDecimals);
-  if (s.n > 1) text += " \u00b1 " + fixed(s.sd, decimals);
+  std::string text = fixedText(s.mean, meanDecimals);
+  if (s.n > 1) text += " \u00b1 " + fixedText(s.sd, decimals);
   return text;
 }
 

@@ -7,6 +7,7 @@
 // in memory, in order, and the writer tries again every second until space comes back;
 // at finish() it gives up after a grace period and says how many rows were not written.
 #include "core/store/run_store.h"
+#include "core/common/durations.h"
 #include "core/store/sqlite_store.h"
 
 #include <sqlite3.h>
@@ -491,7 +492,7 @@ Status RunRecorder::finish(RunStatus status, const std::string& error, const std
   }
   update.bind(1, d.runId);
   update.bind(2, toString(status));
-  update.bind(3, nowSeconds());
+  update.bind(3, wallClockSeconds());
   update.bind(4, error);
   if (divergence) {
     update.bind(5, toString(divergence->cause));

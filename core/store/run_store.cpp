@@ -3,6 +3,7 @@
 // run_store_schema.cpp). See core/store/run_store.h. RunStore::open also marks as
 // interrupted the `running` runs of this host whose writing process is gone.
 #include "core/store/run_store.h"
+#include "core/common/durations.h"
 #include "core/store/sqlite_store.h"
 
 #include <sqlite3.h>
@@ -100,7 +101,7 @@ Result<std::int64_t> RunStore::createRun(const NewRun& run) {
   s.bind(11, static_cast<std::int64_t>(getpid()));
   s.bind(12, pidStart);
   s.bind(13, run.codeVersion);
-  s.bind(14, nowSeconds());
+  s.bind(14, wallClockSeconds());
   s.bind(15, run.tags);
   if (s.step() != SQLITE_DONE) return sqlError(m_path, m_db);
   return static_cast<std::int64_t>(sqlite3_last_insert_rowid(m_db));
@@ -113,7 +114,7 @@ Status RunStore::finishRun(std::int64_t runId, RunStatus status, const std::stri
   }
   s.bind(1, runId);
   s.bind(2, toString(status));
-  s.bind(3, nowSeconds());
+  s.bind(3, wallClockSeconds());
   s.bind(4, error);
   if (s.step() != SQLITE_DONE) return sqlError(m_path, m_db);
   if (sqlite3_changes(m_db) == 0) return notFound(runId, m_path);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The run store's SQLite helpers (core/store/sqlite_store.h).
 #include "core/store/sqlite_store.h"
+#include "core/common/durations.h"
 
 #include <sqlite3.h>
 
@@ -25,11 +26,6 @@ RunStatus statusFromColumn(const std::string& text) {
 }
 
 }  // namespace
-
-double nowSeconds() {
-  using namespace std::chrono;
-  return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
-}
 
 std::string hostName() {
   char buffer[256] = {};
@@ -120,7 +116,7 @@ Status markInterruptedRuns(const std::string& path, sqlite3* db) {
     exec(path, db, "ROLLBACK");
     return s;
   }
-  const double now = nowSeconds();
+  const double now = wallClockSeconds();
   for (std::int64_t id : gone) {
     update.bind(1, id);
     update.bind(2, now);

@@ -88,7 +88,6 @@ class Stmt {
   sqlite3_stmt* m_stmt = nullptr;
 };
 
-double nowSeconds();
 std::string hostName();
 std::string processStartToken(const std::string& procStatPath);
 std::string errorText(const std::string& path, sqlite3* db);

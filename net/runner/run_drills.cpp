@@ -134,8 +134,7 @@ std::optional<ActionOutcome> RunDrills::restartNode(const std::string& name, dou
     std::vector<std::string> extra{"--replica"};
     if (!m_isChain) {
       // The wall clock with it: the server counts its own start-up, libraries included.
-      const double wall = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-      extra = {"--resume-at", std::to_string(t), "--resume-wall", std::to_string(wall)};
+      extra = {"--resume-at", std::to_string(t), "--resume-wall", std::to_string(wallClockSeconds())};
       if (mode == v1::RecoverySpec::CHECKPOINT) extra.push_back("--restore");
       if (mode == v1::RecoverySpec::STATELESS || mode == v1::RecoverySpec::LOCAL) extra.push_back("--adopt");
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/runs/run_table_model.h"
 
+#include "core/common/durations.h"
 #include "core/spec/spec.h"
 #include "ui/charts/run_data.h"
 
@@ -27,12 +28,10 @@ bool sameRun(const RunRow& a, const RunRow& b) {
          a.error == b.error && a.specJson == b.specJson;
 }
 
-double nowSeconds() { return static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0; }
-
 // Seconds the run took (or has taken so far); negative when unknown.
 double durationSeconds(const RunRow& run) {
   if (run.endedAt) return std::max(0.0, *run.endedAt - run.startedAt);
-  if (run.status == RunStatus::Running) return std::max(0.0, nowSeconds() - run.startedAt);
+  if (run.status == RunStatus::Running) return std::max(0.0, wallClockSeconds() - run.startedAt);
   return -1;
 }
 
