@@ -83,6 +83,12 @@ std::string recoveryName(v1::RecoverySpec::Mode mode);
 // The field that asks for recovery mode `mode`: "recovery.mode", or a suite entry's
 // ("suite[2].recovery.mode"); "" when none does.
 std::string recoveryModeField(const v1::ExperimentSpec& spec, v1::RecoverySpec::Mode mode);
+// Whether workers train their own copies through an outage: recovery LOCAL, or CHAIN with
+// local_copies.
+bool trainsLocalCopies(const v1::RecoverySpec& recovery);
+// The field that asks for local copies (trainsLocalCopies): "recovery.mode",
+// "suite[1].recovery.local_copies", ...; "" when none does.
+std::string localCopiesField(const v1::ExperimentSpec& spec);
 // "kill", "pause", "disconnect": a drill's action as the fault records and tables name it.
 std::string faultActionName(v1::FaultSpec::Action action);
 // The deadline of a worker's pull and push (recovery.call_timeout_s; default

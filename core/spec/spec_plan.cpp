@@ -132,6 +132,24 @@ std::string recoveryModeField(const v1::ExperimentSpec& spec, v1::RecoverySpec::
   return "";
 }
 
+bool trainsLocalCopies(const v1::RecoverySpec& recovery) {
+  return recovery.mode() == v1::RecoverySpec::LOCAL ||
+         (recovery.mode() == v1::RecoverySpec::CHAIN && recovery.local_copies());
+}
+
+std::string localCopiesField(const v1::ExperimentSpec& spec) {
+  auto field = [](const v1::RecoverySpec& r) -> std::string {
+    if (!trainsLocalCopies(r)) return "";
+    return r.mode() == v1::RecoverySpec::LOCAL ? "recovery.mode" : "recovery.local_copies";
+  };
+  if (auto f = field(spec.recovery()); !f.empty()) return f;
+  for (int i = 0; i < spec.suite_size(); ++i) {
+    if (!spec.suite(i).has_recovery()) continue;
+    if (auto f = field(spec.suite(i).recovery()); !f.empty()) return "suite[" + std::to_string(i) + "]." + f;
+  }
+  return "";
+}
+
 std::string faultActionName(v1::FaultSpec::Action action) {
   std::string name = v1::FaultSpec::Action_Name(action);
   for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

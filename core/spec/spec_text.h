@@ -2,6 +2,8 @@
 #pragma once
 // Internal to the spec's files (core/spec*.cpp): the small text helpers they share.
 
+#include "core/common/result.h"
+
 #include <algorithm>
 #include <cctype>
 #include <sstream>
@@ -32,6 +34,9 @@ inline std::string joined(const std::vector<std::string>& names) {
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
 }
+
+// A field's problem: "field: problem".
+inline Status bad(const std::string& field, const std::string& problem) { return Status::error(field + ": " + problem); }
 
 inline std::string num(double v) {
   std::ostringstream s;

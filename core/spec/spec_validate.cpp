@@ -2,6 +2,7 @@
 // validateSpec: every field a user can get wrong, named with its path and the bad value.
 #include "core/spec/spec.h"
 #include "core/spec/spec_text.h"
+#include "core/spec/spec_validate_parts.h"
 
 #include "core/params/gradient_guard.h"
 #include "core/params/shard_layout.h"
@@ -20,8 +21,6 @@ namespace dasp {
 using namespace spec_text;
 
 namespace {
-
-Status bad(const std::string& field, const std::string& problem) { return Status::error(field + ": " + problem); }
 
 // The largest slowdown a node may have (spec and Control SET_SLOWDOWN alike): beyond it a
 // node would sleep for hours per iteration.
@@ -158,8 +157,9 @@ Status validateEngine(const ExperimentSpec& spec) {
   if (auto st = nonNegative(sim.restart_ms(), sim.has_restart_ms(), "restart_ms"); !st) return st;
   if (auto st = nonNegative(sim.failover_ms(), sim.has_failover_ms(), "failover_ms"); !st) return st;
   if (engine != "sim") return Status::ok();
-  if (auto where = recoveryModeField(spec, v1::RecoverySpec::LOCAL); !where.empty()) {
-    return bad(where, "LOCAL (workers training their own copies in an outage) is not modelled by the simulator (engine sim)");
+  if (auto where = localCopiesField(spec); !where.empty()) {
+    return bad(where, "workers training their own copies in an outage (LOCAL, CHAIN's local_copies) are not modelled "
+                      "by the simulator (engine sim)");
   }
   for (int i = 0; i < spec.faults_size(); ++i) {
     if (spec.faults(i).node() == "evaluator") {
@@ -490,92 +490,6 @@ Status validateStopAndEvaluation(const ExperimentSpec& spec) {
   return Status::ok();
 }
 
-// The recovery mode and every suite entry's.
-Status validateRecoveries(const ExperimentSpec& spec) {
-  auto checkRecovery = [&](const v1::RecoverySpec& r, const std::string& prefix) -> Status {
-    if (r.has_checkpoint_every_updates() && r.checkpoint_every_updates() < 0) {
-      return bad(prefix + "checkpoint_every_updates", "must be >= 0");
-    }
-    if (!(r.checkpoint_every_s() >= 0)) return bad(prefix + "checkpoint_every_s", "must be >= 0");
-    if (r.mode() == v1::RecoverySpec::CHECKPOINT && r.has_checkpoint_every_updates() &&
-        r.checkpoint_every_updates() == 0 && r.checkpoint_every_s() <= 0) {
-      return bad(prefix + "checkpoint_every_updates", "0 needs checkpoint_every_s > 0 (otherwise nothing is saved)");
-    }
-    if (r.has_checkpoint_keep() && r.checkpoint_keep() < 1) return bad(prefix + "checkpoint_keep", "must be >= 1");
-    if (r.has_replicas() && (r.replicas() < 2 || r.replicas() > 16)) {
-      return bad(prefix + "replicas", "must be in [2, 16] (got " + std::to_string(r.replicas()) + ")");
-    }
-    if (r.has_forward_every() && r.forward_every() < 1) return bad(prefix + "forward_every", "must be >= 1");
-    if (r.has_backlog_max_gradients() && r.backlog_max_gradients() < 1) {
-      return bad(prefix + "backlog_max_gradients", "must be >= 1");
-    }
-    if (r.has_backlog_max_mb() && !(r.backlog_max_mb() > 0)) return bad(prefix + "backlog_max_mb", "must be > 0");
-    if (r.has_backlog_lr_scale() && !(r.backlog_lr_scale() > 0 && r.backlog_lr_scale() <= 1)) {
-      return bad(prefix + "backlog_lr_scale", "must be in (0, 1] (got " + num(r.backlog_lr_scale()) + ")");
-    }
-    if (r.has_backlog_lr_threshold() && r.backlog_lr_threshold() < 0) {
-      return bad(prefix + "backlog_lr_threshold", "must be >= 0");
-    }
-    if (r.has_backlog_clip_gradients() && r.backlog_clip_gradients() < 1) {
-      return bad(prefix + "backlog_clip_gradients",
-                 "must be >= 1 (got " + std::to_string(r.backlog_clip_gradients()) + ")");
-    }
-    if (r.has_local_max_steps() && r.local_max_steps() < 1) return bad(prefix + "local_max_steps", "must be >= 1");
-    if (r.has_reconnect_timeout_s() && !(r.reconnect_timeout_s() > 0)) {
-      return bad(prefix + "reconnect_timeout_s", "must be > 0");
-    }
-    if (r.has_call_timeout_s() && !(r.call_timeout_s() > 0 && r.call_timeout_s() <= 3600)) {
-      return bad(prefix + "call_timeout_s", "must be in (0, 3600] seconds (got " + num(r.call_timeout_s()) + ")");
-    }
-    return Status::ok();
-  };
-  if (auto st = checkRecovery(spec.recovery(), "recovery."); !st) return st;
-  for (int i = 0; i < spec.suite_size(); ++i) {
-    if (auto st = checkRecovery(spec.suite(i).recovery(), "suite[" + std::to_string(i) + "].recovery."); !st) return st;
-  }
-  return Status::ok();
-}
-
-// The fault drills.
-Status validateFaults(const ExperimentSpec& spec) {
-  // Fault drills name nodes of this run: server (the head; shard 0), server-N (chain
-  // replicas), shard-N (a sharded server's other shards), evaluator, or a worker.
-  // replicas (shard-N-rK: chain replication per shard).
-  std::vector<std::string> nodes{"server", "evaluator"};
-  const bool chain = spec.recovery().mode() == v1::RecoverySpec::CHAIN;
-  const int replicas = spec.recovery().has_replicas() ? spec.recovery().replicas() : 3;
-  const int shards = std::min(spec.ps().shards(), kMaxShards);  // (out of range: validateShards names it)
-  for (int r = 0; chain && shards <= 1 && r < replicas; ++r) nodes.push_back("server-" + std::to_string(r));
-  for (int s = 1; s < shards; ++s) {
-    nodes.push_back("shard-" + std::to_string(s));
-    for (int r = 1; chain && r < std::min(replicas, 16); ++r) {
-      nodes.push_back("shard-" + std::to_string(s) + "-r" + std::to_string(r));
-    }
-  }
-  for (const auto& w : expandWorkers(spec)) nodes.push_back(w.name());
-  for (int i = 0; i < spec.faults_size(); ++i) {
-    const auto& f = spec.faults(i);
-    const std::string field = "faults[" + std::to_string(i) + "]";
-    if (!contains(nodes, f.node())) {
-      return bad(field + ".node", "no node '" + f.node() + "' in this run (nodes: " + joined(nodes) + ")");
-    }
-    if (!(f.at_s() >= 0)) return bad(field + ".at_s", "must be >= 0 (got " + num(f.at_s()) + ")");
-    if (f.has_restart_after_s() && !(f.restart_after_s() >= 0 && std::isfinite(f.restart_after_s()))) {
-      return bad(field + ".restart_after_s", "must be >= 0 (got " + num(f.restart_after_s()) + ")");
-    }
-    if (f.action() == v1::FaultSpec::DISCONNECT) {
-      const auto workers = expandWorkers(spec);
-      const bool worker = std::any_of(workers.begin(), workers.end(),
-                                      [&](const v1::NodeSpec& w) { return w.name() == f.node(); });
-      if (!worker) {
-        return bad(field + ".node", "DISCONNECT cuts a worker's link to the servers; '" + f.node() +
-                                        "' is not a worker (use KILL or PAUSE for it)");
-      }
-    }
-  }
-  return Status::ok();
-}
-
 // The parameter server's shards (ps.shards): what a sharded server runs with.
 Status validateShards(const ExperimentSpec& spec) {
   for (int i = 0; i < spec.suite_size(); ++i) {
@@ -597,8 +511,9 @@ Status validateShards(const ExperimentSpec& spec) {
   }
   if (shards == 1) return Status::ok();
   const std::string why = "a sharded server (ps.shards " + std::to_string(shards) + ")";
-  if (auto where = recoveryModeField(spec, v1::RecoverySpec::LOCAL); !where.empty()) {
-    return bad(where, "LOCAL is not built for " + why + "; use one shard, or another mode");
+  if (auto where = localCopiesField(spec); !where.empty()) {
+    return bad(where, "local copies (LOCAL, CHAIN's local_copies) are not built for " + why +
+                          "; use one shard, or another mode");
   }
   // Every shard restores one version (a checkpoint all of them hold, the start, or the
   // model the workers hold), or a shard's replica takes its place.
@@ -682,8 +597,8 @@ Status validateSpec(const ExperimentSpec& spec) {
   if (auto st = checkFinite(spec, ""); !st) return st;
   // (The batch against the data after the cluster: its worker count is checked first.)
   for (auto* check : {validateModelAndData, validateOptimizer, validateCluster, checkBatchAgainstData, validateStrategies,
-                      validateStopAndEvaluation, validateRecoveries, validateFaults, validateShards, validateSecurity,
-                      validateEngine, validateLaunch}) {
+                      validateStopAndEvaluation, spec_validate::validateRecoveries, spec_validate::validateFaults,
+                      validateShards, validateSecurity, validateEngine, validateLaunch}) {
     if (auto st = check(spec); !st) return st;
   }
   const auto& device = spec.device();

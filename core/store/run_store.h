@@ -93,7 +93,7 @@ struct SampleRow {
 struct StateIntervalRow {
   std::int64_t runId = 0;
   std::string node;
-  std::string state;          // COMPUTE, PUSH, WAIT, PULL, DOWN, IDLE
+  std::string state;          // COMPUTE, PUSH, WAIT, PULL, DOWN, IDLE, OFFLINE
   std::string parallelState;  // SYNC, ASYNC, ... ("" when the strategy has none)
   double t0S = 0, t1S = 0;
 };

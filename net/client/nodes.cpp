@@ -152,7 +152,7 @@ class WorkerLoop {
   double m_pushTimeout;
   const v1::RecoverySpec& m_recovery;
   bool m_stateless;
-  bool m_local;  // recovery LOCAL
+  bool m_local;  // trains its own copy through an outage (LOCAL, CHAIN with local_copies)
   std::size_t m_parameterCount;
 
   std::vector<float> m_gradient;
@@ -210,7 +210,7 @@ WorkerLoop::WorkerLoop(const WorkerOptions& options, const JoinInfo& join, Gradi
       m_pushTimeout(join.spec.recovery().has_call_timeout_s() ? callTimeoutS(join.spec) : 60.0),
       m_recovery(join.spec.recovery()),
       m_stateless(m_recovery.mode() == v1::RecoverySpec::STATELESS),
-      m_local(m_recovery.mode() == v1::RecoverySpec::LOCAL),
+      m_local(trainsLocalCopies(m_recovery)),
       m_parameterCount(static_cast<std::size_t>(source.parameterCount())),
       m_gradient(m_parameterCount),
       m_gradientAt(m_gradient.data()),
@@ -361,6 +361,23 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
       done.discarded = 1;
     }
   }
+  // The work so far, about once a second and once more at the reconnection, so that the
+  // lanes show it (the modes that only wait have none to show).
+  const bool works = (m_stateless || m_local) && m_lastVersion >= 0;
+  auto lastProgress = outageStart;
+  auto progress = [&](bool last) {
+    const double periodS = secondsSince(lastProgress);
+    if (!works || periodS <= 0 || (!last && periodS < 1.0)) return;
+    RecoveryReport r;
+    r.kind = RecoveryReport::Kind::OutageProgress;
+    r.node = m_options.name;
+    r.server = m_servers[m_current];
+    r.outageS = secondsSince(outageStart);
+    r.periodS = periodS;
+    r.computed = done.computed + done.inFlightKept;
+    recoveryLine(m_options, r);
+    lastProgress = Clock::now();
+  };
   double backoff = 0.1;
   while (true) {
     if (cancelled(m_options)) return Status::error(m_options.name + ": cancelled during a server outage");
@@ -390,6 +407,7 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
       std::this_thread::sleep_for(durationFromSeconds(backoff));
       backoff = std::min(backoff * 1.5, 0.5);
     }
+    progress(false);
     const pb::JoinRequest request = rejoinRequest();
     for (std::size_t k = 0; k < m_servers.size(); ++k) {
       const std::size_t i = (m_current + k) % m_servers.size();
@@ -399,6 +417,7 @@ Status WorkerLoop::recover(const grpc::Status& why, bool inFlight) {
       // A restarted stateless server answers once it has adopted parameters (seconds).
       auto status = candidate->join(request, reply, m_stateless || m_local ? 15.0 : 5.0);
       if (!status.ok()) continue;
+      progress(true);  // to the server that was down, as every line before it
       m_current = i;
       if (reply.shard_addresses_size() > 0) {
         // A restarted sharded server: every shard is joined again (their calls start over).

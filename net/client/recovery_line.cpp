@@ -8,7 +8,17 @@ namespace dasp::net {
 namespace {
 
 constexpr std::string_view kOutage = "outage_detected";
+constexpr std::string_view kProgress = "outage_progress";
 constexpr std::string_view kReconnected = "reconnected";
+
+std::string_view kindWord(RecoveryReport::Kind kind) {
+  switch (kind) {
+    case RecoveryReport::Kind::OutageDetected: return kOutage;
+    case RecoveryReport::Kind::OutageProgress: return kProgress;
+    case RecoveryReport::Kind::Reconnected: return kReconnected;
+  }
+  return kOutage;
+}
 
 std::string value(std::string_view text) {
   const bool plain = !text.empty() && text.find_first_of(" \"\\\n\r\t") == std::string_view::npos;
@@ -84,10 +94,12 @@ bool parseNumber(const std::map<std::string, std::string, std::less<>>& f, const
 
 std::string formatRecoveryLine(const RecoveryReport& r) {
   std::string line(kRecoveryLinePrefix);
-  line += r.kind == RecoveryReport::Kind::OutageDetected ? kOutage : kReconnected;
+  line += kindWord(r.kind);
   line += " node=" + value(r.node) + " server=" + value(r.server);
   if (r.kind == RecoveryReport::Kind::OutageDetected) {
     line += " acked=" + number(r.ackedVersion) + " status=" + value(r.status);
+  } else if (r.kind == RecoveryReport::Kind::OutageProgress) {
+    line += " outage_s=" + number(r.outageS) + " period_s=" + number(r.periodS) + " computed=" + number(r.computed);
   } else {
     line += " outage_s=" + number(r.outageS) + " computed=" + number(r.computed) +
             " in_flight_kept=" + number(r.inFlightKept) + " dropped=" + number(r.dropped) +
@@ -106,6 +118,8 @@ std::optional<RecoveryReport> parseRecoveryLine(std::string_view line) {
   RecoveryReport r;
   if (kind == kOutage) {
     r.kind = RecoveryReport::Kind::OutageDetected;
+  } else if (kind == kProgress) {
+    r.kind = RecoveryReport::Kind::OutageProgress;
   } else if (kind == kReconnected) {
     r.kind = RecoveryReport::Kind::Reconnected;
   } else {
@@ -125,6 +139,13 @@ std::optional<RecoveryReport> parseRecoveryLine(std::string_view line) {
     return r;
   }
   if (f.find("outage_s") == f.end()) return std::nullopt;
+  if (r.kind == RecoveryReport::Kind::OutageProgress) {
+    if (!parseNumber(f, "outage_s", r.outageS) || !parseNumber(f, "period_s", r.periodS) ||
+        !parseNumber(f, "computed", r.computed)) {
+      return std::nullopt;
+    }
+    return r;
+  }
   const bool ok = parseNumber(f, "outage_s", r.outageS) && parseNumber(f, "computed", r.computed) &&
                   parseNumber(f, "in_flight_kept", r.inFlightKept) && parseNumber(f, "dropped", r.dropped) &&
                   parseNumber(f, "discarded", r.discarded) && parseNumber(f, "flushed", r.flushed);

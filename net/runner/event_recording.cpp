@@ -154,6 +154,12 @@ void EventRecording::record(const pb::EventBatch& batch) {
         m_recorder.record(SampleRow{runId, shard, "shard_serve_s", e.t_s(), e.version(), e.serve_s()});
         break;
       }
+      case pb::ClusterEvent::OFFLINE_WORK:
+        if (e.period_s() > 0) {
+          m_recorder.record(StateIntervalRow{runId, node, "OFFLINE", "", e.t_s() - e.period_s(), e.t_s()});
+        }
+        m_recorder.record(SampleRow{runId, node, "offline_steps", e.t_s(), e.version(), static_cast<double>(e.count())});
+        break;
       case pb::ClusterEvent::REJECT:
         // A refused push comes with its loss: a model whose gradients the guard refuses as
         // they explode has left training (a clipped one was applied: its ITERATION has it).

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "net/runner/fault_tracker.h"
 
-#include "net/client/recovery_line.h"
-
 #include <algorithm>
 
 namespace dasp::net {
@@ -226,26 +224,26 @@ void FaultTracker::observe(const pb::EventBatch& batch, const std::function<std:
   }
 }
 
-void FaultTracker::observeLine(const std::string& node, const std::string& line, double now) {
-  const auto report = parseRecoveryLine(line);
-  if (!report) return;
+void FaultTracker::observeRecovery(const std::string& node, const RecoveryReport& report, double now) {
+  // Progress lines show the work on the lanes; the reconnected line sums it up.
+  if (report.kind == RecoveryReport::Kind::OutageProgress) return;
   std::lock_guard<std::mutex> lock(m_mu);
   // A cut-off worker's own lines belong to its DISCONNECT drill; every other outage line
   // to the latest server fault.
   Drill* d = openDisconnectLocked(node, now);
   if (d == nullptr) d = latestServerDrillLocked(now);
   if (d == nullptr) return;
-  if (report->kind == RecoveryReport::Kind::OutageDetected) {
+  if (report.kind == RecoveryReport::Kind::OutageDetected) {
     if (!d->record.detectedAtS || now < *d->record.detectedAtS) d->record.detectedAtS = now;
     // What the failed server acknowledged: the highest version any worker was told.
-    if (report->ackedVersion >= 0) {
-      d->record.ackedBefore = std::max(d->record.ackedBefore.value_or(0), report->ackedVersion);
+    if (report.ackedVersion >= 0) {
+      d->record.ackedBefore = std::max(d->record.ackedBefore.value_or(0), report.ackedVersion);
     }
   } else {
     if (d->spec.action() == v1::FaultSpec::DISCONNECT) d->linkLinesDone = true;
-    d->record.gradientsDuringOutage += report->computed;
-    d->record.gradientsDropped += report->dropped;
-    d->record.gradientsDiscarded += report->discarded;
+    d->record.gradientsDuringOutage += report.computed;
+    d->record.gradientsDropped += report.dropped;
+    d->record.gradientsDiscarded += report.discarded;
   }
 }
 

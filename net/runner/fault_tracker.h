@@ -19,6 +19,7 @@
 
 #include "core/results/recovery_metrics.h"
 #include "core/spec/spec.h"
+#include "net/client/recovery_line.h"
 #include "dasp/ps/v1/parameter_server.pb.h"
 
 #include <functional>
@@ -63,8 +64,8 @@ class FaultTracker {
 
   // The server's events (rank → node name through `nodeName`).
   void observe(const dasp::ps::v1::EventBatch& batch, const std::function<std::string(int)>& nodeName);
-  // A node's log line, seen at run time `now`.
-  void observeLine(const std::string& node, const std::string& line, double now);
+  // A node's recovery line (net/client/recovery_line.h), read at run time `now`.
+  void observeRecovery(const std::string& node, const RecoveryReport& report, double now);
 
   std::int64_t currentVersion() const;
   std::vector<FaultRecord> records() const;

@@ -160,6 +160,8 @@ Status RunSession::prepare() {
   if (auto st = prepareSecurity(); !st) return failRun(st.message());
   if (auto st = prepareLauncher(); !st) return failRun(st.message());
 
+  // Before the pump: node lines are recorded too (a worker's work through an outage).
+  m_recording = std::make_unique<EventRecording>(*m_recorder, m_workerNames, m_spec.stop());
   m_pump = std::make_unique<OutputPump>(
       [this](const std::string& node, bool isStderr, const std::string& line) { onLine(node, isStderr, line); });
   RunNodes::Config config;
@@ -212,8 +214,10 @@ void RunSession::onLine(const std::string& node, bool isStderr, const std::strin
   } else if (std::regex_search(line, m, kSlurmStep)) {
     std::lock_guard<std::mutex> lock(m_lines.mu);
     m_lines.slurmSteps[node] = m[1].str() + "." + m[2].str();
-  } else if (line.rfind(kRecoveryLinePrefix, 0) == 0) {
-    m_tracker.observeLine(node, line, m_clock.now());
+  } else if (auto report = parseRecoveryLine(line)) {
+    const double now = m_clock.now();
+    m_tracker.observeRecovery(node, *report, now);
+    if (report->kind == RecoveryReport::Kind::OutageProgress) relayOfflineWork(node, *report, now);
   }
   if (isServer(node) && isStderr) {
     std::lock_guard<std::mutex> lock(m_lines.mu);
@@ -225,6 +229,22 @@ void RunSession::onLine(const std::string& node, bool isStderr, const std::strin
   row.stream = isStderr ? "stderr" : "stdout";
   row.line = line;
   m_recorder->record(row);
+}
+
+// A worker's outage progress as the event the lanes draw, into the store and the live view.
+void RunSession::relayOfflineWork(const std::string& node, const RecoveryReport& report, double now) {
+  const auto at = std::find(m_workerNames.begin(), m_workerNames.end(), node);
+  if (at == m_workerNames.end()) return;
+  pb::EventBatch batch;
+  auto* e = batch.add_events();
+  e->set_kind(pb::ClusterEvent::OFFLINE_WORK);
+  e->set_t_s(now);
+  e->set_rank(static_cast<int>(at - m_workerNames.begin()));
+  e->set_period_s(std::min(report.periodS, now));
+  e->set_count(report.computed);
+  e->set_outage_s(report.outageS);
+  m_recording->record(batch);
+  if (m_options.onEvents) m_options.onEvents(m_runId, batch);
 }
 
 Status RunSession::startNodes() {
@@ -243,7 +263,6 @@ Status RunSession::startNodes() {
   }
 
   // 2. The event stream, re-subscribed whenever the head changes or restarts.
-  m_recording = std::make_unique<EventRecording>(*m_recorder, m_workerNames, m_spec.stop());
   m_watcher = std::make_unique<EventWatcher>(m_lines, m_security, &m_clock, [this](const pb::EventBatch& batch) {
     m_recording->record(batch);
     m_tracker.observe(batch, [this](int rank) { return m_nodes->nameOf(rank); });

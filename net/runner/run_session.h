@@ -64,6 +64,7 @@ class RunSession {
   // The run failed before it trained: records it, cleans up, names the run.
   Status failRun(const std::string& problem);
   void onLine(const std::string& node, bool isStderr, const std::string& line);
+  void relayOfflineWork(const std::string& node, const RecoveryReport& report, double now);
   void say(const std::string& text) const;
   bool isServer(const std::string& node) const;
   // Chain replication per shard: shard 0 goes on without this shard or replica (a replica

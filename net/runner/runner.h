@@ -67,7 +67,9 @@ struct RunnerOptions {
   std::string tags;         // stored with the run
   const std::atomic<bool>* cancel = nullptr;
   // Sees every event batch from the servers, on their watch threads (for live views): the
-  // head's, and a sharded server's other shards' (SHARD_LOAD), so calls may be concurrent.
+  // head's, a sharded server's other shards' (SHARD_LOAD), and the workers' OFFLINE_WORK
+  // that the runner relays from their output (on its output thread), so calls may be
+  // concurrent.
   std::function<void(std::int64_t runId, const dasp::ps::v1::EventBatch&)> onEvents;
   // Progress lines for a terminal.
   std::function<void(const std::string&)> log;

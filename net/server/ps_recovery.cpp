@@ -232,6 +232,12 @@ void ParameterServer::Impl::mergeReturningCopyLocked(int rank, const std::string
   policy->setVersion(version + 1);
   versionTime.push_back(t);
   recordStateLocked(UpdateRecordKind::State);
+  if (chainMode() && isHead && replicator && replicator->hasSuccessor()) {
+    // A merge is no gradient step the replicas could repeat: the chain gets the state whole.
+    auto u = replicator->acquire();
+    fillStateLocked(*u);
+    replicator->enqueue(std::move(u));
+  }
   emitRecoveryLocked(v1::RunEvent::ADOPTED,
                      name + " returned with its copy (" + std::to_string(steps) + " local steps on version " +
                          std::to_string(base) + "): merged into version " + std::to_string(version + 1) +

@@ -498,7 +498,8 @@ struct ParameterServer::Impl final : ChunkedRawService {
   // A worker rejoined during the stateless adoption: the rest get a few seconds from now.
   void noteAdoptionOfferLocked(int rank, double t);
   void finishAdoptionLocked();
-  bool localMode() const { return options.spec.recovery().mode() == v1::RecoverySpec::LOCAL; }
+  // Workers train copies through an outage: LOCAL, or CHAIN with local_copies.
+  bool localMode() const { return trainsLocalCopies(options.spec.recovery()); }
   // Recovery LOCAL: the average of the copies, adopted (finishAdoptionLocked).
   void adoptLocalAverageLocked(double t);
   // Recovery LOCAL: `rank`'s copy (`steps` local steps on version `base`) returned to a

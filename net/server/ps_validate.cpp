@@ -87,9 +87,9 @@ grpc::Status ParameterServer::Impl::checkJoinFields(const pb::JoinRequest& req) 
     }
   }
   if (req.local_steps() != 0) {
-    if (options.spec.recovery().mode() != v1::RecoverySpec::LOCAL) {
+    if (!trainsLocalCopies(options.spec.recovery())) {
       return invalid("join rejected: local_steps " + std::to_string(req.local_steps()) +
-                     " needs recovery.mode LOCAL");
+                     " needs recovery.mode LOCAL, or CHAIN with local_copies");
     }
     const std::int64_t most = std::max(1, options.spec.recovery().local_max_steps());
     if (req.local_steps() < 0 || req.local_steps() > most || req.held_parameters().empty()) {

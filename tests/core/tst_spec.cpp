@@ -101,6 +101,14 @@ void TestSpec::invalidValues_data() {
   QTest::newRow("local sim") << R"({"engine": "sim", "suite": [{"recovery": {"mode": "LOCAL"}}]})"
                              << "suite[0].recovery.mode";
   QTest::newRow("local shards") << R"({"ps": {"shards": 2}, "recovery": {"mode": "LOCAL"}})" << "recovery.mode";
+  // CHAIN's local copies: only a chain has a failover to train through.
+  QTest::newRow("local copies, stateless") << R"({"recovery": {"mode": "STATELESS", "local_copies": true}})"
+                                           << "recovery.local_copies";
+  QTest::newRow("local copies sim")
+      << R"({"engine": "sim", "suite": [{"recovery": {"mode": "CHAIN", "local_copies": true}}]})"
+      << "suite[0].recovery.local_copies";
+  QTest::newRow("local copies shards") << R"({"ps": {"shards": 2}, "recovery": {"mode": "CHAIN", "local_copies": true}})"
+                                       << "recovery.local_copies";
   QTest::newRow("allocation wait") << R"({"launch": {"launcher": "SLURM", "hosts": [{"name": "n1"}], "allocation_wait_s": 0}})"
                                     << "launch.allocation_wait_s";
   QTest::newRow("slowdown inf") << R"({"cluster": {"slowdowns": [1, "Infinity"]}})" << "cluster.slowdowns[1]";

@@ -22,6 +22,7 @@
 #include <string>
 
 #include <QFile>
+#include <QRegularExpression>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -79,6 +80,32 @@ bool alive(std::int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid),
 // Every node process of the run has exited: the latest incarnation of each node (the
 // nodes table) was seen to exit by the runner and is gone, and no process of this drill
 // (an earlier incarnation included) is left.
+// Through the outage each worker's lane shows its work: OFFLINE periods within the outage,
+// and a count (backlog gradients, local steps) that only grows and ends above zero.
+void verifyOfflineWork(dasp::RunStore& store, std::int64_t runId, const QJsonObject& fault, const QString& why) {
+  const auto intervals = store.stateIntervals(runId).value();
+  const auto steps = store.samples(runId, "offline_steps").value();
+  const double from = fault["at_s"].toDouble() - 0.1, to = fault["restart_at_s"].toDouble() + 5.0;
+  for (int w = 0; w < kWorkers; ++w) {
+    const std::string name = "worker-" + std::to_string(w);
+    int periods = 0;
+    for (const auto& i : intervals) {
+      if (i.node != name || i.state != "OFFLINE") continue;
+      ++periods;
+      QVERIFY2(i.t0S >= from && i.t1S <= to && i.t0S < i.t1S,
+               qPrintable(QStringLiteral("%1: OFFLINE %2-%3 s; %4").arg(QString::fromStdString(name)).arg(i.t0S).arg(i.t1S).arg(why)));
+    }
+    QVERIFY2(periods > 0, qPrintable(QString::fromStdString(name) + ": no OFFLINE period; " + why));
+    double last = -1;
+    for (const auto& sample : steps) {
+      if (sample.node != name) continue;
+      QVERIFY2(sample.value >= last, qPrintable(QString::fromStdString(name) + ": the count went down; " + why));
+      last = sample.value;
+    }
+    QVERIFY2(last >= 1, qPrintable(QString::fromStdString(name) + ": no work counted; " + why));
+  }
+}
+
 void verifyNoOrphans(dasp::RunStore& store, std::int64_t runId, const QByteArray& tag, int minNodes) {
   auto nodes = store.nodes(runId);
   QVERIFY(nodes.isOk());
@@ -156,6 +183,10 @@ void TestFaultDrills::serverKillPerMode_data() {
   QTest::newRow("checkpoint") << "checkpoint" << QJsonObject{{"mode", "CHECKPOINT"}, {"checkpoint_every_updates", 20}}
                               << "asp";
   QTest::newRow("chain") << "chain" << QJsonObject{{"mode", "CHAIN"}, {"replicas", 3}} << "asp";
+  // The workers train their own copies through the head's failover, and the promoted head
+  // merges each one (the merged state goes down the chain whole).
+  QTest::newRow("chain, local copies") << "chain" << QJsonObject{{"mode", "CHAIN"}, {"replicas", 3}, {"local_copies", true}}
+                                       << "asp";
   QTest::newRow("stateless") << "stateless" << QJsonObject{{"mode", "STATELESS"}} << "asp";
   QTest::newRow("local") << "local" << QJsonObject{{"mode", "LOCAL"}} << "asp";
   // A restored server's policy counts on from the restored version: BSP's rounds go on
@@ -167,8 +198,9 @@ void TestFaultDrills::serverKillPerMode() {
   QFETCH(QString, mode);
   QFETCH(QJsonObject, recovery);
   QFETCH(QString, strategy);
-  const auto db = m_dir.filePath("server-kill-" + mode + "-" + strategy + ".sqlite");
-  const auto spec = writeSpec(m_dir, "server-kill-" + mode + "-" + strategy, strategy, kWorkers, recovery,
+  const QString name = "server-kill-" + QString::fromLatin1(QTest::currentDataTag()).replace(QRegularExpression("[^a-z]+"), "-");
+  const auto db = m_dir.filePath(name + ".sqlite");
+  const auto spec = writeSpec(m_dir, name, strategy, kWorkers, recovery,
                               QJsonArray{fault("server", "KILL", kFaultAtS, kRestartAfterS)}, kServerKillRunSeconds);
   const auto r = runDrill(spec, db);
   auto store = dasp::RunStore::open(db.toStdString());
@@ -261,6 +293,11 @@ void TestFaultDrills::serverKillPerMode() {
     // Each worker's flushed backlog is applied in one step and reported.
     QVERIFY2(hasEvent(events, "recovery", {}, "backlog", f["restart_at_s"].toDouble() - 0.01),
              qPrintable(eventList(events)));
+  }
+  const bool localCopies = mode == "local" || recovery["local_copies"].toBool();
+  if (mode == "stateless" || localCopies) verifyOfflineWork(*store.value(), runId, f, why);
+  if (mode == "chain" && localCopies) {
+    QVERIFY2(hasEvent(events, "recovery", {}, "returned with its copy"), qPrintable(eventList(events)));
   }
   if (mode == "chain") QVERIFY2(hasEvent(events, "recovery", {}, "promoted"), qPrintable(eventList(events)));
   if (mode == "checkpoint") QVERIFY2(hasEvent(events, "recovery", {}, "restored"), qPrintable(eventList(events)));

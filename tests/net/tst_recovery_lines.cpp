@@ -26,6 +26,16 @@ RecoveryReport outage(const std::string& node, std::int64_t acked) {
   return r;
 }
 
+// A line after the outage: `kind` Reconnected or OutageProgress.
+RecoveryReport afterOutage(RecoveryReport::Kind kind, const std::string& node, double outageS) {
+  RecoveryReport r;
+  r.kind = kind;
+  r.node = node;
+  r.server = "127.0.0.1:4000";
+  r.outageS = outageS;
+  return r;
+}
+
 pb::EventBatch promoted(double t, std::int64_t version) {
   pb::EventBatch batch;
   auto* e = batch.add_events();
@@ -108,6 +118,22 @@ class TestRecoveryLines : public QObject {
     QCOMPARE(back->flushed, r.flushed);
   }
 
+  // A worker's work through the outage so far, as the lanes show it.
+  void progressRoundTrips() {
+    RecoveryReport r = afterOutage(RecoveryReport::Kind::OutageProgress, "worker-2", 3.5);
+    r.periodS = 1.25;
+    r.computed = 31;
+    const std::string line = formatRecoveryLine(r);
+    QVERIFY2(line.rfind("dasp-recovery/2 outage_progress node=worker-2 ", 0) == 0, line.c_str());
+    const auto back = parseRecoveryLine(line);
+    QVERIFY(back);
+    QCOMPARE(static_cast<int>(back->kind), static_cast<int>(RecoveryReport::Kind::OutageProgress));
+    QCOMPARE(back->node, r.node);
+    QCOMPARE(back->outageS, 3.5);
+    QCOMPARE(back->periodS, 1.25);
+    QCOMPARE(back->computed, std::int64_t{31});
+  }
+
   void otherLinesAreNotRead_data() {
     QTest::addColumn<QString>("line");
     QTest::newRow("log text") << "worker-0: push failed: acked=5";
@@ -119,6 +145,8 @@ class TestRecoveryLines : public QObject {
     QTest::newRow("bad number") << "dasp-recovery/2 outage_detected node=w server=a:1 acked=5x";
     QTest::newRow("open quote") << "dasp-recovery/2 outage_detected node=w server=a:1 acked=5 status=\"never closed";
     QTest::newRow("reconnected without outage_s") << "dasp-recovery/2 reconnected node=w server=a:1 computed=3";
+    QTest::newRow("progress without outage_s") << "dasp-recovery/2 outage_progress node=w server=a:1 computed=3";
+    QTest::newRow("progress, bad period") << "dasp-recovery/2 outage_progress node=w server=a:1 outage_s=1 period_s=x";
   }
   void otherLinesAreNotRead() {
     QFETCH(QString, line);
@@ -140,10 +168,10 @@ class TestRecoveryLines : public QObject {
     const auto due = tracker.due(1.0);
     QCOMPARE(due.size(), std::size_t{1});
     tracker.fired(due.front().index, 1.0, "server-0", true, true);
-    tracker.observeLine("worker-0", formatRecoveryLine(outage("worker-0", 497)), 1.01);
-    tracker.observeLine("worker-1", formatRecoveryLine(outage("worker-1", 503)), 1.02);
-    tracker.observeLine("worker-2", formatRecoveryLine(outage("worker-2", 500)), 1.02);
-    tracker.observeLine("evaluator", formatRecoveryLine(outage("evaluator", -1)), 1.03);
+    tracker.observeRecovery("worker-0", outage("worker-0", 497), 1.01);
+    tracker.observeRecovery("worker-1", outage("worker-1", 503), 1.02);
+    tracker.observeRecovery("worker-2", outage("worker-2", 500), 1.02);
+    tracker.observeRecovery("evaluator", outage("evaluator", -1), 1.03);
     tracker.observe(promoted(1.2, 503), noName);
     const auto records = tracker.records();
     QCOMPARE(records.size(), std::size_t{1});
@@ -156,19 +184,33 @@ class TestRecoveryLines : public QObject {
     QCOMPARE(metrics.front().updatesLost, std::optional<std::int64_t>(0));
   }
 
+  // The progress lines through an outage are its running count: the reconnected line's
+  // total is what the drill records, once.
+  void trackerCountsTheOutagesWorkOnce() {
+    FaultTracker tracker({headKill(2.0)});
+    tracker.fired(tracker.due(2.0).front().index, 2.0, "server", true, false);
+    tracker.observeRecovery("worker-0", outage("worker-0", 258), 2.01);
+    for (int k = 1; k <= 3; ++k) {
+      RecoveryReport progress = afterOutage(RecoveryReport::Kind::OutageProgress, "worker-0", k);
+      progress.periodS = 1;
+      progress.computed = 10 * k;
+      tracker.observeRecovery("worker-0", progress, 2.0 + k);
+    }
+    RecoveryReport back = afterOutage(RecoveryReport::Kind::Reconnected, "worker-0", 3.4);
+    back.computed = 34;
+    tracker.observeRecovery("worker-0", back, 5.4);
+    QCOMPARE(tracker.records().front().gradientsDuringOutage, std::int64_t{34});
+  }
+
   // A checkpoint restart: what was acknowledged after the checkpoint is lost.
   void trackerCountsACheckpointsLoss() {
     FaultTracker tracker({headKill(2.0)});
     tracker.observe(applied(1.9, 260), noName);
     tracker.fired(tracker.due(2.0).front().index, 2.0, "server", true, false);
-    tracker.observeLine("worker-0", formatRecoveryLine(outage("worker-0", 258)), 2.01);
-    RecoveryReport back;
-    back.kind = RecoveryReport::Kind::Reconnected;
-    back.node = "worker-0";
-    back.server = "127.0.0.1:4000";
-    back.outageS = 1.5;
+    tracker.observeRecovery("worker-0", outage("worker-0", 258), 2.01);
+    RecoveryReport back = afterOutage(RecoveryReport::Kind::Reconnected, "worker-0", 1.5);
     back.discarded = 1;
-    tracker.observeLine("worker-0", formatRecoveryLine(back), 3.6);
+    tracker.observeRecovery("worker-0", back, 3.6);
     pb::EventBatch restored;
     auto* e = restored.add_events();
     e->set_kind(pb::ClusterEvent::RECOVERY);

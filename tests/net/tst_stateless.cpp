@@ -271,7 +271,9 @@ void TestStateless::droppedIsComputedBeyondTheBound() {
   {
     std::lock_guard<std::mutex> lock(logMu);
     for (const auto& l : lines) {
-      if (auto r = parseRecoveryLine(l)) (r->kind == RecoveryReport::Kind::Reconnected ? reconnected : outage) = r;
+      auto r = parseRecoveryLine(l);
+      if (r && r->kind == RecoveryReport::Kind::OutageDetected) outage = r;
+      if (r && r->kind == RecoveryReport::Kind::Reconnected) reconnected = r;
     }
   }
   QVERIFY2(outage && reconnected, "the worker did not report its outage and reconnection");

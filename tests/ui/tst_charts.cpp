@@ -85,6 +85,7 @@ class TestCharts : public QObject {
   void decimationKeepsExtremesAndCaps();
   void decimationShortAndRanged();
   void lanesDrawStateColours();
+  void outageLanesShowTheWorkSoFar();
   void lanesFollowAndWindow();
   void shardLanesShowApplyingAndServing();
   void decisionTooltip();
@@ -154,12 +155,43 @@ void TestCharts::lanesDrawStateColours() {
   const QPointF strip1(lanes.xForTime(5), lanes.stripRect(1).center().y());
   QVERIFY(sameColor(img, strip0, NodeLanes::parallelColor(Parallel::Sync)));
   QVERIFY(sameColor(img, strip1, NodeLanes::parallelColor(Parallel::Async)));
-  // The palette has six distinct colours.
+  // The palette has a distinct colour for each state.
   QSet<QRgb> colours;
-  for (NodeState s : {NodeState::Compute, NodeState::Push, NodeState::Wait, NodeState::Pull, NodeState::Down, NodeState::Idle}) {
-    colours.insert(NodeLanes::stateColor(s).rgb());
-  }
-  QCOMPARE(colours.size(), 6);
+  for (NodeState s : kNodeStates) colours.insert(NodeLanes::stateColor(s).rgb());
+  QCOMPARE(colours.size(), static_cast<qsizetype>(kNodeStates.size()));
+}
+
+// A worker that trains on through a server outage (LOCAL): its lane is OFFLINE over each
+// period it reported, and says how many local steps it had taken by then.
+void TestCharts::outageLanesShowTheWorkSoFar() {
+  RunData run;
+  run.runId = 1;
+  run.recovery = QStringLiteral("local");
+  NodeData& w0 = run.node(QStringLiteral("worker-0"));
+  w0.intervals = {{0, 2, NodeState::Compute, Parallel::Async},
+                  {2, 3, NodeState::Offline, Parallel::None},
+                  {3, 4.5, NodeState::Offline, Parallel::None},
+                  {4.5, 10, NodeState::Compute, Parallel::Async}};
+  w0.offlineSteps = {{3, 0, 10}, {4.5, 0, 24}};
+  run.endT = 10;
+  NodeLanes lanes;
+  lanes.setRun(&run);
+  lanes.resize(900, 200);
+  lanes.setWindow(0, 10);
+  const QImage img = lanes.grab().toImage();
+  const int y = lanes.laneRect(0).top() + 1;  // above a count's text
+  QVERIFY(sameColor(img, QPointF(lanes.xForTime(2.5), y), NodeLanes::stateColor(NodeState::Offline)));
+  QVERIFY(sameColor(img, QPointF(lanes.xForTime(4.0), y), NodeLanes::stateColor(NodeState::Offline)));
+  QVERIFY(sameColor(img, QPointF(lanes.xForTime(6.0), y), NodeLanes::stateColor(NodeState::Compute)));
+  const int mid = lanes.laneRect(0).center().y();
+  const QString first = lanes.toolTipAt(QPoint(static_cast<int>(lanes.xForTime(2.2)), mid));
+  QVERIFY2(first.contains(QStringLiteral("OFFLINE")) && first.contains(QStringLiteral("10 local steps")), qPrintable(first));
+  const QString second = lanes.toolTipAt(QPoint(static_cast<int>(lanes.xForTime(4.2)), mid));
+  QVERIFY2(second.contains(QStringLiteral("24 local steps")), qPrintable(second));
+  // A stateless server's workers keep a backlog instead.
+  run.recovery = QStringLiteral("stateless");
+  const QString backlog = lanes.toolTipAt(QPoint(static_cast<int>(lanes.xForTime(4.2)), mid));
+  QVERIFY2(backlog.contains(QStringLiteral("24 gradients in its backlog")), qPrintable(backlog));
 }
 
 // A sharded server's shards: a lane each above the workers', each period a column with

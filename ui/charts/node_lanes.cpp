@@ -34,8 +34,6 @@ constexpr int kShardH = 10;  // a sharded server's shard lane
 constexpr int kShardGap = 3;
 constexpr int kHitPx = 4;  // how far from a marker the tooltip still finds it
 
-constexpr std::array<NodeState, 6> kStates{NodeState::Compute, NodeState::Push, NodeState::Wait,
-                                           NodeState::Pull,    NodeState::Down, NodeState::Idle};
 
 const QColor kEmptyLane(0xF2, 0xF2, 0xF2);
 const QColor kClusterLane(0xE6, 0xE6, 0xE6);
@@ -85,6 +83,8 @@ QColor NodeLanes::stateColor(NodeState state) {
     case NodeState::Pull: return QColor(0x56, 0xB4, 0xE9);
     case NodeState::Down: return QColor(0xD5, 0x5E, 0x00);
     case NodeState::Idle: return QColor(0xBB, 0xBB, 0xBB);
+    // Paul Tol's wine: apart from the Okabe-Ito colours above and the strips'.
+    case NodeState::Offline: return QColor(0x88, 0x22, 0x55);
   }
   return QColor(Qt::black);
 }
@@ -271,7 +271,7 @@ void NodeLanes::paintLane(QPainter& p, int lane, double t0, double t1) const {
   // Coverage of each pixel column by each state (0..5) and parallel state (in a second
   // pass, reusing the buffer), so sub-pixel intervals merge into the majority state.
   for (int pass = 0; pass < 2; ++pass) {
-    m_cover.assign(static_cast<std::size_t>(w), std::array<float, 6>{});
+    m_cover.assign(static_cast<std::size_t>(w), std::array<float, kNodeStates.size()>{});
     bool any = false;
     for (std::size_t i = first; i < last; ++i) {
       const Interval& iv = v[i];
@@ -301,7 +301,7 @@ void NodeLanes::paintLane(QPainter& p, int lane, double t0, double t1) const {
       const auto& c = m_cover[static_cast<std::size_t>(px)];
       int best = -1;
       float bestV = 0;
-      for (int k = 0; k < 6; ++k) {
+      for (int k = 0; k < static_cast<int>(kNodeStates.size()); ++k) {
         if (c[static_cast<std::size_t>(k)] > bestV) {
           bestV = c[static_cast<std::size_t>(k)];
           best = k;
@@ -315,6 +315,37 @@ void NodeLanes::paintLane(QPainter& p, int lane, double t0, double t1) const {
     }
     flush(w);
   }
+  paintOfflineCounts(p, lane, first, last, t0, pxPerS);
+}
+
+// Through an outage, each reported period that has room says the worker's work so far.
+void NodeLanes::paintOfflineCounts(QPainter& p, int lane, std::size_t first, std::size_t last, double t0,
+                                   double pxPerS) const {
+  const NodeData& node = m_run->nodes[static_cast<std::size_t>(lane)];
+  if (node.offlineSteps.empty()) return;
+  const QRect body = laneRect(lane);
+  const QFontMetrics fm(font());
+  if (body.height() < fm.ascent()) return;
+  p.setPen(Qt::white);
+  for (std::size_t i = first; i < last; ++i) {
+    const Interval& iv = node.intervals[i];
+    if (iv.state != NodeState::Offline) continue;
+    const auto count = offlineCountAt(node, iv.t1);
+    if (!count) continue;
+    const QString text = QString::number(*count);
+    const double x0 = body.left() + (iv.t0 - t0) * pxPerS, x1 = body.left() + (iv.t1 - t0) * pxPerS;
+    const int tw = fm.horizontalAdvance(text);
+    if (x1 - x0 < tw + 4 || x0 < body.left() || x1 > body.right()) continue;
+    p.drawText(QPointF((x0 + x1 - tw) / 2, body.center().y() + fm.ascent() / 2.0 - 1), text);
+  }
+}
+
+std::optional<std::int64_t> NodeLanes::offlineCountAt(const NodeData& node, double t) {
+  // The report that closed the period ending at t (its point is at the period's end).
+  const auto& v = node.offlineSteps;
+  const auto at = std::lower_bound(v.begin(), v.end(), t - 1e-9, [](const Point& q, double x) { return q.t < x; });
+  if (at == v.end()) return std::nullopt;
+  return static_cast<std::int64_t>(at->value);
 }
 
 // Each period of the shard as a column: the share of it spent applying, from the bottom,
@@ -379,7 +410,12 @@ void NodeLanes::paintLegend(QPainter& p) const {
     p.drawText(x, y + box - 1, text);
     x += fm.horizontalAdvance(text) + 12;
   };
-  for (NodeState s : kStates) item(stateColor(s), QLatin1String(toString(s)), box);
+  const bool offline = m_run != nullptr && std::any_of(m_run->nodes.begin(), m_run->nodes.end(), [](const NodeData& n) {
+                         return !n.offlineSteps.empty();
+                       });
+  for (NodeState s : kNodeStates) {
+    if (s != NodeState::Offline || offline) item(stateColor(s), QLatin1String(toString(s)), box);
+  }
   p.setPen(palette().color(QPalette::WindowText));
   p.drawText(x, y + box - 1, tr("parallel:"));
   x += fm.horizontalAdvance(tr("parallel:")) + 6;
@@ -461,6 +497,16 @@ void NodeLanes::paintEvent(QPaintEvent*) {
   paintLegend(p);
 }
 
+QString NodeLanes::offlineText(const NodeData& node, double t) const {
+  const auto count = offlineCountAt(node, t);
+  if (!count) return {};
+  const bool local = m_run->recovery.compare(QLatin1String("local"), Qt::CaseInsensitive) == 0;
+  const bool one = *count == 1;
+  const QString what = local ? (one ? tr("local step on its own copy") : tr("local steps on its own copy"))
+                             : (one ? tr("gradient in its backlog") : tr("gradients in its backlog"));
+  return tr("\n%1 %2 since the server went down").arg(*count).arg(what);
+}
+
 QString NodeLanes::toolTipAt(const QPoint& pos) const {
   if (m_run == nullptr) return {};
   for (int shard = 0; shard < shardCount(); ++shard) {
@@ -507,6 +553,7 @@ QString NodeLanes::toolTipAt(const QPoint& pos) const {
                       .arg(t, 0, 'f', 3)
                       .arg(QLatin1String(toString(v[i].state)));
       if (v[i].parallel != Parallel::None) s += QStringLiteral(" (%1)").arg(QLatin1String(toString(v[i].parallel)));
+      if (v[i].state == NodeState::Offline) s += offlineText(node, v[i].t1);
       return s;
     }
   }

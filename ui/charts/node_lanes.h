@@ -4,7 +4,8 @@
 // shard of a sharded server: the share of each period it spent applying and serving,
 // from its SHARD_LOAD reports). Each worker lane shows the node's
 // state over time (COMPUTE, PUSH, WAIT, PULL, DOWN, IDLE in a fixed colour-blind-friendly
-// palette), a thin strip above it with the node's parallel state (SYNC, ASYNC, DOWN), and
+// palette; OFFLINE while it computes with no server answering, labelled with its backlog
+// or local steps so far), a thin strip above it with the node's parallel state (SYNC, ASYNC, DOWN), and
 // the policy's decisions that changed something (state changes, barrier timeouts, drops:
 // core marksTimeline(); re-partitions and grants are records, not markers) and the run's
 // events as markers (cluster-wide ones on the "cluster" lane at the top) whose tooltip
@@ -32,6 +33,8 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace dasp::ui {
@@ -124,6 +127,11 @@ class NodeLanes : public QWidget {
   std::pair<std::size_t, std::size_t> candidates(int lane, double t0, double t1) const;
   std::vector<Marker> markers(double t0, double t1) const;
   void paintLane(QPainter& p, int lane, double t0, double t1) const;
+  void paintOfflineCounts(QPainter& p, int lane, std::size_t first, std::size_t last, double t0,
+                          double pxPerS) const;
+  // The worker's work without a server as of the report at or after t (nullopt: none).
+  static std::optional<std::int64_t> offlineCountAt(const NodeData& node, double t);
+  QString offlineText(const NodeData& node, double t) const;
   void paintShard(QPainter& p, int shard, double t0, double t1) const;
   QString shardToolTip(int shard, double t) const;
   void paintAxis(QPainter& p, double t0, double t1) const;
@@ -136,7 +144,7 @@ class NodeLanes : public QWidget {
   double m_t0 = 0, m_t1 = 30;
   double m_cursor;
   mutable std::vector<LaneIndex> m_index;
-  mutable std::vector<std::array<float, 6>> m_cover;  // per-pixel coverage, reused
+  mutable std::vector<std::array<float, kNodeStates.size()>> m_cover;  // per-pixel coverage, reused
   bool m_dragging = false;
   bool m_dragMoved = false;  // the press moved more than a click's few pixels
   int m_dragX = 0;

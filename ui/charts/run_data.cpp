@@ -32,13 +32,13 @@ const char* toString(NodeState state) {
     case NodeState::Pull: return "PULL";
     case NodeState::Down: return "DOWN";
     case NodeState::Idle: return "IDLE";
+    case NodeState::Offline: return "OFFLINE";
   }
   return "?";
 }
 
 std::optional<NodeState> nodeStateFromString(const QString& text) {
-  for (auto s : {NodeState::Compute, NodeState::Push, NodeState::Wait, NodeState::Pull, NodeState::Down,
-                 NodeState::Idle}) {
+  for (auto s : kNodeStates) {
     if (text.compare(QLatin1String(toString(s)), Qt::CaseInsensitive) == 0) return s;
   }
   return std::nullopt;
@@ -201,6 +201,8 @@ Result<RunData> loadRunData(RunStore& store, std::int64_t runId) {
       n.compute.push_back(p);
     } else if (s.series == "batch_size") {
       n.batch.push_back(p);
+    } else if (s.series == "offline_steps") {
+      n.offlineSteps.push_back(p);
     }
     n.lastT = std::max(n.lastT, s.tS);
     bump(s.tS);

@@ -16,6 +16,7 @@
 
 #include <QString>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -29,7 +30,12 @@ class ExperimentSpec;
 
 namespace dasp::ui {
 
-enum class NodeState : std::uint8_t { Compute, Push, Wait, Pull, Down, Idle };
+// Offline: a worker computing while no server answers it (STATELESS's backlog, LOCAL's
+// local steps), from the progress it reports through the outage.
+enum class NodeState : std::uint8_t { Compute, Push, Wait, Pull, Down, Idle, Offline };
+inline constexpr std::array<NodeState, 7> kNodeStates{NodeState::Compute, NodeState::Push, NodeState::Wait,
+                                                      NodeState::Pull,    NodeState::Down, NodeState::Idle,
+                                                      NodeState::Offline};
 const char* toString(NodeState state);
 std::optional<NodeState> nodeStateFromString(const QString& text);
 
@@ -93,6 +99,9 @@ struct NodeData {
   std::vector<Point> trainLoss;   // per iteration
   std::vector<Point> compute;     // real compute seconds per iteration
   std::vector<Point> batch;       // its batch size, at each change (the first iteration's too)
+  // Through a server outage: its work so far (backlog gradients or local steps), about each
+  // second (OFFLINE_WORK)
+  std::vector<Point> offlineSteps;
   std::int64_t iterations = 0;
   double lastT = 0;               // latest time seen for this node
 };

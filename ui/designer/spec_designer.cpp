@@ -403,6 +403,7 @@ void SpecDesigner::buildRecoverySection(QWidget* page, QVBoxLayout* layout) {
   k = recoveryGroup(QStringLiteral("CHAIN"));
   m_replicas = addText(k, tr("Replicas"), "recovery.replicas", QStringLiteral("3"));
   addText(k, tr("Forward every"), "recovery.forward_every", QStringLiteral("1"));
+  addBool(k, tr("Local copies in failover"), "recovery.local_copies", false);
   k = recoveryGroup(QStringLiteral("STATELESS"));
   addText(k, tr("Backlog (gradients)"), "recovery.backlog_max_gradients", QStringLiteral("1000"));
   addText(k, tr("Backlog (MB)"), "recovery.backlog_max_mb", QStringLiteral("1024"));

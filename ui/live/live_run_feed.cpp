@@ -121,6 +121,13 @@ void LiveRunFeed::push(std::int64_t runId, const pb::EventBatch& batch) {
                                QString::fromStdString(net::decisionText(e)), QString::fromStdString(e.detail()),
                                net::decisionKindOf(e)});
         break;
+      case pb::ClusterEvent::OFFLINE_WORK: {  // as the store gets it (net/runner/event_recording.cpp)
+        NodeData& n = d.node(nodeName(e.rank()));
+        if (e.period_s() > 0) n.intervals.push_back({e.t_s() - e.period_s(), e.t_s(), NodeState::Offline, Parallel::None});
+        n.offlineSteps.push_back({e.t_s(), e.version(), static_cast<double>(e.count())});
+        n.lastT = std::max(n.lastT, e.t_s());
+        break;
+      }
       case pb::ClusterEvent::SHARD_LOAD: {
         const QString shard = QString::fromStdString(net::shardLoadNode(e));
         (void)d.addShardSample(shard, "shard_period_s", e.t_s(), e.period_s());
@@ -156,6 +163,7 @@ void LiveRunFeed::merge(RunData& into, RunData&& from) {
     append(target.staleness, std::move(n.staleness));
     append(target.trainLoss, std::move(n.trainLoss));
     append(target.compute, std::move(n.compute));
+    append(target.offlineSteps, std::move(n.offlineSteps));
     for (const Point& b : n.batch) {  // each chunk starts its node's batch anew: changes only
       if (target.batch.empty() || target.batch.back().value != b.value) target.batch.push_back(b);
     }

@@ -5,7 +5,8 @@
 // server streams; push() only converts the events into RunData records (the same mapping
 // as net/runner/event_recording.cpp: WAIT ends at the release, then PULL, COMPUTE with the
 // emulated time, PUSH up to the arrival; staleness from APPLY; decisions; evaluations at
-// the time their version was made; node, control and recovery events) and appends them to a
+// the time their version was made; OFFLINE periods with a worker's work through an outage;
+// node, control and recovery events) and appends them to a
 // mutex-protected pending buffer. Nothing is signalled per event: the GUI thread drains
 // the buffer on a timer (≥ 5 Hz) with drainInto(), so a fast run costs the GUI one
 // repaint per tick, whatever the event rate.
