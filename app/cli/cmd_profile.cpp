@@ -34,9 +34,10 @@ Result<MeasuredRun> measureRun(const std::string& db, std::int64_t runId) {
   return measureStoredRun(*store.value(), runId);
 }
 
-void printProfile(const ClusterProfile& profile) {
-  std::printf("run %lld: the cluster as measured (compute per sample, between the speed changes found)\n",
-              static_cast<long long>(profile.runId));
+void printProfile(const ClusterProfile& profile, bool stored) {
+  std::printf("run %lld: the cluster as measured (compute per sample, between the speed changes found; %s)\n",
+              static_cast<long long>(profile.runId),
+              stored ? "stored with the run when it ended" : "measured now from its records");
   for (const NodeProfile& n : profile.workers) {
     std::printf("%-12s %6lld iterations, pull %.2f ms, push %.2f ms\n", n.name.c_str(),
                 static_cast<long long>(n.iterations), 1000 * n.pullS, 1000 * n.pushS);
@@ -52,6 +53,12 @@ void printProfile(const ClusterProfile& profile) {
     std::printf("%-12s apply %.3f ms per gradient, serve %.3f ms per push (over %.1f s: %lld gradients, %lld pushes)\n",
                 "server", 1000 * l.applySPerGradient, 1000 * l.serveSPerPush, l.coveredS,
                 static_cast<long long>(l.gradients), static_cast<long long>(l.pushes));
+  }
+  const EvaluationCost& e = profile.evaluation;
+  if (e.evaluations > 0) {
+    std::printf("%-12s %.2f CPU-s per evaluation (%lld evaluations, %.1f CPU-s; the engine charges none: it is in "
+                "the workers' compute times above)\n",
+                "evaluator", e.cpuSPerEvaluation, static_cast<long long>(e.evaluations), e.cpuS);
   }
 }
 
@@ -94,7 +101,7 @@ int profileCommand(const ProfileFlags& flags) {
   if (flags.json) {
     std::cout << profileJson(m->profile) << "\n";
   } else {
-    printProfile(m->profile);
+    printProfile(m->profile, m->stored);
   }
   if (flags.specOut.empty()) return 0;
   const ExperimentSpec measured = measuredSpec(m->profile, m->spec, parameterCountOf(m->spec));

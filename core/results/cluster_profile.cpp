@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "core/results/cluster_profile.h"
 
-#include "core/common/json_text.h"
 #include "core/spec/spec.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <sstream>
 
 namespace dasp {
 namespace {
@@ -162,26 +160,6 @@ ServerLoad measureServerLoad(const std::vector<SampleRow>& samples) {
   return load;
 }
 
-std::string profileJson(const ClusterProfile& profile) {
-  std::ostringstream o;
-  o << "{\"run_id\":" << profile.runId << ",\"workers\":[";
-  for (std::size_t w = 0; w < profile.workers.size(); ++w) {
-    const NodeProfile& n = profile.workers[w];
-    o << (w ? "," : "") << "{\"name\":" << jsonString(n.name) << ",\"iterations\":" << n.iterations
-      << ",\"pull_s\":" << jsonNumber(n.pullS) << ",\"push_s\":" << jsonNumber(n.pushS) << ",\"segments\":[";
-    for (std::size_t s = 0; s < n.segments.size(); ++s) {
-      const SpeedSegment& g = n.segments[s];
-      o << (s ? "," : "") << "{\"from_s\":" << jsonNumber(g.fromS) << ",\"to_s\":" << jsonNumber(g.toS)
-        << ",\"seconds_per_sample\":" << jsonNumber(g.secondsPerSample) << ",\"iterations\":" << g.iterations << "}";
-    }
-    o << "]}";
-  }
-  const ServerLoad& l = profile.server;
-  o << "],\"server\":{\"apply_s_per_gradient\":" << jsonNumber(l.applySPerGradient)
-    << ",\"serve_s_per_push\":" << jsonNumber(l.serveSPerPush) << ",\"covered_s\":" << jsonNumber(l.coveredS) << "}}";
-  return o.str();
-}
-
 v1::ClusterSpec profileCluster(const ClusterProfile& profile, const v1::ExperimentSpec& spec) {
   v1::ClusterSpec cluster = spec.cluster();
   cluster.clear_workers();
@@ -233,6 +211,32 @@ v1::ExperimentSpec measuredSpec(const ClusterProfile& profile, const v1::Experim
   return measured;
 }
 
+EvaluationCost measureEvaluationCost(const std::vector<NodeRow>& nodes, std::int64_t evaluations) {
+  EvaluationCost cost;
+  const auto evaluator =
+      std::find_if(nodes.begin(), nodes.end(), [](const NodeRow& n) { return n.node == "evaluator"; });
+  if (evaluator == nodes.end() || evaluations <= 0 || !(evaluator->cpuS > 0)) return cost;
+  cost.evaluations = evaluations;
+  cost.cpuS = evaluator->cpuS;
+  cost.cpuSPerEvaluation = evaluator->cpuS / static_cast<double>(evaluations);
+  return cost;
+}
+
+Result<ClusterProfile> measureRecordedProfile(RunStore& store, std::int64_t runId, std::int64_t specBatch) {
+  auto samples = store.samples(runId);
+  if (!samples) return samples.status();
+  auto intervals = store.stateIntervals(runId);
+  if (!intervals) return intervals.status();
+  auto profile = measureProfile(runId, samples.value(), intervals.value(), specBatch);
+  if (!profile) return profile.status();
+  auto nodes = store.nodes(runId);
+  if (!nodes) return nodes.status();
+  auto evaluations = store.evaluations(runId);
+  if (!evaluations) return evaluations.status();
+  profile->evaluation = measureEvaluationCost(nodes.value(), static_cast<std::int64_t>(evaluations->size()));
+  return profile;
+}
+
 Result<MeasuredRun> measureStoredRun(RunStore& store, std::int64_t runId) {
   MeasuredRun m;
   auto row = store.run(runId);
@@ -241,16 +245,21 @@ Result<MeasuredRun> measureStoredRun(RunStore& store, std::int64_t runId) {
   auto spec = parseSpecJson(m.row.specJson, "run " + std::to_string(runId) + "'s spec");
   if (!spec) return spec.status();
   m.spec = std::move(spec).value();
-  auto samples = store.samples(runId);
-  if (!samples) return samples.status();
-  auto intervals = store.stateIntervals(runId);
-  if (!intervals) return intervals.status();
-  auto profile = measureProfile(runId, samples.value(), intervals.value(), m.spec.batch_size());
-  if (!profile) return profile.status();
-  m.profile = std::move(profile).value();
   auto summary = store.summary(runId);
   if (!summary) return summary.status();
   m.summary = std::move(summary).value();
+  const auto stored = std::find_if(m.summary.begin(), m.summary.end(),
+                                   [](const SummaryRow& s) { return s.key == kProfileSummaryKey; });
+  if (stored != m.summary.end()) {
+    if (auto profile = parseProfileJson(stored->text)) {
+      m.profile = std::move(profile).value();
+      m.stored = true;
+      return m;
+    }
+  }
+  auto profile = measureRecordedProfile(store, runId, m.spec.batch_size());
+  if (!profile) return profile.status();
+  m.profile = std::move(profile).value();
   return m;
 }
 

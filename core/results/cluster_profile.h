@@ -54,10 +54,21 @@ struct ServerLoad {
   std::int64_t gradients = 0, pushes = 0;
 };
 
+// The evaluator's cost as the run measured it: its process's CPU-seconds over the
+// evaluations it reported. The engine charges nothing for evaluations (they take no virtual
+// time): on a real host the evaluator's share of the CPU is already in the workers'
+// measured compute times, so this says what that share was.
+struct EvaluationCost {
+  std::int64_t evaluations = 0;
+  double cpuSPerEvaluation = 0;  // 0: not measured (no evaluator process, or no evaluation)
+  double cpuS = 0;               // the evaluator's CPU-seconds in all
+};
+
 struct ClusterProfile {
   std::int64_t runId = 0;
   std::vector<NodeProfile> workers;  // in the order of their first iteration's record
   ServerLoad server;
+  EvaluationCost evaluation;
 };
 
 // The server's load in `samples` (ServerLoad); a run without load periods gives all 0.
@@ -70,10 +81,22 @@ ServerLoad measureServerLoad(const std::vector<SampleRow>& samples);
 Result<ClusterProfile> measureProfile(std::int64_t runId, const std::vector<SampleRow>& samples,
                                       const std::vector<StateIntervalRow>& intervals, std::int64_t specBatch);
 
+// The evaluator's cost from the run's node rows (the "evaluator" node's CPU time) and
+// the count of its evaluations; all 0 when either is missing (an engine run has neither).
+EvaluationCost measureEvaluationCost(const std::vector<NodeRow>& nodes, std::int64_t evaluations);
+
 // One JSON document: {"run_id":…, "workers":[{"name", "iterations", "pull_s", "push_s",
 // "segments":[{"from_s", "to_s", "seconds_per_sample", "iterations"}]}], "server":
-// {"apply_s_per_gradient", "serve_s_per_push", "covered_s"}}.
+// {"apply_s_per_gradient", "serve_s_per_push", "covered_s", "gradients", "pushes"},
+// "evaluation": {"evaluations", "cpu_s", "cpu_s_per_evaluation"}}.
 std::string profileJson(const ClusterProfile& profile);
+// The profile of such a document (a field it lacks reads 0); an error for text that is not
+// one, or a worker without a segment.
+Result<ClusterProfile> parseProfileJson(const std::string& json);
+
+// The summary key under which a real run stores its profile, measured when it ended
+// (text: profileJson). An older run, or one too short to profile, has none.
+inline constexpr const char* kProfileSummaryKey = "cluster_profile";
 
 // `spec`'s cluster as measured: one worker per profiled node, its base iteration time its
 // first segment's cost × spec.batch_size, a scheduled speed change at the start of each
@@ -82,16 +105,22 @@ std::string profileJson(const ClusterProfile& profile);
 // bandwidth unbounded.
 v1::ClusterSpec profileCluster(const ClusterProfile& profile, const v1::ExperimentSpec& spec);
 
+// Run `runId`'s profile measured from its records now (measureProfile, the server's load,
+// the evaluation's cost), whatever the run stored: what a run stores when it ends.
+Result<ClusterProfile> measureRecordedProfile(RunStore& store, std::int64_t runId, std::int64_t specBatch);
+
 // A stored run with its profile: what `dasp profile` and `dasp predict` and the
 // workbench's prediction read.
 struct MeasuredRun {
   RunRow row;
   v1::ExperimentSpec spec;
   ClusterProfile profile;
+  bool stored = false;              // the profile is the one stored with the run
   std::vector<SummaryRow> summary;  // its result, for a prediction to be read against
 };
-// Run `runId` of `store`, profiled. Errors: the run is missing, its spec does not parse,
-// or measureProfile's.
+// Run `runId` of `store` with its profile: the one stored with it (kProfileSummaryKey),
+// else measured now from its records (the evaluation's cost too). Errors: the run is
+// missing, its spec does not parse, or measureProfile's.
 Result<MeasuredRun> measureStoredRun(RunStore& store, std::int64_t runId);
 
 // `spec` (the measured run's) on its measured cluster, for the virtual-cluster engine:

@@ -2,6 +2,7 @@
 #include "net/runner/run_session.h"
 
 #include "core/common/build_info.h"
+#include "core/results/cluster_profile.h"
 #include "net/client/ps_client.h"
 #include "net/client/recovery_line.h"
 
@@ -439,6 +440,16 @@ bool RunSession::isCancelled(const std::string& stopReason) const {
   return stopReason == "cancelled" || (m_options.cancel && m_options.cancel->load());
 }
 
+// The cluster as this run measured it, stored with the run (dasp profile, dasp predict and
+// the workbench's prediction read it back). Its records are flushed first. None for a run
+// too short to profile, or while the store's disk is full.
+std::optional<SummaryRow> RunSession::measuredProfileRow() {
+  if (!m_recorder->flush()) return std::nullopt;
+  auto profile = measureRecordedProfile(*m_store, m_runId, m_spec.batch_size());
+  if (!profile) return std::nullopt;
+  return SummaryRow{kProfileSummaryKey, std::nullopt, profileJson(profile.value())};
+}
+
 Result<RunSummary> RunSession::summarize(const std::string& stopReason) {
   const auto f = m_recording->figures();
   m_nodes->recordFinalRows();
@@ -484,6 +495,7 @@ Result<RunSummary> RunSession::summarize(const std::string& stopReason) {
     rows.push_back({"store_rows_held_max", static_cast<double>(h.heldMax), ""});
     rows.push_back({"store_rows_lost", static_cast<double>(h.lostRows), ""});
   }
+  if (auto profile = measuredProfileRow()) rows.push_back(std::move(*profile));
   m_recorder->setSummary(rows);
   const RunStatus status = !m_failure.empty() ? RunStatus::Failed
                            : cancelled        ? RunStatus::Stopped

@@ -65,6 +65,7 @@ class RunSession {
   Status failRun(const std::string& problem);
   void onLine(const std::string& node, bool isStderr, const std::string& line);
   void relayOfflineWork(const std::string& node, const RecoveryReport& report, double now);
+  std::optional<SummaryRow> measuredProfileRow();
   void say(const std::string& text) const;
   bool isServer(const std::string& node) const;
   // Chain replication per shard: shard 0 goes on without this shard or replica (a replica

@@ -141,6 +141,53 @@ class TestClusterProfile : public QObject {
     QVERIFY(profileJson(profile.value()).find("\"serve_s_per_push\":0.001") != std::string::npos);
   }
 
+  // The evaluator's CPU time over its evaluations; nothing without the evaluator's row or
+  // an evaluation (an engine run), and the profile's JSON carries it.
+  void evaluationCostFromTheEvaluatorsCpu() {
+    std::vector<NodeRow> nodes(3);
+    nodes[0].node = "server";
+    nodes[0].cpuS = 5.8;
+    nodes[1].node = "worker-0";
+    nodes[1].cpuS = 9.9;
+    nodes[2].node = "evaluator";
+    nodes[2].cpuS = 29.0;
+    const EvaluationCost cost = measureEvaluationCost(nodes, 25);
+    QCOMPARE(cost.evaluations, std::int64_t{25});
+    QVERIFY(near(cost.cpuSPerEvaluation, 29.0 / 25, 1e-12));
+    QVERIFY(near(cost.cpuS, 29.0, 1e-12));
+    QCOMPARE(measureEvaluationCost(nodes, 0).cpuSPerEvaluation, 0.0);
+    nodes.pop_back();
+    QCOMPARE(measureEvaluationCost(nodes, 25).evaluations, std::int64_t{0});
+    ClusterProfile profile;
+    profile.evaluation = cost;
+    const std::string json = profileJson(profile);
+    QVERIFY2(json.find("\"evaluation\":{\"evaluations\":25,") != std::string::npos, json.c_str());
+    QVERIFY2(json.find("\"cpu_s_per_evaluation\":1.16") != std::string::npos, json.c_str());
+  }
+
+  // What a run stores is read back whole: the same document again, every field.
+  void profileJsonRoundTrips() {
+    ClusterProfile profile;
+    profile.runId = 7;
+    profile.workers.push_back({"worker-0", {{0, 4.5, 0.00125, 40}, {4.5, 9.0, 0.0025, 36}}, 0.0011, 0.0009, 76});
+    profile.workers.push_back({"worker \"1\"", {{0, 9.0, 0.001, 90}}, 0, 0, 90});
+    profile.server = {0.00005, 0.0004, 8.0, 166, 160};
+    profile.evaluation = {25, 1.16, 29.0};
+    const std::string json = profileJson(profile);
+    auto back = parseProfileJson(json);
+    QVERIFY2(back, back.message().c_str());
+    QCOMPARE(profileJson(back.value()), json);
+    QCOMPARE(back->workers.size(), std::size_t{2});
+    QCOMPARE(back->workers[1].name, std::string("worker \"1\""));
+    QCOMPARE(back->workers[0].segments[1].iterations, std::int64_t{36});
+    QCOMPARE(back->workers[0].segments[1].secondsPerSample, 0.0025);
+    QCOMPARE(back->server.pushes, std::int64_t{160});
+    QCOMPARE(back->evaluation.cpuSPerEvaluation, 1.16);
+    for (const char* bad : {"not json", "{}", R"({"workers":[{"name":"w","segments":[]}]})"}) {
+      QVERIFY2(!parseProfileJson(bad), bad);
+    }
+  }
+
   void badRunsAreNamed() {
     std::vector<SampleRow> samples;
     std::vector<StateIntervalRow> intervals;

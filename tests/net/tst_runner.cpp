@@ -2,6 +2,7 @@
 // `dasp run` end to end with real processes: a short synthetic run is recorded completely
 // over each transport; a worker killed mid-run is marked down and training goes on;
 // Ctrl-C stops the run cleanly; no node process outlives the run on any of these paths.
+#include "core/results/cluster_profile.h"
 #include "core/store/run_store.h"
 #include "tests/support/processes.h"
 #include "tests/support/specs.h"
@@ -67,6 +68,24 @@ void verifyNoOrphans(dasp::RunStore& store, std::int64_t runId) {
   QVERIFY(nodes.isOk());
   QVERIFY(nodes->size() >= 5);  // server, 3 workers, evaluator
   for (const auto& n : nodes.value()) QVERIFY2(!alive(n.pid), qPrintable(QString::fromStdString(n.node) + " still running"));
+}
+
+// The run stored its profile when it ended (the summary's cluster_profile), and that is
+// what dasp profile and dasp predict read: the cluster measured from the same records.
+void verifyStoredProfile(dasp::RunStore& store, std::int64_t runId) {
+  auto measured = dasp::measureStoredRun(store, runId);
+  QVERIFY2(measured, measured.message().c_str());
+  QVERIFY(measured->stored);
+  const auto& workers = measured->profile.workers;
+  QCOMPARE(workers.size(), std::size_t{3});
+  auto now = dasp::measureRecordedProfile(store, runId, measured->spec.batch_size());
+  QVERIFY2(now, now.message().c_str());
+  for (std::size_t w = 0; w < workers.size(); ++w) {
+    QCOMPARE(workers[w].name, now->workers[w].name);
+    QCOMPARE(workers[w].iterations, now->workers[w].iterations);
+  }
+  QCOMPARE(measured->profile.evaluation.evaluations, static_cast<std::int64_t>(store.evaluations(runId)->size()));
+  QVERIFY(measured->profile.evaluation.cpuSPerEvaluation > 0);
 }
 
 }  // namespace
@@ -147,6 +166,7 @@ void TestRunner::shortRunIsRecorded() {
   if (strategy == "bsp") {
     for (const auto& [node, values] : batched) QCOMPARE(values.size(), std::size_t{1});
   }
+  verifyStoredProfile(*store.value(), runId);
   QVERIFY(!store.value()->logs(runId, "server")->empty());
   if (payloadPort > 0) {
     const std::string said = "payload socket listening on 127.0.0.1:" + std::to_string(payloadPort);
