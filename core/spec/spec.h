@@ -80,9 +80,6 @@ v1::LinkSpec effectiveLink(const v1::NodeSpec& node, const ExperimentSpec& spec)
 
 // "none", "checkpoint", "chain", "stateless", "local".
 std::string recoveryName(v1::RecoverySpec::Mode mode);
-// The field that asks for recovery mode `mode`: "recovery.mode", or a suite entry's
-// ("suite[2].recovery.mode"); "" when none does.
-std::string recoveryModeField(const v1::ExperimentSpec& spec, v1::RecoverySpec::Mode mode);
 // Whether workers train their own copies through an outage: recovery LOCAL, or CHAIN with
 // local_copies.
 bool trainsLocalCopies(const v1::RecoverySpec& recovery);

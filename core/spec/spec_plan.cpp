@@ -122,16 +122,6 @@ std::string recoveryName(v1::RecoverySpec::Mode mode) {
   return name;
 }
 
-std::string recoveryModeField(const v1::ExperimentSpec& spec, v1::RecoverySpec::Mode mode) {
-  if (spec.recovery().mode() == mode) return "recovery.mode";
-  for (int i = 0; i < spec.suite_size(); ++i) {
-    if (spec.suite(i).has_recovery() && spec.suite(i).recovery().mode() == mode) {
-      return "suite[" + std::to_string(i) + "].recovery.mode";
-    }
-  }
-  return "";
-}
-
 bool trainsLocalCopies(const v1::RecoverySpec& recovery) {
   return recovery.mode() == v1::RecoverySpec::LOCAL ||
          (recovery.mode() == v1::RecoverySpec::CHAIN && recovery.local_copies());
