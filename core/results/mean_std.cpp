@@ -31,4 +31,10 @@ std::string fixedText(double v, int decimals) {
   return text;
 }
 
+std::string meanStdCell(const MeanStd& s, int meanDecimals, int sdDecimals) {
+  std::string text = fixedText(s.mean, meanDecimals);
+  if (s.n > 1) text += " \u00b1 " + fixedText(s.sd, sdDecimals);
+  return text;
+}
+
 }  // namespace dasp

@@ -19,5 +19,7 @@ MeanStd meanStd(const std::vector<double>& values);
 // `v` with `decimals` decimals in the C locale whatever the process's locale (a GUI sets
 // the user's), and "0.0" rather than "-0.0" for a negative value that rounds to zero.
 std::string fixedText(double v, int decimals);
+// "mean ± sd" by fixedText, the sd left out for fewer than two values.
+std::string meanStdCell(const MeanStd& s, int meanDecimals, int sdDecimals);
 
 }  // namespace dasp

@@ -60,7 +60,7 @@ std::string ourTime(const std::vector<v1::RunResult>& runs, const std::string& r
   const int never = total - static_cast<int>(times.size());
   if (times.empty()) return std::to_string(never) + "/" + std::to_string(total) + " never";
   const MeanStd s = meanStd(times);
-  std::string cell = fixedText(s.mean, 1) + (s.n > 1 ? " ± " + fixedText(s.sd, 1) : "");
+  std::string cell = meanStdCell(s, 1, 1);
   if (never > 0) cell += " (" + std::to_string(never) + "/" + std::to_string(total) + " never)";
   return cell;
 }

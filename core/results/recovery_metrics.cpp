@@ -81,10 +81,7 @@ constexpr const char* kNone = "\u2014";  // "—"
 std::string meanStdText(const std::vector<double>& v, int decimals, bool count = false) {
   if (v.empty()) return kNone;
   const MeanStd s = meanStd(v);
-  const int meanDecimals = count && s.mean == std::floor(s.mean) ? 0 : decimals;
-  std::string text = fixedText(s.mean, meanDecimals);
-  if (s.n > 1) text += " \u00b1 " + fixedText(s.sd, decimals);
-  return text;
+  return meanStdCell(s, count && s.mean == std::floor(s.mean) ? 0 : decimals, decimals);
 }
 
 struct Group {

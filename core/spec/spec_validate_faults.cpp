@@ -64,9 +64,11 @@ Status validateRecoveries(const ExperimentSpec& spec) {
 
 Status validateFaults(const ExperimentSpec& spec) {
   // Fault drills name nodes of this run: server (the head; shard 0), server-N (chain
-  // replicas), shard-N (a sharded server's other shards), evaluator, or a worker.
-  // replicas (shard-N-rK: chain replication per shard).
+  // replicas), shard-N (a sharded server's other shards) and shard-N-rK (their replicas
+  // under chain replication per shard), evaluator, or a worker.
   std::vector<std::string> nodes{"server", "evaluator"};
+  std::vector<std::string> workers;
+  for (const auto& w : expandWorkers(spec)) workers.push_back(w.name());
   const bool chain = spec.recovery().mode() == v1::RecoverySpec::CHAIN;
   const int replicas = spec.recovery().has_replicas() ? spec.recovery().replicas() : 3;
   const int shards = std::min(spec.ps().shards(), kMaxShards);  // (out of range: validateShards names it)
@@ -77,7 +79,7 @@ Status validateFaults(const ExperimentSpec& spec) {
       nodes.push_back("shard-" + std::to_string(s) + "-r" + std::to_string(r));
     }
   }
-  for (const auto& w : expandWorkers(spec)) nodes.push_back(w.name());
+  nodes.insert(nodes.end(), workers.begin(), workers.end());
   for (int i = 0; i < spec.faults_size(); ++i) {
     const auto& f = spec.faults(i);
     const std::string field = "faults[" + std::to_string(i) + "]";
@@ -89,10 +91,7 @@ Status validateFaults(const ExperimentSpec& spec) {
       return bad(field + ".restart_after_s", "must be >= 0 (got " + num(f.restart_after_s()) + ")");
     }
     if (f.action() == v1::FaultSpec::DISCONNECT) {
-      const auto workers = expandWorkers(spec);
-      const bool worker = std::any_of(workers.begin(), workers.end(),
-                                      [&](const v1::NodeSpec& w) { return w.name() == f.node(); });
-      if (!worker) {
+      if (!contains(workers, f.node())) {
         return bad(field + ".node", "DISCONNECT cuts a worker's link to the servers; '" + f.node() +
                                         "' is not a worker (use KILL or PAUSE for it)");
       }
