@@ -11,6 +11,8 @@
 #  3. predicts it from each seed's real BSP run alone (tools/validate-predict.sh --spec
 #     --real): results/predict-real/hetero-4-shaped.{measured,predicted}.jsonl.
 #   sudo tools/validate-predict-netns.sh        (RATE=200mbit by default)
+#   sudo KEEP_REAL=1 tools/validate-predict-netns.sh
+#                                               (step 3 only, against the committed real runs)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${DASP_BIN:-$root/build/bin/dasp}
@@ -52,7 +54,9 @@ echo "validate-predict-netns: hosts up, b's link $rate each way" >&2
 
 mkdir -p "$(dirname "$real")"
 cp "$bin" "$work/dasp"
-"$work/dasp" run "$spec" --lr-from "$root/results/matrix-sim/hetero-4.jsonl" --db "$work/real.sqlite" --json --quiet |
-  grep '^{' > "$real.tmp"
-mv "$real.tmp" "$real"
+if [ -z "${KEEP_REAL:-}" ]; then
+  "$work/dasp" run "$spec" --lr-from "$root/results/matrix-sim/hetero-4.jsonl" --db "$work/real.sqlite" --json --quiet |
+    grep '^{' > "$real.tmp"
+  mv "$real.tmp" "$real"
+fi
 DASP_BIN="$work/dasp" "$root/tools/validate-predict.sh" --spec "$spec" --real "$real" "$name"

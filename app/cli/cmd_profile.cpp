@@ -60,6 +60,16 @@ void printProfile(const ClusterProfile& profile, bool stored) {
                 "the workers' compute times above)\n",
                 "evaluator", e.cpuSPerEvaluation, static_cast<long long>(e.evaluations), e.cpuS);
   }
+  for (const HostLinkProfile& h : profile.hostLinks) {
+    std::printf("host %-7s %zu workers, %lld transfers (%lld alone, %lld at once): %.2f ms alone, ", h.host.c_str(),
+                h.workers.size(), static_cast<long long>(h.transfers), static_cast<long long>(h.alone),
+                static_cast<long long>(h.together), 1000 * h.callS);
+    if (h.shared()) {
+      std::printf("its link shared: %.2f ms of it on the link\n", 1000 * h.linkS);
+    } else {
+      std::printf("its link not shared (a transfer's time is its call's)\n");
+    }
+  }
 }
 
 // The measured model's parameter count, which turns the server's measured apply time per

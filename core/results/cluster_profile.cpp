@@ -76,6 +76,25 @@ bool nodeOrder(const std::string& a, const std::string& b) {
   return a.size() != b.size() ? a.size() < b.size() : a < b;
 }
 
+// measuredSpec's host links: each host of the spec whose link the profile found shared
+// carries the model's bytes per linkS, and its workers' own links the rest of a transfer
+// alone.
+void applySharedHostLinks(const ClusterProfile& profile, std::int64_t parameters, v1::ExperimentSpec& measured) {
+  const double bits = 8.0 * sizeof(float) * static_cast<double>(parameters);
+  for (const HostLinkProfile& link : profile.hostLinks) {
+    if (!link.shared()) continue;
+    auto& hosts = *measured.mutable_launch()->mutable_hosts();
+    const auto host = std::find_if(hosts.begin(), hosts.end(), [&](const v1::HostSpec& h) { return h.name() == link.host; });
+    if (host == hosts.end()) continue;
+    host->mutable_link()->set_mbit(bits / link.linkS / 1e6);
+    host->mutable_link()->set_latency_ms(0);
+    for (auto& node : *measured.mutable_cluster()->mutable_workers()) {
+      if (std::find(link.workers.begin(), link.workers.end(), node.name()) == link.workers.end()) continue;
+      node.mutable_link()->set_latency_ms(1000 * (link.callS - link.linkS));
+    }
+  }
+}
+
 }  // namespace
 
 Result<ClusterProfile> measureProfile(std::int64_t runId, const std::vector<SampleRow>& samples,
@@ -202,6 +221,7 @@ v1::ExperimentSpec measuredSpec(const ClusterProfile& profile, const v1::Experim
     measured.mutable_sim()->set_apply_ns_per_param(1e9 * load.applySPerGradient / perShard);
   }
   if (load.serveSPerPush > 0) measured.mutable_sim()->set_push_overhead_ms(1000 * load.serveSPerPush);
+  if (parameters > 0 && spec.engine() != "sim") applySharedHostLinks(profile, parameters, measured);
   const std::string run = std::to_string(profile.runId);
   measured.set_name(spec.name() + "-measured-run-" + run);
   measured.set_description("The cluster of run " + run + " (" + spec.name() +
@@ -234,6 +254,7 @@ Result<ClusterProfile> measureRecordedProfile(RunStore& store, std::int64_t runI
   auto evaluations = store.evaluations(runId);
   if (!evaluations) return evaluations.status();
   profile->evaluation = measureEvaluationCost(nodes.value(), static_cast<std::int64_t>(evaluations->size()));
+  profile->hostLinks = measureHostLinks(profile.value(), nodes.value(), intervals.value());
   return profile;
 }
 

@@ -64,12 +64,39 @@ struct EvaluationCost {
   double cpuS = 0;               // the evaluator's CPU-seconds in all
 };
 
+// A host's link as its workers' transfers measured it (a NIC shared by the workers placed
+// on the host). Every PULL and PUSH of the host's workers is fitted, by least squares, as
+//   seconds = callS + linkS × (concurrency − 1),  concurrency = 1 + the overlap of the host's
+// other transfers the same way (pulls with pulls, pushes with pushes), in units of this one,
+// as a link that shares itself fairly gives: linkS is the time a transfer holds the link
+// (its bytes over the link's rate), callS the time of a transfer alone. Fitted only where
+// concurrency varies (kMinHostLinkTransfers transfers alone and as many at once).
+inline constexpr int kMinHostLinkTransfers = 10;
+// The share of a transfer alone that its time on the link must reach for the link to be
+// modelled: below it the transfers' time was their calls', not a link's.
+inline constexpr double kSharedLinkShare = 0.25;
+struct HostLinkProfile {
+  std::string host;
+  std::vector<std::string> workers;
+  std::int64_t transfers = 0, alone = 0, together = 0;  // together: concurrency >= 1.5
+  double callS = 0;  // a transfer alone (the fit at concurrency 1)
+  double linkS = 0;  // the link's time per transfer (the fit's slope; 0: not shared)
+  bool shared() const { return callS > 0 && linkS >= kSharedLinkShare * callS; }
+};
+
 struct ClusterProfile {
   std::int64_t runId = 0;
   std::vector<NodeProfile> workers;  // in the order of their first iteration's record
   ServerLoad server;
   EvaluationCost evaluation;
+  std::vector<HostLinkProfile> hostLinks;  // hosts with two or more profiled workers
 };
+
+// The links of the hosts of `nodes` (the run's node rows: their host) that hold two or
+// more of `profile`'s workers, fitted from their PULL and PUSH `intervals` (HostLinkProfile;
+// a host whose transfers never varied in concurrency has linkS 0).
+std::vector<HostLinkProfile> measureHostLinks(const ClusterProfile& profile, const std::vector<NodeRow>& nodes,
+                                              const std::vector<StateIntervalRow>& intervals);
 
 // The server's load in `samples` (ServerLoad); a run without load periods gives all 0.
 ServerLoad measureServerLoad(const std::vector<SampleRow>& samples);
@@ -88,7 +115,8 @@ EvaluationCost measureEvaluationCost(const std::vector<NodeRow>& nodes, std::int
 // One JSON document: {"run_id":…, "workers":[{"name", "iterations", "pull_s", "push_s",
 // "segments":[{"from_s", "to_s", "seconds_per_sample", "iterations"}]}], "server":
 // {"apply_s_per_gradient", "serve_s_per_push", "covered_s", "gradients", "pushes"},
-// "evaluation": {"evaluations", "cpu_s", "cpu_s_per_evaluation"}}.
+// "evaluation": {"evaluations", "cpu_s", "cpu_s_per_evaluation"}, "host_links": [{"host",
+// "workers", "transfers", "alone", "together", "call_s", "link_s"}]}.
 std::string profileJson(const ClusterProfile& profile);
 // The profile of such a document (a field it lacks reads 0); an error for text that is not
 // one, or a worker without a segment.
@@ -102,7 +130,7 @@ inline constexpr const char* kProfileSummaryKey = "cluster_profile";
 // first segment's cost × spec.batch_size, a scheduled speed change at the start of each
 // later segment (slowdown: that segment's cost over the first's). From a real run, each
 // node's link too: the mean of its pull and push times as the latency of each, the
-// bandwidth unbounded.
+// bandwidth unbounded (on a host whose link is shared, measuredSpec refines it).
 v1::ClusterSpec profileCluster(const ClusterProfile& profile, const v1::ExperimentSpec& spec);
 
 // Run `runId`'s profile measured from its records now (measureProfile, the server's load,
@@ -128,7 +156,9 @@ Result<MeasuredRun> measureStoredRun(RunStore& store, std::int64_t runId);
 // With `parameters` (the model's parameter count, 0 = unknown) and a measured server load,
 // the engine's server model is the measured one too (sim.apply_ns_per_param from the
 // apply time per gradient over each shard's share of the parameters, sim.push_overhead_ms
-// from the serve time per push).
+// from the serve time per push). A host of spec.launch.hosts whose link the profile found
+// shared (HostLinkProfile::shared) gets that link, its rate the model's bytes per linkS,
+// and its workers a latency of callS − linkS each way: a transfer alone takes callS.
 v1::ExperimentSpec measuredSpec(const ClusterProfile& profile, const v1::ExperimentSpec& spec,
                                 std::int64_t parameters = 0);
 

@@ -57,7 +57,15 @@ std::string profileJson(const ClusterProfile& profile) {
     << ",\"gradients\":" << l.gradients << ",\"pushes\":" << l.pushes << "}";
   const EvaluationCost& e = profile.evaluation;
   o << ",\"evaluation\":{\"evaluations\":" << e.evaluations << ",\"cpu_s\":" << jsonNumber(e.cpuS)
-    << ",\"cpu_s_per_evaluation\":" << jsonNumber(e.cpuSPerEvaluation) << "}}";
+    << ",\"cpu_s_per_evaluation\":" << jsonNumber(e.cpuSPerEvaluation) << "},\"host_links\":[";
+  for (std::size_t h = 0; h < profile.hostLinks.size(); ++h) {
+    const HostLinkProfile& link = profile.hostLinks[h];
+    o << (h ? "," : "") << "{\"host\":" << jsonString(link.host) << ",\"workers\":[";
+    for (std::size_t w = 0; w < link.workers.size(); ++w) o << (w ? "," : "") << jsonString(link.workers[w]);
+    o << "],\"transfers\":" << link.transfers << ",\"alone\":" << link.alone << ",\"together\":" << link.together
+      << ",\"call_s\":" << jsonNumber(link.callS) << ",\"link_s\":" << jsonNumber(link.linkS) << "}";
+  }
+  o << "]}";
   return o.str();
 }
 
@@ -93,6 +101,18 @@ Result<ClusterProfile> parseProfileJson(const std::string& json) {
   p.evaluation.evaluations = count(evaluation, "evaluations");
   p.evaluation.cpuS = number(evaluation, "cpu_s");
   p.evaluation.cpuSPerEvaluation = number(evaluation, "cpu_s_per_evaluation");
+  for (const Value& h : list(doc, "host_links")) {
+    const Struct& l = h.struct_value();
+    HostLinkProfile link;
+    if (const Value* host = field(l, "host")) link.host = host->string_value();
+    for (const Value& w : list(l, "workers")) link.workers.push_back(w.string_value());
+    link.transfers = count(l, "transfers");
+    link.alone = count(l, "alone");
+    link.together = count(l, "together");
+    link.callS = number(l, "call_s");
+    link.linkS = number(l, "link_s");
+    p.hostLinks.push_back(std::move(link));
+  }
   return p;
 }
 

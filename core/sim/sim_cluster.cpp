@@ -72,9 +72,15 @@ void SimRun::release(int rank, double t) {
 }
 
 double SimRun::pushArrival(const Worker& w, double t0) {
-  double arrival = t0 + w.link.transfer(m_bytes);  // through the worker's own link
+  double sent = t0;  // when it has left its host
+  if (w.host >= 0) {
+    HostLink& h = m_hostLinks[static_cast<std::size_t>(w.host)];
+    h.upFree = std::max(h.upFree, t0) + m_bytes / h.link.bytesPerS;
+    sent = h.upFree + h.link.latencyS;
+  }
+  double arrival = sent + w.link.transfer(m_bytes);  // then through the worker's own link
   if (std::isfinite(m_shardLink.bytesPerS)) {
-    const double start = std::max(m_shardInFree, t0 + m_shardLink.latencyS);
+    const double start = std::max(m_shardInFree, sent + m_shardLink.latencyS);
     m_shardInFree = start + m_shardBytes / m_shardLink.bytesPerS;
     arrival = std::max(arrival, m_shardInFree);
   }
@@ -85,11 +91,18 @@ double SimRun::pushArrival(const Worker& w, double t0) {
 }
 
 double SimRun::pullSeconds(const Worker& w, double t) {
-  const double own = w.link.transfer(m_bytes);
-  if (!std::isfinite(m_shardLink.bytesPerS)) return own;
-  const double start = std::max(m_shardOutFree, t);
-  m_shardOutFree = start + m_shardBytes / m_shardLink.bytesPerS;
-  return std::max(own, m_shardOutFree + m_shardLink.latencyS - t);
+  double reached = t + w.link.transfer(m_bytes);  // when the parameters reach its host
+  if (std::isfinite(m_shardLink.bytesPerS)) {
+    const double start = std::max(m_shardOutFree, t);
+    m_shardOutFree = start + m_shardBytes / m_shardLink.bytesPerS;
+    reached = std::max(reached, m_shardOutFree + m_shardLink.latencyS);
+  }
+  if (w.host >= 0) {
+    HostLink& h = m_hostLinks[static_cast<std::size_t>(w.host)];
+    h.downFree = std::max(h.downFree, reached) + m_bytes / h.link.bytesPerS;
+    reached = h.downFree + h.link.latencyS;
+  }
+  return reached - t;
 }
 
 void SimRun::park(int rank, double t) {

@@ -78,6 +78,7 @@ struct Worker {
   std::vector<float> held;      // a copy when the policy holds the gradient past the next release
   v1::SpeedProfile speed;
   Link link;
+  int host = -1;  // its host's shared link (SimRun::m_hostLinks); -1: none
   std::mt19937_64 rng;
   std::normal_distribution<double> normal{0.0, 1.0};
   std::uint32_t gen = 0;  // bumped when the worker's iteration in flight is void (killed, server lost)
@@ -231,6 +232,13 @@ class SimRun {
   double m_shardParams = 0;     // and in parameters
   double m_shardInFree = 0;     // when the shards' links take the next push in
   double m_shardOutFree = 0;    // ... and send the next pull out
+  // launch.hosts[].link: a host's link shared by its workers, one transfer at a time each
+  // way (pushes out, pulls in), after each worker's own link. In launch.hosts order.
+  struct HostLink {
+    Link link;
+    double upFree = 0, downFree = 0;  // when it takes the next push out, the next pull in
+  };
+  std::vector<HostLink> m_hostLinks;
 
   bool m_serverUp = true, m_serverPaused = false, m_busy = false;
   // As the server: parked pulls are re-checked after an update or when the policy says so;

@@ -78,6 +78,11 @@ double slowdownAt(const v1::SpeedProfile& speed, double t);
 // stay unset (not emulated / not limited).
 v1::LinkSpec effectiveLink(const v1::NodeSpec& node, const ExperimentSpec& spec);
 
+// The launch.hosts index of the host that worker `rank` is placed on: launch.placement.
+// workers in rank order, cycled, else the hosts themselves in turn. -1 when the spec has no
+// hosts (every node on this machine) or names a host it does not have.
+int workerHostIndex(const ExperimentSpec& spec, std::size_t rank);
+
 // "none", "checkpoint", "chain", "stateless", "local".
 std::string recoveryName(v1::RecoverySpec::Mode mode);
 // Whether workers train their own copies through an outage: recovery LOCAL, or CHAIN with

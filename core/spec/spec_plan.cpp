@@ -190,4 +190,16 @@ v1::LinkSpec effectiveLink(const v1::NodeSpec& node, const ExperimentSpec& spec)
   return link;
 }
 
+int workerHostIndex(const ExperimentSpec& spec, std::size_t rank) {
+  const auto& launch = spec.launch();
+  if (launch.hosts_size() == 0) return -1;
+  const auto& placed = launch.placement().workers();
+  if (placed.empty()) return static_cast<int>(rank % static_cast<std::size_t>(launch.hosts_size()));
+  const std::string& name = placed[static_cast<int>(rank % static_cast<std::size_t>(placed.size()))];
+  for (int h = 0; h < launch.hosts_size(); ++h) {
+    if (launch.hosts(h).name() == name) return h;
+  }
+  return -1;
+}
+
 }  // namespace dasp

@@ -228,6 +228,13 @@ Status validateLaunch(const ExperimentSpec& spec) {
       return Status::error(field + ".work_dir: must be an absolute path (got '" + h.work_dir() + "')");
     }
     if (h.gpus() < 0) return Status::error(field + ".gpus: must be >= 0 (got " + std::to_string(h.gpus()) + ")");
+    if (h.has_link()) {
+      if (spec.engine() != "sim") {
+        return Status::error(field + ".link: a host's link is modelled by the virtual-cluster engine (engine \"sim\"); a "
+                             "real run's is the host's own (engine is \"" + (spec.engine().empty() ? "real" : spec.engine()) + "\")");
+      }
+      if (auto st = checkLink(h.link(), field + ".link"); !st) return st;
+    }
     if (!h.netns().empty()) {
       if (!local) {
         return Status::error(field + ".netns: network namespaces are for the LOCAL launcher (launch.launcher is " +

@@ -3,6 +3,7 @@
 #include "net/launch/launcher.h"
 
 #include "core/common/build_info.h"
+#include "core/spec/spec.h"
 #include "net/security/bind_address.h"
 #include "net/security/node_security.h"
 
@@ -81,13 +82,12 @@ Result<Placement> placeNodes(const ExperimentSpec& spec, const std::vector<std::
     chosen["evaluator"] = h.value();
   }
   for (std::size_t r = 0; r < workers.size(); ++r) {
-    Result<int> h = static_cast<int>(r % static_cast<std::size_t>(launch.hosts_size()));
-    if (placement.workers_size() > 0) {
+    const int h = workerHostIndex(spec, r);
+    if (h < 0) {
       const int k = static_cast<int>(r % static_cast<std::size_t>(placement.workers_size()));
-      h = lookup("launch.placement.workers[" + std::to_string(k) + "]", placement.workers(k));
+      return lookup("launch.placement.workers[" + std::to_string(k) + "]", placement.workers(k)).status();
     }
-    if (!h) return h.status();
-    chosen[workers[r]] = h.value();
+    chosen[workers[r]] = h;
   }
   // Only the hosts in use, in launch.hosts order, with their defaults.
   std::map<int, std::size_t> compact;

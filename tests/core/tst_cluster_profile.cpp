@@ -3,8 +3,9 @@
 // recovered from a scripted run's recorded iterations, with ±10 % noise on every
 // iteration; batches that change without the speed (DASP's shares) are no speed change;
 // the engine's cluster from it (a real run's link from its pull and push times); the
-// server's apply and serve times from its load periods; and the errors of a run too short
-// or without iterations.
+// server's apply and serve times from its load periods; a host's shared link from its
+// workers' transfers at once and alone; and the errors of a run too short or without
+// iterations.
 #include "core/results/cluster_profile.h"
 
 #include <QtTest>
@@ -173,6 +174,7 @@ class TestClusterProfile : public QObject {
     profile.workers.push_back({"worker \"1\"", {{0, 9.0, 0.001, 90}}, 0, 0, 90});
     profile.server = {0.00005, 0.0004, 8.0, 166, 160};
     profile.evaluation = {25, 1.16, 29.0};
+    profile.hostLinks.push_back({"b", {"worker-1", "worker-3"}, 120, 60, 60, 0.017, 0.016});
     const std::string json = profileJson(profile);
     auto back = parseProfileJson(json);
     QVERIFY2(back, back.message().c_str());
@@ -183,9 +185,73 @@ class TestClusterProfile : public QObject {
     QCOMPARE(back->workers[0].segments[1].secondsPerSample, 0.0025);
     QCOMPARE(back->server.pushes, std::int64_t{160});
     QCOMPARE(back->evaluation.cpuSPerEvaluation, 1.16);
+    QCOMPARE(back->hostLinks.size(), std::size_t{1});
+    QCOMPARE(back->hostLinks[0].workers[1], std::string("worker-3"));
+    QCOMPARE(back->hostLinks[0].linkS, 0.016);
     for (const char* bad : {"not json", "{}", R"({"workers":[{"name":"w","segments":[]}]})"}) {
       QVERIFY2(!parseProfileJson(bad), bad);
     }
+  }
+
+  // Hetero-4 on two hosts as the shaped-link validation has it: workers 1 and 3 behind one
+  // link (16 ms a transfer on it, 1 ms of call besides), workers 0 and 2 behind one that is
+  // not their cost (3 ms a call, at once or not). BSP's pulls leave together, its pushes
+  // one by one: host b's pulls take 1 + 2 × 16 ms, its pushes 1 + 16.
+  void sharedHostLinkFromTransfersAtOnce() {
+    std::vector<StateIntervalRow> intervals;
+    for (int r = 0; r < 30; ++r) {
+      const double t = 0.1 * r;
+      for (const char* w : {"worker-1", "worker-3"}) intervals.push_back({1, w, "PULL", "SYNC", t, t + 0.033});
+      intervals.push_back({1, "worker-1", "PUSH", "SYNC", t + 0.050, t + 0.067});
+      intervals.push_back({1, "worker-3", "PUSH", "SYNC", t + 0.075, t + 0.092});
+      for (const char* w : {"worker-0", "worker-2"}) intervals.push_back({1, w, "PULL", "SYNC", t, t + 0.003});
+      intervals.push_back({1, "worker-0", "PUSH", "SYNC", t + 0.040, t + 0.043});
+      intervals.push_back({1, "worker-2", "PUSH", "SYNC", t + 0.060, t + 0.063});
+    }
+    ClusterProfile profile;
+    profile.runId = 1;
+    for (const char* w : {"worker-0", "worker-1", "worker-2", "worker-3"}) {
+      profile.workers.push_back({w, {{0, 3, 0.0005, 30}}, 0.003, 0.003, 30});
+    }
+    std::vector<NodeRow> nodes;
+    for (const auto& [node, host] : std::vector<std::pair<std::string, std::string>>{
+             {"worker-0", "a"}, {"worker-1", "b"}, {"worker-2", "a"}, {"worker-3", "b"}, {"server", "s"}}) {
+      NodeRow row;
+      row.node = node;
+      row.host = host;
+      nodes.push_back(row);
+    }
+    profile.hostLinks = measureHostLinks(profile, nodes, intervals);
+    QCOMPARE(profile.hostLinks.size(), std::size_t{2});
+    const HostLinkProfile& a = profile.hostLinks[0];
+    const HostLinkProfile& b = profile.hostLinks[1];
+    QCOMPARE(a.host, std::string("a"));
+    QCOMPARE(b.host, std::string("b"));
+    QCOMPARE(b.transfers, std::int64_t{120});
+    QCOMPARE(b.alone, std::int64_t{60});
+    QCOMPARE(b.together, std::int64_t{60});
+    QVERIFY2(std::abs(b.linkS - 0.016) < 1e-9 && std::abs(b.callS - 0.017) < 1e-9,
+             qPrintable(QString("%1 %2").arg(b.linkS).arg(b.callS)));
+    QVERIFY(b.shared());
+    QVERIFY2(std::abs(a.linkS) < 1e-9 && std::abs(a.callS - 0.003) < 1e-9, qPrintable(QString::number(a.linkS)));
+    QVERIFY(!a.shared());
+
+    // The engine's cluster: host b's link carries 100,000 parameters (3.2 Mbit) in 16 ms,
+    // 200 Mbit/s, and its workers keep the 1 ms of call; host a gets no link.
+    v1::ExperimentSpec spec;
+    spec.set_engine("real");
+    spec.set_batch_size(64);
+    for (const char* h : {"s", "a", "b"}) spec.mutable_launch()->add_hosts()->set_name(h);
+    for (const char* h : {"a", "b"}) spec.mutable_launch()->mutable_placement()->add_workers(h);
+    const auto measured = measuredSpec(profile, spec, 100'000);
+    QVERIFY(!measured.launch().hosts(1).has_link());
+    QVERIFY(measured.launch().hosts(2).has_link());
+    QVERIFY2(std::abs(measured.launch().hosts(2).link().mbit() - 200) < 1e-6,
+             qPrintable(QString::number(measured.launch().hosts(2).link().mbit())));
+    QCOMPARE(measured.cluster().workers(1).link().latency_ms(), 1.0);
+    QCOMPARE(measured.cluster().workers(0).link().latency_ms(), 3.0);
+    // Without the parameter count there are no bytes to give the link a rate: none is set.
+    QVERIFY(!measuredSpec(profile, spec, 0).launch().hosts(2).has_link());
   }
 
   void badRunsAreNamed() {

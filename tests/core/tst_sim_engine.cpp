@@ -169,6 +169,46 @@ class TestSimEngine : public QObject {
     QVERIFY(simulate(withDefaults(spec)).summary.updates * 10 > unlimited.updates * 9);
   }
 
+  // Two BSP workers whose transfers take 5 ms on their hosts' links (no other cost): on a
+  // host each, a round is pull 5 + compute 10 + push 5 ms; on one shared host the second
+  // pull waits for the first, so does the second push, and a round takes 25 ms.
+  void sharedHostLinkQueuesItsTransfers() {
+    auto spec = baseSpec("bsp", 2, 10);
+    spec.mutable_cluster()->mutable_link()->set_latency_ms(0);
+    spec.mutable_cluster()->mutable_link()->set_mbit(1e12);
+    spec.mutable_sim()->set_push_overhead_ms(0);
+    spec.mutable_sim()->set_apply_ns_per_param(0);
+    spec.mutable_stop()->set_max_seconds(0);
+    spec.mutable_stop()->set_max_updates(20);
+    spec.mutable_evaluation()->set_every_s(0);
+    spec.mutable_evaluation()->set_every_steps(5);
+    const double params = static_cast<double>(computeFor(spec)->compute.initialParameters.size());
+    const double mbit = params * 32 / 0.005 / 1e6;  // 5 ms a transfer
+    for (const char* name : {"a", "b"}) {
+      auto* host = spec.mutable_launch()->add_hosts();
+      host->set_name(name);
+      host->mutable_link()->set_mbit(mbit);
+      host->mutable_link()->set_latency_ms(0);
+    }
+    auto roundOf = [](const Outcome& o) {
+      const auto& last = o.evaluations.back();
+      return last.tS / static_cast<double>(last.version);
+    };
+    const auto apart = simulate(spec);  // worker 0 on a, worker 1 on b
+    spec.mutable_launch()->mutable_placement()->add_workers("b");
+    const auto together = simulate(spec);
+    QCOMPARE(apart.evaluations.back().version, std::int64_t{20});
+    QCOMPARE(together.evaluations.back().version, std::int64_t{20});
+    QVERIFY2(std::abs(roundOf(apart) - 0.020) < 1e-6, qPrintable(QString::number(roundOf(apart), 'g', 10)));
+    QVERIFY2(std::abs(roundOf(together) - 0.025) < 1e-6, qPrintable(QString::number(roundOf(together), 'g', 10)));
+    // A real run's host link is the host's own: the field is refused there, naming it.
+    spec.set_engine("real");
+    spec.clear_sim();
+    const auto refused = validateSpec(spec);
+    QVERIFY(!refused);
+    QVERIFY2(refused.message().find("launch.hosts[0].link") != std::string::npos, refused.message().c_str());
+  }
+
   // A run that ends inside its first BSP round: the fast worker has waited since its push
   // (0.1 s) and the slow one (1 s an iteration) is still computing. Its waits in progress
   // count: 0.4 s waited of 0.4 + 0.1 + 0.5 s.
