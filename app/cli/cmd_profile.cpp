@@ -34,7 +34,7 @@ Result<MeasuredRun> measureRun(const std::string& db, std::int64_t runId) {
   return measureStoredRun(*store.value(), runId);
 }
 
-void printProfile(const ClusterProfile& profile, bool stored) {
+void printProfile(const ClusterProfile& profile, bool stored, const ExperimentSpec& spec) {
   std::printf("run %lld: the cluster as measured (compute per sample, between the speed changes found; %s)\n",
               static_cast<long long>(profile.runId),
               stored ? "stored with the run when it ended" : "measured now from its records");
@@ -61,13 +61,20 @@ void printProfile(const ClusterProfile& profile, bool stored) {
                 "evaluator", e.cpuSPerEvaluation, static_cast<long long>(e.evaluations), e.cpuS);
   }
   for (const HostLinkProfile& h : profile.hostLinks) {
-    std::printf("host %-7s %zu workers, %lld transfers (%lld alone, %lld at once): %.2f ms alone, ", h.host.c_str(),
-                h.workers.size(), static_cast<long long>(h.transfers), static_cast<long long>(h.alone),
-                static_cast<long long>(h.together), 1000 * h.callS);
-    if (h.shared()) {
-      std::printf("its link shared: %.2f ms of it on the link\n", 1000 * h.linkS);
-    } else {
-      std::printf("its link not shared (a transfer's time is its call's)\n");
+    const auto& hosts = spec.launch().hosts();
+    if (std::none_of(hosts.begin(), hosts.end(), [&](const v1::HostSpec& s) { return s.name() == h.host; })) {
+      std::printf("host %-7s not one of the spec's launch.hosts: its link is shown, not modelled\n", h.host.c_str());
+    }
+    for (const auto& [what, way] : {std::pair{"pulls in", &h.down}, std::pair{"pushes out", &h.up}}) {
+      std::printf("host %-7s %-10s %lld transfers, %lld queues: ", h.host.c_str(), what,
+                  static_cast<long long>(way->transfers), static_cast<long long>(way->queues));
+      if (way->shared()) {
+        std::printf("shared, %.2f ms a transfer on the link (the first of a queue %.2f ms)\n", 1000 * way->linkS,
+                    1000 * way->firstS);
+      } else {
+        std::printf("not shared (%s)\n", way->queues < kMinHostLinkQueues ? "too few transfers at once to tell"
+                                                                            : "transfers at once ended together");
+      }
     }
   }
 }
@@ -111,7 +118,7 @@ int profileCommand(const ProfileFlags& flags) {
   if (flags.json) {
     std::cout << profileJson(m->profile) << "\n";
   } else {
-    printProfile(m->profile, m->stored);
+    printProfile(m->profile, m->stored, m->spec);
   }
   if (flags.specOut.empty()) return 0;
   const ExperimentSpec measured = measuredSpec(m->profile, m->spec, parameterCountOf(m->spec));

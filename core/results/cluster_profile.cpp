@@ -76,21 +76,30 @@ bool nodeOrder(const std::string& a, const std::string& b) {
   return a.size() != b.size() ? a.size() < b.size() : a < b;
 }
 
-// measuredSpec's host links: each host of the spec whose link the profile found shared
-// carries the model's bytes per linkS, and its workers' own links the rest of a transfer
-// alone.
+// measuredSpec's host links: each host of the spec with a shared way gets that way at the
+// model's bytes per link-time, and its workers' own links the rest of their transfers.
 void applySharedHostLinks(const ClusterProfile& profile, std::int64_t parameters, v1::ExperimentSpec& measured) {
   const double bits = 8.0 * sizeof(float) * static_cast<double>(parameters);
+  auto& hosts = *measured.mutable_launch()->mutable_hosts();
   for (const HostLinkProfile& link : profile.hostLinks) {
-    if (!link.shared()) continue;
-    auto& hosts = *measured.mutable_launch()->mutable_hosts();
     const auto host = std::find_if(hosts.begin(), hosts.end(), [&](const v1::HostSpec& h) { return h.name() == link.host; });
-    if (host == hosts.end()) continue;
-    host->mutable_link()->set_mbit(bits / link.linkS / 1e6);
-    host->mutable_link()->set_latency_ms(0);
-    for (auto& node : *measured.mutable_cluster()->mutable_workers()) {
-      if (std::find(link.workers.begin(), link.workers.end(), node.name()) == link.workers.end()) continue;
-      node.mutable_link()->set_latency_ms(1000 * (link.callS - link.linkS));
+    if (host == hosts.end() || !(link.down.shared() || link.up.shared())) continue;
+    auto setWay = [&](const HostLinkWay& way, v1::LinkSpec* spec) {
+      spec->set_mbit(bits / way.linkS / 1e6);
+      spec->set_latency_ms(0);
+    };
+    if (link.down.shared()) setWay(link.down, host->mutable_downlink());
+    if (link.up.shared()) setWay(link.up, host->mutable_uplink());
+    const double onLinks = (link.down.shared() ? link.down.linkS : 0) + (link.up.shared() ? link.up.linkS : 0);
+    for (std::size_t w = 0; w < link.workers.size(); ++w) {
+      const auto node = std::find_if(profile.workers.begin(), profile.workers.end(),
+                                     [&](const NodeProfile& n) { return n.name == link.workers[w]; });
+      auto& specs = *measured.mutable_cluster()->mutable_workers();
+      const auto spec = std::find_if(specs.begin(), specs.end(),
+                                     [&](const v1::NodeSpec& n) { return n.name() == link.workers[w]; });
+      if (node == profile.workers.end() || spec == specs.end()) continue;
+      const double own = node->pullS + node->pushS - link.queuedS[w] - onLinks;
+      spec->mutable_link()->set_latency_ms(1000 * std::max(0.0, own) / 2);
     }
   }
 }

@@ -65,23 +65,31 @@ struct EvaluationCost {
 };
 
 // A host's link as its workers' transfers measured it (a NIC shared by the workers placed
-// on the host). Every PULL and PUSH of the host's workers is fitted, by least squares, as
-//   seconds = callS + linkS × (concurrency − 1),  concurrency = 1 + the overlap of the host's
-// other transfers the same way (pulls with pulls, pushes with pushes), in units of this one,
-// as a link that shares itself fairly gives: linkS is the time a transfer holds the link
-// (its bytes over the link's rate), callS the time of a transfer alone. Fitted only where
-// concurrency varies (kMinHostLinkTransfers transfers alone and as many at once).
-inline constexpr int kMinHostLinkTransfers = 10;
-// The share of a transfer alone that its time on the link must reach for the link to be
-// modelled: below it the transfers' time was their calls', not a link's.
+// on the host), each way apart: pulls in, pushes out. Its transfers that overlap form busy
+// periods; where two or more overlap, a link that passes one transfer at a time ends them
+// one link-time apart (the first after its own call and its time on the link, the next a
+// link-time later), while a link that is not their cost ends them together. The mean
+// spacing of the ends is the link's time per transfer, its bytes over the link's rate: two
+// transfers at once are the second message size that one alone cannot give.
+inline constexpr int kMinHostLinkQueues = 10;  // busy periods of 2+ transfers a fit needs
+// The share of the first transfer's time that the spacing must reach for the way to be
+// modelled as shared: below it the transfers' time was their calls', not a link's.
 inline constexpr double kSharedLinkShare = 0.25;
+struct HostLinkWay {
+  std::int64_t transfers = 0;  // the host's workers' transfers this way
+  std::int64_t queues = 0;     // busy periods in which two or more of them overlapped
+  double firstS = 0;           // the mean time of the first of such a period to end
+  double linkS = 0;            // the mean spacing of their ends (0: no such period)
+  bool shared() const { return queues >= kMinHostLinkQueues && firstS > 0 && linkS >= kSharedLinkShare * firstS; }
+};
 struct HostLinkProfile {
   std::string host;
   std::vector<std::string> workers;
-  std::int64_t transfers = 0, alone = 0, together = 0;  // together: concurrency >= 1.5
-  double callS = 0;  // a transfer alone (the fit at concurrency 1)
-  double linkS = 0;  // the link's time per transfer (the fit's slope; 0: not shared)
-  bool shared() const { return callS > 0 && linkS >= kSharedLinkShare * callS; }
+  HostLinkWay down, up;  // pulls in, pushes out
+  // Per worker (in `workers` order): the mean seconds its pull and its push of an iteration
+  // waited behind the host's other transfers on the shared ways (the n-th to end in a busy
+  // period: n − 1 link-times).
+  std::vector<double> queuedS;
 };
 
 struct ClusterProfile {
@@ -93,8 +101,7 @@ struct ClusterProfile {
 };
 
 // The links of the hosts of `nodes` (the run's node rows: their host) that hold two or
-// more of `profile`'s workers, fitted from their PULL and PUSH `intervals` (HostLinkProfile;
-// a host whose transfers never varied in concurrency has linkS 0).
+// more of `profile`'s workers, from their PULL and PUSH `intervals` (HostLinkProfile).
 std::vector<HostLinkProfile> measureHostLinks(const ClusterProfile& profile, const std::vector<NodeRow>& nodes,
                                               const std::vector<StateIntervalRow>& intervals);
 
@@ -116,7 +123,8 @@ EvaluationCost measureEvaluationCost(const std::vector<NodeRow>& nodes, std::int
 // "segments":[{"from_s", "to_s", "seconds_per_sample", "iterations"}]}], "server":
 // {"apply_s_per_gradient", "serve_s_per_push", "covered_s", "gradients", "pushes"},
 // "evaluation": {"evaluations", "cpu_s", "cpu_s_per_evaluation"}, "host_links": [{"host",
-// "workers", "transfers", "alone", "together", "call_s", "link_s"}]}.
+// "workers", "queued_s", "down": WAY, "up": WAY}]}, WAY {"transfers", "queues", "first_s",
+// "link_s"}.
 std::string profileJson(const ClusterProfile& profile);
 // The profile of such a document (a field it lacks reads 0); an error for text that is not
 // one, or a worker without a segment.
@@ -156,9 +164,10 @@ Result<MeasuredRun> measureStoredRun(RunStore& store, std::int64_t runId);
 // With `parameters` (the model's parameter count, 0 = unknown) and a measured server load,
 // the engine's server model is the measured one too (sim.apply_ns_per_param from the
 // apply time per gradient over each shard's share of the parameters, sim.push_overhead_ms
-// from the serve time per push). A host of spec.launch.hosts whose link the profile found
-// shared (HostLinkProfile::shared) gets that link, its rate the model's bytes per linkS,
-// and its workers a latency of callS − linkS each way: a transfer alone takes callS.
+// from the serve time per push). A host of spec.launch.hosts with a way of its link that the
+// profile found shared (HostLinkWay::shared) gets that way (downlink, uplink), its rate the
+// model's bytes per linkS, and its workers' own links keep the rest of their transfers: a
+// latency of (pull + push − queued − the shared ways' linkS) / 2 each way.
 v1::ExperimentSpec measuredSpec(const ClusterProfile& profile, const v1::ExperimentSpec& spec,
                                 std::int64_t parameters = 0);
 

@@ -62,8 +62,14 @@ std::string profileJson(const ClusterProfile& profile) {
     const HostLinkProfile& link = profile.hostLinks[h];
     o << (h ? "," : "") << "{\"host\":" << jsonString(link.host) << ",\"workers\":[";
     for (std::size_t w = 0; w < link.workers.size(); ++w) o << (w ? "," : "") << jsonString(link.workers[w]);
-    o << "],\"transfers\":" << link.transfers << ",\"alone\":" << link.alone << ",\"together\":" << link.together
-      << ",\"call_s\":" << jsonNumber(link.callS) << ",\"link_s\":" << jsonNumber(link.linkS) << "}";
+    o << "],\"queued_s\":[";
+    for (std::size_t w = 0; w < link.queuedS.size(); ++w) o << (w ? "," : "") << jsonNumber(link.queuedS[w]);
+    o << "]";
+    for (const auto& [key, way] : {std::pair{"down", &link.down}, std::pair{"up", &link.up}}) {
+      o << ",\"" << key << "\":{\"transfers\":" << way->transfers << ",\"queues\":" << way->queues
+        << ",\"first_s\":" << jsonNumber(way->firstS) << ",\"link_s\":" << jsonNumber(way->linkS) << "}";
+    }
+    o << "}";
   }
   o << "]}";
   return o.str();
@@ -106,11 +112,15 @@ Result<ClusterProfile> parseProfileJson(const std::string& json) {
     HostLinkProfile link;
     if (const Value* host = field(l, "host")) link.host = host->string_value();
     for (const Value& w : list(l, "workers")) link.workers.push_back(w.string_value());
-    link.transfers = count(l, "transfers");
-    link.alone = count(l, "alone");
-    link.together = count(l, "together");
-    link.callS = number(l, "call_s");
-    link.linkS = number(l, "link_s");
+    for (const Value& q : list(l, "queued_s")) link.queuedS.push_back(q.number_value());
+    link.queuedS.resize(link.workers.size(), 0.0);
+    for (const auto& [key, way] : {std::pair{"down", &link.down}, std::pair{"up", &link.up}}) {
+      const Struct& w = object(l, key);
+      way->transfers = count(w, "transfers");
+      way->queues = count(w, "queues");
+      way->firstS = number(w, "first_s");
+      way->linkS = number(w, "link_s");
+    }
     p.hostLinks.push_back(std::move(link));
   }
   return p;

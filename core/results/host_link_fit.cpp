@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// A host's shared link fitted from its workers' transfers (HostLinkProfile): what makes a
+// A host's shared link measured from its workers' transfers (HostLinkProfile): what makes a
 // measured prediction hold where two workers behind one NIC pull at the same moment.
 #include "core/results/cluster_profile.h"
 
@@ -12,25 +12,58 @@ namespace {
 
 struct Transfer {
   double t0 = 0, t1 = 0;
-  std::string node;
-  double concurrency = 1;
+  std::size_t worker = 0;  // its index in HostLinkProfile::workers
 };
 
-// Each transfer's concurrency: 1 + the overlap of the others (of other nodes) over its own
-// length. `ts` sorted by start; only neighbours within the longest transfer can overlap.
-void measureConcurrency(std::vector<Transfer>& ts) {
-  double longest = 0;
-  for (const Transfer& t : ts) longest = std::max(longest, t.t1 - t.t0);
-  for (std::size_t i = 0; i < ts.size(); ++i) {
-    const double length = ts[i].t1 - ts[i].t0;
-    double overlap = 0;
-    auto add = [&](const Transfer& o) {
-      if (o.node != ts[i].node) overlap += std::max(0.0, std::min(ts[i].t1, o.t1) - std::max(ts[i].t0, o.t0));
-    };
-    for (std::size_t j = i + 1; j < ts.size() && ts[j].t0 < ts[i].t1; ++j) add(ts[j]);
-    for (std::size_t j = i; j-- > 0 && ts[j].t0 > ts[i].t0 - longest;) add(ts[j]);
-    ts[i].concurrency = 1 + overlap / length;
+// The busy periods of one way's transfers (sorted by start): runs of transfers each
+// starting before the ends of those before it; each period's transfers by end.
+std::vector<std::vector<Transfer>> busyPeriods(const std::vector<Transfer>& ts) {
+  std::vector<std::vector<Transfer>> periods;
+  double end = -1;
+  for (const Transfer& t : ts) {
+    if (periods.empty() || t.t0 >= end) {
+      periods.emplace_back();
+      end = t.t1;
+    }
+    periods.back().push_back(t);
+    end = std::max(end, t.t1);
   }
+  for (auto& p : periods) {
+    std::sort(p.begin(), p.end(), [](const Transfer& a, const Transfer& b) { return a.t1 < b.t1; });
+  }
+  return periods;
+}
+
+// One way from its transfers: its queues' first ends and spacing; each worker's waits
+// behind the others (n − 1 link-times for the n-th to end) added to `queued` when the way
+// is shared, as the mean per transfer of that worker.
+HostLinkWay measureWay(std::vector<Transfer> ts, std::vector<double>& queued) {
+  HostLinkWay way;
+  way.transfers = static_cast<std::int64_t>(ts.size());
+  std::sort(ts.begin(), ts.end(), [](const Transfer& a, const Transfer& b) { return a.t0 < b.t0; });
+  const auto periods = busyPeriods(ts);
+  double first = 0, spacing = 0;
+  for (const auto& p : periods) {
+    if (p.size() < 2) continue;
+    ++way.queues;
+    first += p.front().t1 - p.front().t0;
+    spacing += (p.back().t1 - p.front().t1) / static_cast<double>(p.size() - 1);
+  }
+  if (way.queues == 0) return way;
+  way.firstS = first / static_cast<double>(way.queues);
+  way.linkS = spacing / static_cast<double>(way.queues);
+  if (!way.shared()) return way;
+  std::vector<double> waited(queued.size(), 0.0), count(queued.size(), 0.0);
+  for (const auto& p : periods) {
+    for (std::size_t n = 0; n < p.size(); ++n) {
+      waited[p[n].worker] += static_cast<double>(n) * way.linkS;
+      count[p[n].worker] += 1;
+    }
+  }
+  for (std::size_t w = 0; w < queued.size(); ++w) {
+    if (count[w] > 0) queued[w] += waited[w] / count[w];
+  }
+  return way;
 }
 
 }  // namespace
@@ -40,52 +73,27 @@ std::vector<HostLinkProfile> measureHostLinks(const ClusterProfile& profile, con
   std::set<std::string> profiled;
   for (const NodeProfile& w : profile.workers) profiled.insert(w.name);
   std::map<std::string, HostLinkProfile> hosts;
-  std::map<std::string, std::string> hostOf;
+  std::map<std::string, std::pair<std::string, std::size_t>> placeOf;  // worker -> (host, index)
   for (const NodeRow& n : nodes) {
     if (n.host.empty() || profiled.count(n.node) == 0) continue;
-    hostOf[n.node] = n.host;
-    hosts[n.host].host = n.host;
-    hosts[n.host].workers.push_back(n.node);
+    HostLinkProfile& h = hosts[n.host];
+    h.host = n.host;
+    placeOf[n.node] = {n.host, h.workers.size()};
+    h.workers.push_back(n.node);
   }
-  // host -> (pulls, pushes)
-  std::map<std::string, std::pair<std::vector<Transfer>, std::vector<Transfer>>> transfers;
+  std::map<std::string, std::pair<std::vector<Transfer>, std::vector<Transfer>>> transfers;  // host -> (pulls, pushes)
   for (const StateIntervalRow& i : intervals) {
-    const auto h = hostOf.find(i.node);
-    if (h == hostOf.end() || (i.state != "PULL" && i.state != "PUSH") || !(i.t1S > i.t0S)) continue;
-    auto& [pulls, pushes] = transfers[h->second];
-    (i.state == "PULL" ? pulls : pushes).push_back({i.t0S, i.t1S, i.node});
+    const auto at = placeOf.find(i.node);
+    if (at == placeOf.end() || (i.state != "PULL" && i.state != "PUSH") || !(i.t1S > i.t0S)) continue;
+    auto& [pulls, pushes] = transfers[at->second.first];
+    (i.state == "PULL" ? pulls : pushes).push_back({i.t0S, i.t1S, at->second.second});
   }
   std::vector<HostLinkProfile> out;
   for (auto& [name, link] : hosts) {
     if (link.workers.size() < 2) continue;
-    std::vector<Transfer> all;
-    for (auto* way : {&transfers[name].first, &transfers[name].second}) {
-      std::sort(way->begin(), way->end(), [](const Transfer& a, const Transfer& b) { return a.t0 < b.t0; });
-      measureConcurrency(*way);
-      all.insert(all.end(), way->begin(), way->end());
-    }
-    link.transfers = static_cast<std::int64_t>(all.size());
-    double sn = 0, sd = 0;
-    for (const Transfer& t : all) {
-      sn += t.concurrency;
-      sd += t.t1 - t.t0;
-      if (t.concurrency < 1.1) ++link.alone;
-      if (t.concurrency >= 1.5) ++link.together;
-    }
-    if (link.alone < kMinHostLinkTransfers || link.together < kMinHostLinkTransfers) {
-      link.callS = all.empty() ? 0 : sd / static_cast<double>(all.size());  // no fit: the mean
-      out.push_back(std::move(link));
-      continue;
-    }
-    const double n = static_cast<double>(all.size()), meanN = sn / n, meanD = sd / n;
-    double cov = 0, var = 0;
-    for (const Transfer& t : all) {
-      cov += (t.concurrency - meanN) * (t.t1 - t.t0 - meanD);
-      var += (t.concurrency - meanN) * (t.concurrency - meanN);
-    }
-    const double slope = var > 0 ? cov / var : 0;
-    link.callS = std::max(0.0, meanD - slope * (meanN - 1));
-    link.linkS = std::clamp(slope, 0.0, link.callS);  // a transfer alone holds the link at most its own time
+    link.queuedS.assign(link.workers.size(), 0.0);
+    link.down = measureWay(std::move(transfers[name].first), link.queuedS);
+    link.up = measureWay(std::move(transfers[name].second), link.queuedS);
     out.push_back(std::move(link));
   }
   return out;

@@ -75,8 +75,8 @@ double SimRun::pushArrival(const Worker& w, double t0) {
   double sent = t0;  // when it has left its host
   if (w.host >= 0) {
     HostLink& h = m_hostLinks[static_cast<std::size_t>(w.host)];
-    h.upFree = std::max(h.upFree, t0) + m_bytes / h.link.bytesPerS;
-    sent = h.upFree + h.link.latencyS;
+    h.upFree = std::max(h.upFree, t0) + m_bytes / h.up.bytesPerS;
+    sent = h.upFree + h.up.latencyS;
   }
   double arrival = sent + w.link.transfer(m_bytes);  // then through the worker's own link
   if (std::isfinite(m_shardLink.bytesPerS)) {
@@ -99,8 +99,8 @@ double SimRun::pullSeconds(const Worker& w, double t) {
   }
   if (w.host >= 0) {
     HostLink& h = m_hostLinks[static_cast<std::size_t>(w.host)];
-    h.downFree = std::max(h.downFree, reached) + m_bytes / h.link.bytesPerS;
-    reached = h.downFree + h.link.latencyS;
+    h.downFree = std::max(h.downFree, reached) + m_bytes / h.down.bytesPerS;
+    reached = h.downFree + h.down.latencyS;
   }
   return reached - t;
 }
@@ -222,6 +222,11 @@ void SimRun::onServerDone(double t) {
   m_busy = false;
   if (!serverAnswers()) return;
   if (m_recheck || t < m_chainStallUntil) {
+    // On a host's shared link the order of the answers is who waits. The real server
+    // answers the pusher in its own call (PushPull) before it wakes the parked pulls; so
+    // does the engine there. (Elsewhere the order changes no time, and it stays as it was.)
+    const auto pusher = std::find(m_parked.begin(), m_parked.end(), m_lastPusher);
+    if (m_hostLinked && pusher != m_parked.end()) std::rotate(m_parked.begin(), pusher, std::next(pusher));
     releaseParked(t);
   } else if (m_lastPusher >= 0 && m_policy->mayProceed(m_lastPusher, t)) {
     // The pusher's pull was parked last: it is found from the back.

@@ -68,13 +68,14 @@ Status SimRun::prepare() {
   m_shardParams = static_cast<double>(largest);
   m_shardBytes = m_shardParams * sizeof(float);
   m_shardLink = linkOf(m_spec.sim().server_link());
+  const Link unlimited{0.0, std::numeric_limits<double>::infinity()};
   for (const auto& host : m_spec.launch().hosts()) {
-    m_hostLinks.push_back({host.has_link() ? linkOf(host.link()) : Link{0.0, std::numeric_limits<double>::infinity()}});
+    m_hostLinks.push_back({host.has_downlink() ? linkOf(host.downlink()) : unlimited,
+                           host.has_uplink() ? linkOf(host.uplink()) : unlimited});
+    m_hostLinked = m_hostLinked || host.has_downlink() || host.has_uplink();
   }
-  const bool hostLinks = std::any_of(m_spec.launch().hosts().begin(), m_spec.launch().hosts().end(),
-                                     [](const v1::HostSpec& h) { return h.has_link(); });
   m_modelServerLinks =
-      m_shards > 1 || std::isfinite(m_shardLink.bytesPerS) || m_shardLink.latencyS > 0 || hostLinks;
+      m_shards > 1 || std::isfinite(m_shardLink.bytesPerS) || m_shardLink.latencyS > 0 || m_hostLinked;
   for (int r = 0; r < n; ++r) {
     auto& w = m_workers[static_cast<std::size_t>(r)];
     const auto& node = nodes[static_cast<std::size_t>(r)];
@@ -85,7 +86,9 @@ Status SimRun::prepare() {
     }
     w.link = linkOf(effectiveLink(node, m_spec));
     const int host = workerHostIndex(m_spec, static_cast<std::size_t>(r));
-    if (host >= 0 && m_spec.launch().hosts(host).has_link()) w.host = host;
+    if (host >= 0 && (m_spec.launch().hosts(host).has_downlink() || m_spec.launch().hosts(host).has_uplink())) {
+      w.host = host;
+    }
     w.rng.seed(m_spec.seed() * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(r) * 7919ULL + 17);
     auto source = m_compute.makeSource(r, n);
     if (!source) return source.status().withContext(w.name);

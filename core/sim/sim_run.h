@@ -232,13 +232,15 @@ class SimRun {
   double m_shardParams = 0;     // and in parameters
   double m_shardInFree = 0;     // when the shards' links take the next push in
   double m_shardOutFree = 0;    // ... and send the next pull out
-  // launch.hosts[].link: a host's link shared by its workers, one transfer at a time each
-  // way (pushes out, pulls in), after each worker's own link. In launch.hosts order.
+  // launch.hosts[].downlink and uplink: a host's link shared by its workers, one transfer
+  // at a time each way (pulls in after each worker's own link, pushes out before it); a way
+  // the spec leaves unset is not limited. In launch.hosts order.
   struct HostLink {
-    Link link;
-    double upFree = 0, downFree = 0;  // when it takes the next push out, the next pull in
+    Link down, up;
+    double downFree = 0, upFree = 0;  // when it takes the next pull in, the next push out
   };
   std::vector<HostLink> m_hostLinks;
+  bool m_hostLinked = false;  // some host has a link of its own
 
   bool m_serverUp = true, m_serverPaused = false, m_busy = false;
   // As the server: parked pulls are re-checked after an update or when the policy says so;

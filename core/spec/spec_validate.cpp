@@ -228,13 +228,17 @@ Status validateLaunch(const ExperimentSpec& spec) {
       return Status::error(field + ".work_dir: must be an absolute path (got '" + h.work_dir() + "')");
     }
     if (h.gpus() < 0) return Status::error(field + ".gpus: must be >= 0 (got " + std::to_string(h.gpus()) + ")");
-    if (h.has_link()) {
+    auto hostLink = [&](bool set, const v1::LinkSpec& link, const std::string& way) {
+      if (!set) return Status::ok();
       if (spec.engine() != "sim") {
-        return Status::error(field + ".link: a host's link is modelled by the virtual-cluster engine (engine \"sim\"); a "
-                             "real run's is the host's own (engine is \"" + (spec.engine().empty() ? "real" : spec.engine()) + "\")");
+        return Status::error(field + way + ": a host's link is modelled by the virtual-cluster engine (engine \"sim\"); a "
+                             "real run's is the host's own (engine is \"" +
+                             (spec.engine().empty() ? "real" : spec.engine()) + "\")");
       }
-      if (auto st = checkLink(h.link(), field + ".link"); !st) return st;
-    }
+      return checkLink(link, field + way);
+    };
+    if (auto st = hostLink(h.has_downlink(), h.downlink(), ".downlink"); !st) return st;
+    if (auto st = hostLink(h.has_uplink(), h.uplink(), ".uplink"); !st) return st;
     if (!h.netns().empty()) {
       if (!local) {
         return Status::error(field + ".netns: network namespaces are for the LOCAL launcher (launch.launcher is " +

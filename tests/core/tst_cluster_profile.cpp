@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace dasp;
@@ -174,7 +175,7 @@ class TestClusterProfile : public QObject {
     profile.workers.push_back({"worker \"1\"", {{0, 9.0, 0.001, 90}}, 0, 0, 90});
     profile.server = {0.00005, 0.0004, 8.0, 166, 160};
     profile.evaluation = {25, 1.16, 29.0};
-    profile.hostLinks.push_back({"b", {"worker-1", "worker-3"}, 120, 60, 60, 0.017, 0.016});
+    profile.hostLinks.push_back({"b", {"worker-1", "worker-3"}, {60, 30, 0.017, 0.016}, {60, 0, 0, 0}, {0.016, 0}});
     const std::string json = profileJson(profile);
     auto back = parseProfileJson(json);
     QVERIFY2(back, back.message().c_str());
@@ -187,31 +188,35 @@ class TestClusterProfile : public QObject {
     QCOMPARE(back->evaluation.cpuSPerEvaluation, 1.16);
     QCOMPARE(back->hostLinks.size(), std::size_t{1});
     QCOMPARE(back->hostLinks[0].workers[1], std::string("worker-3"));
-    QCOMPARE(back->hostLinks[0].linkS, 0.016);
+    QCOMPARE(back->hostLinks[0].down.linkS, 0.016);
+    QCOMPARE(back->hostLinks[0].queuedS[0], 0.016);
     for (const char* bad : {"not json", "{}", R"({"workers":[{"name":"w","segments":[]}]})"}) {
       QVERIFY2(!parseProfileJson(bad), bad);
     }
   }
 
-  // Hetero-4 on two hosts as the shaped-link validation has it: workers 1 and 3 behind one
-  // link (16 ms a transfer on it, 1 ms of call besides), workers 0 and 2 behind one that is
-  // not their cost (3 ms a call, at once or not). BSP's pulls leave together, its pushes
-  // one by one: host b's pulls take 1 + 2 × 16 ms, its pushes 1 + 16.
+  // Hetero-4 on two hosts as the shaped-link validation measured it: workers 1 and 3
+  // behind one link that takes a pull 16 ms, one at a time (1 ms of call besides), workers 0
+  // and 2 behind one that is not their cost (3 ms a call, at once or not). BSP's pulls leave
+  // together, its pushes (2 ms) one by one: host b's pulls end 17 and 33 ms after they
+  // leave, host a's together.
   void sharedHostLinkFromTransfersAtOnce() {
     std::vector<StateIntervalRow> intervals;
     for (int r = 0; r < 30; ++r) {
       const double t = 0.1 * r;
-      for (const char* w : {"worker-1", "worker-3"}) intervals.push_back({1, w, "PULL", "SYNC", t, t + 0.033});
-      intervals.push_back({1, "worker-1", "PUSH", "SYNC", t + 0.050, t + 0.067});
-      intervals.push_back({1, "worker-3", "PUSH", "SYNC", t + 0.075, t + 0.092});
+      intervals.push_back({1, "worker-3", "PULL", "SYNC", t, t + 0.017});
+      intervals.push_back({1, "worker-1", "PULL", "SYNC", t, t + 0.033});
+      intervals.push_back({1, "worker-1", "PUSH", "SYNC", t + 0.050, t + 0.052});
+      intervals.push_back({1, "worker-3", "PUSH", "SYNC", t + 0.075, t + 0.077});
       for (const char* w : {"worker-0", "worker-2"}) intervals.push_back({1, w, "PULL", "SYNC", t, t + 0.003});
       intervals.push_back({1, "worker-0", "PUSH", "SYNC", t + 0.040, t + 0.043});
       intervals.push_back({1, "worker-2", "PUSH", "SYNC", t + 0.060, t + 0.063});
     }
     ClusterProfile profile;
     profile.runId = 1;
-    for (const char* w : {"worker-0", "worker-1", "worker-2", "worker-3"}) {
-      profile.workers.push_back({w, {{0, 3, 0.0005, 30}}, 0.003, 0.003, 30});
+    for (const auto& [w, pull, push] : std::vector<std::tuple<const char*, double, double>>{
+             {"worker-0", 0.003, 0.003}, {"worker-1", 0.033, 0.002}, {"worker-2", 0.003, 0.003}, {"worker-3", 0.017, 0.002}}) {
+      profile.workers.push_back({w, {{0, 3, 0.0005, 30}}, pull, push, 30});
     }
     std::vector<NodeRow> nodes;
     for (const auto& [node, host] : std::vector<std::pair<std::string, std::string>>{
@@ -227,31 +232,40 @@ class TestClusterProfile : public QObject {
     const HostLinkProfile& b = profile.hostLinks[1];
     QCOMPARE(a.host, std::string("a"));
     QCOMPARE(b.host, std::string("b"));
-    QCOMPARE(b.transfers, std::int64_t{120});
-    QCOMPARE(b.alone, std::int64_t{60});
-    QCOMPARE(b.together, std::int64_t{60});
-    QVERIFY2(std::abs(b.linkS - 0.016) < 1e-9 && std::abs(b.callS - 0.017) < 1e-9,
-             qPrintable(QString("%1 %2").arg(b.linkS).arg(b.callS)));
-    QVERIFY(b.shared());
-    QVERIFY2(std::abs(a.linkS) < 1e-9 && std::abs(a.callS - 0.003) < 1e-9, qPrintable(QString::number(a.linkS)));
-    QVERIFY(!a.shared());
+    QCOMPARE(b.down.transfers, std::int64_t{60});
+    QCOMPARE(b.down.queues, std::int64_t{30});
+    QVERIFY2(std::abs(b.down.linkS - 0.016) < 1e-9 && std::abs(b.down.firstS - 0.017) < 1e-9,
+             qPrintable(QString("%1 %2").arg(b.down.linkS).arg(b.down.firstS)));
+    QVERIFY(b.down.shared());
+    QCOMPARE(b.up.queues, std::int64_t{0});
+    QVERIFY(!b.up.shared());
+    // worker-1's pulls waited a link-time behind worker-3's.
+    QCOMPARE(b.workers, (std::vector<std::string>{"worker-1", "worker-3"}));
+    QVERIFY(std::abs(b.queuedS[0] - 0.016) < 1e-9 && std::abs(b.queuedS[1]) < 1e-9);
+    QCOMPARE(a.down.queues, std::int64_t{30});
+    QVERIFY2(std::abs(a.down.linkS) < 1e-9, qPrintable(QString::number(a.down.linkS)));
+    QVERIFY(!a.down.shared() && !a.up.shared());
 
-    // The engine's cluster: host b's link carries 100,000 parameters (3.2 Mbit) in 16 ms,
-    // 200 Mbit/s, and its workers keep the 1 ms of call; host a gets no link.
+    // The engine's cluster: host b's downlink carries 100,000 parameters (3.2 Mbit) in 16 ms,
+    // 200 Mbit/s, and its workers' own links keep the rest, (pull + push − queued − 16 ms) / 2
+    // each way; host a gets no link, and its workers the mean of their calls.
     v1::ExperimentSpec spec;
     spec.set_engine("real");
     spec.set_batch_size(64);
     for (const char* h : {"s", "a", "b"}) spec.mutable_launch()->add_hosts()->set_name(h);
     for (const char* h : {"a", "b"}) spec.mutable_launch()->mutable_placement()->add_workers(h);
     const auto measured = measuredSpec(profile, spec, 100'000);
-    QVERIFY(!measured.launch().hosts(1).has_link());
-    QVERIFY(measured.launch().hosts(2).has_link());
-    QVERIFY2(std::abs(measured.launch().hosts(2).link().mbit() - 200) < 1e-6,
-             qPrintable(QString::number(measured.launch().hosts(2).link().mbit())));
-    QCOMPARE(measured.cluster().workers(1).link().latency_ms(), 1.0);
+    QVERIFY(!measured.launch().hosts(1).has_downlink() && !measured.launch().hosts(1).has_uplink());
+    QVERIFY(measured.launch().hosts(2).has_downlink() && !measured.launch().hosts(2).has_uplink());
+    QVERIFY2(std::abs(measured.launch().hosts(2).downlink().mbit() - 200) < 1e-6,
+             qPrintable(QString::number(measured.launch().hosts(2).downlink().mbit())));
+    for (int w : {1, 3}) {
+      const double ms = measured.cluster().workers(w).link().latency_ms();
+      QVERIFY2(std::abs(ms - 1.5) < 1e-9, qPrintable(QString::number(ms)));
+    }
     QCOMPARE(measured.cluster().workers(0).link().latency_ms(), 3.0);
     // Without the parameter count there are no bytes to give the link a rate: none is set.
-    QVERIFY(!measuredSpec(profile, spec, 0).launch().hosts(2).has_link());
+    QVERIFY(!measuredSpec(profile, spec, 0).launch().hosts(2).has_downlink());
   }
 
   void badRunsAreNamed() {

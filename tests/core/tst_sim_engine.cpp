@@ -187,8 +187,10 @@ class TestSimEngine : public QObject {
     for (const char* name : {"a", "b"}) {
       auto* host = spec.mutable_launch()->add_hosts();
       host->set_name(name);
-      host->mutable_link()->set_mbit(mbit);
-      host->mutable_link()->set_latency_ms(0);
+      for (auto* way : {host->mutable_downlink(), host->mutable_uplink()}) {
+        way->set_mbit(mbit);
+        way->set_latency_ms(0);
+      }
     }
     auto roundOf = [](const Outcome& o) {
       const auto& last = o.evaluations.back();
@@ -206,7 +208,7 @@ class TestSimEngine : public QObject {
     spec.clear_sim();
     const auto refused = validateSpec(spec);
     QVERIFY(!refused);
-    QVERIFY2(refused.message().find("launch.hosts[0].link") != std::string::npos, refused.message().c_str());
+    QVERIFY2(refused.message().find("launch.hosts[0].downlink") != std::string::npos, refused.message().c_str());
   }
 
   // A run that ends inside its first BSP round: the fast worker has waited since its push
