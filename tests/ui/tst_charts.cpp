@@ -88,6 +88,7 @@ class TestCharts : public QObject {
   void outageLanesShowTheWorkSoFar();
   void lanesFollowAndWindow();
   void shardLanesShowApplyingAndServing();
+  void legendWrapsToTheWidth();
   void decisionTooltip();
   void decisionStripMarksOnlyChanges();
   void groupedChartHasBand();
@@ -197,6 +198,31 @@ void TestCharts::outageLanesShowTheWorkSoFar() {
 // A sharded server's shards: a lane each above the workers', each period a column with
 // its applying share from the bottom and its serving share above; the store's samples of
 // one period (any order) make one period.
+// The legend of a run with shards and OFFLINE periods is wider than a report's 960-px
+// chart: it goes on in a second row, and its last entry ("serving") is drawn whole.
+void TestCharts::legendWrapsToTheWidth() {
+  RunData run = laneRun();
+  QVERIFY(run.addShardSample(QStringLiteral("server"), "shard_period_s", 2.0, 2.0));
+  run.nodes.front().offlineSteps = {{3, 0, 10}};
+  NodeLanes lanes;
+  lanes.setRun(&run);
+  auto servingBoxIn = [&](int width) {
+    lanes.resize(width, 300);
+    const QImage img = lanes.grab().toImage();
+    const QRgb serving = NodeLanes::shardLoadColor(false).rgb();
+    for (int y = lanes.laneRect(static_cast<int>(run.nodes.size()) - 1).bottom() + 1; y < img.height(); ++y) {
+      for (int x = 0; x + 9 < img.width(); ++x) {  // the box is 10 px wide
+        if (img.pixel(x, y) == serving && img.pixel(x + 9, y) == serving) return true;
+      }
+    }
+    return false;
+  };
+  QVERIFY(servingBoxIn(1600));
+  const int oneRow = lanes.minimumSizeHint().height();
+  QVERIFY(servingBoxIn(960));
+  QVERIFY(lanes.minimumSizeHint().height() > oneRow);  // the second row has its room
+}
+
 void TestCharts::shardLanesShowApplyingAndServing() {
   RunData run = laneRun();
   for (const auto& [series, value] : {std::pair{"shard_apply_s", 0.6}, {"shard_serve_s", 0.3}, {"shard_period_s", 2.0}}) {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace dasp::ui {
@@ -29,7 +30,7 @@ constexpr int kClusterGap = 6;
 constexpr int kStripH = 4;
 constexpr int kStripGap = 1;
 constexpr int kLaneGap = 5;
-constexpr int kLegendH = 22;
+constexpr int kLegendRowH = 18;  // a row of the legend (it wraps: legendRows)
 constexpr int kShardH = 10;  // a sharded server's shard lane
 constexpr int kShardGap = 3;
 constexpr int kHitPx = 4;  // how far from a marker the tooltip still finds it
@@ -154,7 +155,7 @@ int NodeLanes::shardsHeight() const { return shardCount() * (kShardH + kShardGap
 
 int NodeLanes::laneHeight() const {
   const int n = std::max(laneCount(), 1);
-  const int avail = height() - kAxisH - kClusterH - kClusterGap - shardsHeight() - kLegendH - 4;
+  const int avail = height() - kAxisH - kClusterH - kClusterGap - shardsHeight() - legendHeight();
   return std::clamp(avail / n - (kStripH + kStripGap + kLaneGap), 6, 28);
 }
 
@@ -186,13 +187,13 @@ QRect NodeLanes::laneRect(int lane) const {
 QSize NodeLanes::sizeHint() const {
   const int n = std::max(laneCount(), 1);
   return QSize(800, kAxisH + kClusterH + kClusterGap + shardsHeight() + n * (kStripH + kStripGap + 18 + kLaneGap) +
-                       kLegendH + 6);
+                       legendHeight() + 2);
 }
 
 QSize NodeLanes::minimumSizeHint() const {
   const int n = std::max(laneCount(), 1);
   return QSize(300, kAxisH + kClusterH + kClusterGap + shardsHeight() + n * (kStripH + kStripGap + 6 + kLaneGap) +
-                       kLegendH + 6);
+                       legendHeight() + 2);
 }
 
 double NodeLanes::xForTime(double t) const {
@@ -398,17 +399,39 @@ void NodeLanes::paintAxis(QPainter& p, double t0, double t1) const {
   }
 }
 
-void NodeLanes::paintLegend(QPainter& p) const {
+// Lays the legend out in rows as wide as the widget (an export at 960 px wraps it) and
+// paints it with `p`; with none it only counts the rows.
+int NodeLanes::legendRows(QPainter* p) const {
   const QFontMetrics fm(font());
-  int x = 4;
-  const int y = plotRect().bottom() + 8;
   const int box = 10;
-  auto item = [&](const QColor& c, const QString& text, int h) {
-    p.fillRect(QRect(x, y + (box - h) / 2, box, h), c);
+  int x = 4, row = 0;
+  int y = p != nullptr ? plotRect().bottom() + 8 : 0;
+  // Starts a new row when an entry `w` wide would run past the right edge.
+  auto place = [&](int w) {
+    if (x > 4 && x + w > width() - 4) {
+      x = 4;
+      ++row;
+      y += kLegendRowH;
+    }
+  };
+  auto text = [&](const QString& t, int gap) {
+    if (p != nullptr) {
+      p->setPen(palette().color(QPalette::WindowText));
+      p->drawText(x, y + box - 1, t);
+    }
+    x += fm.horizontalAdvance(t) + gap;
+  };
+  auto item = [&](const QColor& c, const QString& t, int h) {
+    place(box + 4 + fm.horizontalAdvance(t));
+    if (p != nullptr) p->fillRect(QRect(x, y + (box - h) / 2, box, h), c);
     x += box + 4;
-    p.setPen(palette().color(QPalette::WindowText));
-    p.drawText(x, y + box - 1, text);
-    x += fm.horizontalAdvance(text) + 12;
+    text(t, 12);
+  };
+  auto marker = [&](const QString& t, const std::function<void(int)>& draw) {
+    place(12 + fm.horizontalAdvance(t));
+    if (p != nullptr) draw(x);
+    x += 12;
+    text(t, 12);
   };
   const bool offline = m_run != nullptr && std::any_of(m_run->nodes.begin(), m_run->nodes.end(), [](const NodeData& n) {
                          return !n.offlineSteps.empty();
@@ -416,29 +439,23 @@ void NodeLanes::paintLegend(QPainter& p) const {
   for (NodeState s : kNodeStates) {
     if (s != NodeState::Offline || offline) item(stateColor(s), QLatin1String(toString(s)), box);
   }
-  p.setPen(palette().color(QPalette::WindowText));
-  p.drawText(x, y + box - 1, tr("parallel:"));
-  x += fm.horizontalAdvance(tr("parallel:")) + 6;
+  place(fm.horizontalAdvance(tr("parallel:")) + 6);
+  text(tr("parallel:"), 6);
   for (Parallel s : {Parallel::Sync, Parallel::Async, Parallel::Down}) {
     item(parallelColor(s), QLatin1String(toString(s)), kStripH);
   }
-  drawTriangle(p, x + 4, y + 1, kDecisionColor);
-  x += 12;
-  p.setPen(palette().color(QPalette::WindowText));
-  p.drawText(x, y + box - 1, tr("decision"));
-  x += fm.horizontalAdvance(tr("decision")) + 12;
-  drawDiamond(p, x + 4, y + box / 2.0, kEventColor);
-  x += 12;
-  p.setPen(palette().color(QPalette::WindowText));
-  p.drawText(x, y + box - 1, tr("event"));
+  marker(tr("decision"), [&](int at) { drawTriangle(*p, at + 4, y + 1, kDecisionColor); });
+  marker(tr("event"), [&](int at) { drawDiamond(*p, at + 4, y + box / 2.0, kEventColor); });
   if (shardCount() > 0) {
-    x += fm.horizontalAdvance(tr("event")) + 12;
-    p.drawText(x, y + box - 1, tr("shards:"));
-    x += fm.horizontalAdvance(tr("shards:")) + 6;
+    place(fm.horizontalAdvance(tr("shards:")) + 6);
+    text(tr("shards:"), 6);
     item(shardLoadColor(true), tr("applying"), box);
     item(shardLoadColor(false), tr("serving"), box);
   }
+  return row + 1;
 }
+
+int NodeLanes::legendHeight() const { return legendRows(nullptr) * kLegendRowH + 8; }
 
 void NodeLanes::paintEvent(QPaintEvent*) {
   QPainter p(this);
@@ -464,7 +481,7 @@ void NodeLanes::paintEvent(QPaintEvent*) {
   if (m_run == nullptr || m_run->nodes.empty()) {
     p.setPen(palette().color(QPalette::PlaceholderText));
     p.drawText(laneRect(0), Qt::AlignCenter, m_run == nullptr ? tr("no run") : tr("no nodes yet"));
-    paintLegend(p);
+    legendRows(&p);
     return;
   }
   const int n = laneCount();
@@ -494,7 +511,7 @@ void NodeLanes::paintEvent(QPaintEvent*) {
   }
   p.restore();
   for (int lane = 0; lane < n; ++lane) label(laneRect(lane), m_run->nodes[static_cast<std::size_t>(lane)].name);
-  paintLegend(p);
+  legendRows(&p);
 }
 
 QString NodeLanes::offlineText(const NodeData& node, double t) const {

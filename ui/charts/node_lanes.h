@@ -135,7 +135,8 @@ class NodeLanes : public QWidget {
   void paintShard(QPainter& p, int shard, double t0, double t1) const;
   QString shardToolTip(int shard, double t) const;
   void paintAxis(QPainter& p, double t0, double t1) const;
-  void paintLegend(QPainter& p) const;
+  int legendRows(QPainter* p) const;
+  int legendHeight() const;
   void setWindowByUser(double t0, double t1);
 
   const RunData* m_run = nullptr;
