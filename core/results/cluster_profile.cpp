@@ -76,6 +76,21 @@ bool nodeOrder(const std::string& a, const std::string& b) {
   return a.size() != b.size() ? a.size() < b.size() : a < b;
 }
 
+// The profiled workers in the spec's rank order (its expanded workers' names; a name the
+// spec lacks after them, in the profile's order): the order a rank's placement
+// (launch.placement.workers) and the engine's ranks follow.
+std::vector<NodeProfile> inRankOrder(const std::vector<NodeProfile>& workers, const v1::ExperimentSpec& spec) {
+  std::map<std::string, std::size_t> rank;
+  const auto named = expandWorkers(spec);
+  for (std::size_t r = 0; r < named.size(); ++r) rank.emplace(named[r].name(), r);
+  std::vector<NodeProfile> out = workers;
+  std::stable_sort(out.begin(), out.end(), [&](const NodeProfile& a, const NodeProfile& b) {
+    const auto ra = rank.find(a.name), rb = rank.find(b.name);
+    return (ra == rank.end() ? named.size() : ra->second) < (rb == rank.end() ? named.size() : rb->second);
+  });
+  return out;
+}
+
 // measuredSpec's host links: each host of the spec with a shared way gets that way at the
 // model's bytes per link-time, and its workers' own links the rest of their transfers.
 void applySharedHostLinks(const ClusterProfile& profile, std::int64_t parameters, v1::ExperimentSpec& measured) {
@@ -195,7 +210,7 @@ v1::ClusterSpec profileCluster(const ClusterProfile& profile, const v1::Experime
   cluster.clear_slowdowns();
   cluster.clear_base_iteration_ms();
   const double batch = spec.batch_size() > 0 ? static_cast<double>(spec.batch_size()) : 1.0;
-  for (const NodeProfile& n : profile.workers) {
+  for (const NodeProfile& n : inRankOrder(profile.workers, spec)) {
     v1::NodeSpec* node = cluster.add_workers();
     node->set_name(n.name);
     if (spec.engine() != "sim" && n.pullS + n.pushS > 0) {

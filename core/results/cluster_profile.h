@@ -66,20 +66,21 @@ struct EvaluationCost {
 
 // A host's link as its workers' transfers measured it (a NIC shared by the workers placed
 // on the host), each way apart: pulls in, pushes out. Its transfers that overlap form busy
-// periods; where two or more overlap, a link that passes one transfer at a time ends them
-// one link-time apart (the first after its own call and its time on the link, the next a
-// link-time later), while a link that is not their cost ends them together. The mean
-// spacing of the ends is the link's time per transfer, its bytes over the link's rate: two
-// transfers at once are the second message size that one alone cannot give.
+// periods. Where two or more overlap, a link that passes one transfer at a time makes the
+// n-th of them to end take n link-times longer than the first (which had its own call and
+// one link-time), while a link that is not their cost leaves them as long as the first.
+// That excess per place is the link's time per transfer, its bytes over the link's rate:
+// two transfers at once are the second message size that one alone cannot give. (Not the
+// spacing of their ends: transfers that only overlapped, started apart, have that too.)
 inline constexpr int kMinHostLinkQueues = 10;  // busy periods of 2+ transfers a fit needs
-// The share of the first transfer's time that the spacing must reach for the way to be
+// The share of the first transfer's time that the link-time must reach for the way to be
 // modelled as shared: below it the transfers' time was their calls', not a link's.
 inline constexpr double kSharedLinkShare = 0.25;
 struct HostLinkWay {
   std::int64_t transfers = 0;  // the host's workers' transfers this way
   std::int64_t queues = 0;     // busy periods in which two or more of them overlapped
   double firstS = 0;           // the mean time of the first of such a period to end
-  double linkS = 0;            // the mean spacing of their ends (0: no such period)
+  double linkS = 0;            // the mean excess per place in such a period (0: no such period)
   bool shared() const { return queues >= kMinHostLinkQueues && firstS > 0 && linkS >= kSharedLinkShare * firstS; }
 };
 struct HostLinkProfile {
@@ -134,7 +135,8 @@ Result<ClusterProfile> parseProfileJson(const std::string& json);
 // (text: profileJson). An older run, or one too short to profile, has none.
 inline constexpr const char* kProfileSummaryKey = "cluster_profile";
 
-// `spec`'s cluster as measured: one worker per profiled node, its base iteration time its
+// `spec`'s cluster as measured: one worker per profiled node (in the spec's rank order, so
+// that its placement holds), its base iteration time its
 // first segment's cost × spec.batch_size, a scheduled speed change at the start of each
 // later segment (slowdown: that segment's cost over the first's). From a real run, each
 // node's link too: the mean of its pull and push times as the latency of each, the

@@ -34,7 +34,7 @@ std::vector<std::vector<Transfer>> busyPeriods(const std::vector<Transfer>& ts) 
   return periods;
 }
 
-// One way from its transfers: its queues' first ends and spacing; each worker's waits
+// One way from its transfers: its queues' first transfers and link-time; each worker's waits
 // behind the others (n − 1 link-times for the n-th to end) added to `queued` when the way
 // is shared, as the mean per transfer of that worker.
 HostLinkWay measureWay(std::vector<Transfer> ts, std::vector<double>& queued) {
@@ -42,16 +42,20 @@ HostLinkWay measureWay(std::vector<Transfer> ts, std::vector<double>& queued) {
   way.transfers = static_cast<std::int64_t>(ts.size());
   std::sort(ts.begin(), ts.end(), [](const Transfer& a, const Transfer& b) { return a.t0 < b.t0; });
   const auto periods = busyPeriods(ts);
-  double first = 0, spacing = 0;
+  // A queue's n-th to end took n link-times longer than its first (see the header).
+  double first = 0, excess = 0;
   for (const auto& p : periods) {
     if (p.size() < 2) continue;
     ++way.queues;
-    first += p.front().t1 - p.front().t0;
-    spacing += (p.back().t1 - p.front().t1) / static_cast<double>(p.size() - 1);
+    const double firstS = p.front().t1 - p.front().t0;
+    first += firstS;
+    double longer = 0;
+    for (std::size_t n = 1; n < p.size(); ++n) longer += (p[n].t1 - p[n].t0 - firstS) / static_cast<double>(n);
+    excess += longer / static_cast<double>(p.size() - 1);
   }
   if (way.queues == 0) return way;
   way.firstS = first / static_cast<double>(way.queues);
-  way.linkS = spacing / static_cast<double>(way.queues);
+  way.linkS = excess / static_cast<double>(way.queues);
   if (!way.shared()) return way;
   std::vector<double> waited(queued.size(), 0.0), count(queued.size(), 0.0);
   for (const auto& p : periods) {

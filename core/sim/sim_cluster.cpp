@@ -73,7 +73,7 @@ void SimRun::release(int rank, double t) {
 
 double SimRun::pushArrival(const Worker& w, double t0) {
   double sent = t0;  // when it has left its host
-  if (w.host >= 0) {
+  if (w.host >= 0 && std::isfinite(m_hostLinks[static_cast<std::size_t>(w.host)].up.bytesPerS)) {
     HostLink& h = m_hostLinks[static_cast<std::size_t>(w.host)];
     h.upFree = std::max(h.upFree, t0) + m_bytes / h.up.bytesPerS;
     sent = h.upFree + h.up.latencyS;
@@ -90,19 +90,22 @@ double SimRun::pushArrival(const Worker& w, double t0) {
   return arrival;
 }
 
+// A pull's time: its own link, the shards' link out, then its host's link in. A host's link
+// takes pulls in the order they are answered (each worker's own link differs little from
+// its host-mates' where the profile sets one).
 double SimRun::pullSeconds(const Worker& w, double t) {
-  double reached = t + w.link.transfer(m_bytes);  // when the parameters reach its host
+  double seconds = w.link.transfer(m_bytes);
   if (std::isfinite(m_shardLink.bytesPerS)) {
     const double start = std::max(m_shardOutFree, t);
     m_shardOutFree = start + m_shardBytes / m_shardLink.bytesPerS;
-    reached = std::max(reached, m_shardOutFree + m_shardLink.latencyS);
+    seconds = std::max(seconds, m_shardOutFree + m_shardLink.latencyS - t);
   }
-  if (w.host >= 0) {
+  if (w.host >= 0 && std::isfinite(m_hostLinks[static_cast<std::size_t>(w.host)].down.bytesPerS)) {
     HostLink& h = m_hostLinks[static_cast<std::size_t>(w.host)];
-    h.downFree = std::max(h.downFree, reached) + m_bytes / h.down.bytesPerS;
-    reached = h.downFree + h.down.latencyS;
+    h.downFree = std::max(h.downFree, t + seconds) + m_bytes / h.down.bytesPerS;
+    seconds = h.downFree + h.down.latencyS - t;
   }
-  return reached - t;
+  return seconds;
 }
 
 void SimRun::park(int rank, double t) {

@@ -209,27 +209,35 @@ class TestClusterProfile : public QObject {
       intervals.push_back({1, "worker-1", "PUSH", "SYNC", t + 0.050, t + 0.052});
       intervals.push_back({1, "worker-3", "PUSH", "SYNC", t + 0.075, t + 0.077});
       for (const char* w : {"worker-0", "worker-2"}) intervals.push_back({1, w, "PULL", "SYNC", t, t + 0.003});
+      // Host c: pulls of 10 ms that only overlap, 5 ms apart: they end apart, but not later.
+      intervals.push_back({1, "worker-4", "PULL", "SYNC", t, t + 0.010});
+      intervals.push_back({1, "worker-5", "PULL", "SYNC", t + 0.005, t + 0.015});
       intervals.push_back({1, "worker-0", "PUSH", "SYNC", t + 0.040, t + 0.043});
       intervals.push_back({1, "worker-2", "PUSH", "SYNC", t + 0.060, t + 0.063});
     }
     ClusterProfile profile;
     profile.runId = 1;
     for (const auto& [w, pull, push] : std::vector<std::tuple<const char*, double, double>>{
-             {"worker-0", 0.003, 0.003}, {"worker-1", 0.033, 0.002}, {"worker-2", 0.003, 0.003}, {"worker-3", 0.017, 0.002}}) {
+             {"worker-0", 0.003, 0.003}, {"worker-1", 0.033, 0.002}, {"worker-2", 0.003, 0.003}, {"worker-3", 0.017, 0.002},
+             {"worker-4", 0.010, 0.002}, {"worker-5", 0.010, 0.002}}) {
       profile.workers.push_back({w, {{0, 3, 0.0005, 30}}, pull, push, 30});
     }
     std::vector<NodeRow> nodes;
     for (const auto& [node, host] : std::vector<std::pair<std::string, std::string>>{
-             {"worker-0", "a"}, {"worker-1", "b"}, {"worker-2", "a"}, {"worker-3", "b"}, {"server", "s"}}) {
+             {"worker-0", "a"}, {"worker-1", "b"}, {"worker-2", "a"}, {"worker-3", "b"}, {"worker-4", "c"},
+             {"worker-5", "c"}, {"server", "s"}}) {
       NodeRow row;
       row.node = node;
       row.host = host;
       nodes.push_back(row);
     }
     profile.hostLinks = measureHostLinks(profile, nodes, intervals);
-    QCOMPARE(profile.hostLinks.size(), std::size_t{2});
+    QCOMPARE(profile.hostLinks.size(), std::size_t{3});
     const HostLinkProfile& a = profile.hostLinks[0];
     const HostLinkProfile& b = profile.hostLinks[1];
+    const HostLinkProfile& c = profile.hostLinks[2];
+    QCOMPARE(c.down.queues, std::int64_t{30});
+    QVERIFY2(std::abs(c.down.linkS) < 1e-9 && !c.down.shared(), qPrintable(QString::number(c.down.linkS)));
     QCOMPARE(a.host, std::string("a"));
     QCOMPARE(b.host, std::string("b"));
     QCOMPARE(b.down.transfers, std::int64_t{60});
@@ -266,6 +274,20 @@ class TestClusterProfile : public QObject {
     QCOMPARE(measured.cluster().workers(0).link().latency_ms(), 3.0);
     // Without the parameter count there are no bytes to give the link a rate: none is set.
     QVERIFY(!measuredSpec(profile, spec, 0).launch().hosts(2).has_downlink());
+  }
+
+  // The measured cluster lists the workers in the spec's rank order, whatever their
+  // names, so that launch.placement.workers (by rank) puts each on its own host.
+  void measuredClusterKeepsTheSpecsRankOrder() {
+    v1::ExperimentSpec spec;
+    spec.set_engine("real");
+    spec.set_batch_size(32);
+    for (const char* name : {"slow", "fast", "worker-10", "worker-9"}) spec.mutable_cluster()->add_workers()->set_name(name);
+    ClusterProfile profile;
+    for (const char* w : {"fast", "slow", "worker-9", "worker-10"}) profile.workers.push_back({w, {{0, 3, 0.001, 30}}, 0, 0, 30});
+    const auto cluster = profileCluster(profile, spec);
+    QCOMPARE(cluster.workers_size(), 4);
+    for (int r = 0; r < 4; ++r) QCOMPARE(cluster.workers(r).name(), spec.cluster().workers(r).name());
   }
 
   void badRunsAreNamed() {

@@ -203,6 +203,24 @@ class TestSimEngine : public QObject {
     QCOMPARE(together.evaluations.back().version, std::int64_t{20});
     QVERIFY2(std::abs(roundOf(apart) - 0.020) < 1e-6, qPrintable(QString::number(roundOf(apart), 'g', 10)));
     QVERIFY2(std::abs(roundOf(together) - 0.025) < 1e-6, qPrintable(QString::number(roundOf(together), 'g', 10)));
+    // A way left unset delays nothing: two ASP workers on one host whose only link is its
+    // uplink (of no cost), one 10 ms from the server and one 1 ms, make the updates of no
+    // host link at all, at the same times.
+    auto asp = baseSpec("asp", 2, 10);
+    asp.mutable_cluster()->clear_count();
+    for (double ms : {10.0, 1.0}) {
+      auto* w = asp.mutable_cluster()->add_workers();
+      w->mutable_speed()->set_base_iteration_ms(10);
+      w->mutable_link()->set_latency_ms(ms);
+    }
+    asp.mutable_stop()->set_max_seconds(0.5);
+    const auto plain = simulate(asp);
+    auto* host = asp.mutable_launch()->add_hosts();
+    host->set_name("a");
+    host->mutable_uplink()->set_mbit(1e15);
+    const auto uplinkOnly = simulate(asp);
+    QCOMPARE(uplinkOnly.summary.updates, plain.summary.updates);
+    QVERIFY(std::abs(uplinkOnly.evaluations.back().tS - plain.evaluations.back().tS) < 1e-6);
     // A real run's host link is the host's own: the field is refused there, naming it.
     spec.set_engine("real");
     spec.clear_sim();
