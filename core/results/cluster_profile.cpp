@@ -96,6 +96,7 @@ std::vector<NodeProfile> inRankOrder(const std::vector<NodeProfile>& workers, co
 void applySharedHostLinks(const ClusterProfile& profile, std::int64_t parameters, v1::ExperimentSpec& measured) {
   const double bits = 8.0 * sizeof(float) * static_cast<double>(parameters);
   auto& hosts = *measured.mutable_launch()->mutable_hosts();
+  auto& specs = *measured.mutable_cluster()->mutable_workers();
   for (const HostLinkProfile& link : profile.hostLinks) {
     const auto host = std::find_if(hosts.begin(), hosts.end(), [&](const v1::HostSpec& h) { return h.name() == link.host; });
     if (host == hosts.end() || !(link.down.shared() || link.up.shared())) continue;
@@ -109,7 +110,6 @@ void applySharedHostLinks(const ClusterProfile& profile, std::int64_t parameters
     for (std::size_t w = 0; w < link.workers.size(); ++w) {
       const auto node = std::find_if(profile.workers.begin(), profile.workers.end(),
                                      [&](const NodeProfile& n) { return n.name == link.workers[w]; });
-      auto& specs = *measured.mutable_cluster()->mutable_workers();
       const auto spec = std::find_if(specs.begin(), specs.end(),
                                      [&](const v1::NodeSpec& n) { return n.name() == link.workers[w]; });
       if (node == profile.workers.end() || spec == specs.end()) continue;

@@ -85,10 +85,7 @@ Status SimRun::prepare() {
       w.speed.set_base_iteration_ms(m_spec.cluster().base_iteration_ms());
     }
     w.link = linkOf(effectiveLink(node, m_spec));
-    const int host = workerHostIndex(m_spec, static_cast<std::size_t>(r));
-    if (host >= 0 && (m_spec.launch().hosts(host).has_downlink() || m_spec.launch().hosts(host).has_uplink())) {
-      w.host = host;
-    }
+    w.host = workerHostIndex(m_spec, static_cast<std::size_t>(r));
     w.rng.seed(m_spec.seed() * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(r) * 7919ULL + 17);
     auto source = m_compute.makeSource(r, n);
     if (!source) return source.status().withContext(w.name);

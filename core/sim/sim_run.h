@@ -78,7 +78,7 @@ struct Worker {
   std::vector<float> held;      // a copy when the policy holds the gradient past the next release
   v1::SpeedProfile speed;
   Link link;
-  int host = -1;  // its host's shared link (SimRun::m_hostLinks); -1: none
+  int host = -1;  // its host (SimRun::m_hostLinks, a way unset there unlimited); -1: none
   std::mt19937_64 rng;
   std::normal_distribution<double> normal{0.0, 1.0};
   std::uint32_t gen = 0;  // bumped when the worker's iteration in flight is void (killed, server lost)
