@@ -165,7 +165,8 @@ void addTablesCommand(CLI::App& dasp, int& exitCode) {
   };
   auto flags = std::make_shared<Flags>();
   auto* tables = dasp.add_subcommand(
-      "tables", "regenerate the results tables of README.md and docs/*.md from results/ (see docs/RESULTS.md)");
+      "tables", "regenerate the results tables of README.md and docs/*.md from results/: each block marked with a "
+                "dasp-tables comment (docs/EXPERIMENTS.md, \"Measured experiments\")");
   tables->add_flag("--check", flags->check, "change nothing; exit 1 when a table differs from what results/ gives");
   tables->add_option("--root", flags->root, "the project's root")->capture_default_str()->check(CLI::ExistingDirectory);
   tables->callback([flags, &exitCode] { exitCode = tablesCommand(flags->root, flags->check); });
