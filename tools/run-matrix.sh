@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tools/run-matrix.sh [--engine sim|real] [--set NAME] [--seeds LIST] [--no-reference]
-#                     [--only LABEL]... [--no-tables] [CASE...]
+# tools/run-matrix.sh [--engine sim|real] [--real-grid] [--set NAME] [--seeds LIST]
+#                     [--no-reference] [--only LABEL]... [--no-tables] [CASE...]
 # Runs the DASP matrix (experiments/NAME/CASE.json, NAME = matrix by default, every case of
 # the folder by default) with the homogeneous-equivalent reference, writes each suite's
 # summary lines to results/NAME-ENGINE/CASE.jsonl, then regenerates every results table in
 # README.md and docs/ from results/ (`dasp tables`). Real runs (--engine real) take each
 # strategy's learning rate from the engine's results of the same case
 # (results/NAME-sim/CASE.jsonl, --lr-from), so a real suite costs one rate per strategy,
-# not the whole grid. --seeds overrides the presets' seeds (e.g. 1,2,3 for real runs).
+# not the whole grid. --real-grid: real runs over the preset's whole lr_grid instead, into
+# results/NAME-real/CASE-grid.jsonl, for a case where the engine's rates tie but real
+# processes separate them (docs/EXPERIMENTS.md, flapping-6). --seeds overrides the presets'
+# seeds (e.g. 1,2,3 for real runs).
 # --no-reference: without the reference (a set of fault drills, e.g. stateless-ablation).
 # --no-tables: leave the docs' tables alone (several matrices at once, each on a core of
 # its own: the engine's runs are the same however busy the machine is; `dasp tables` after).
@@ -24,12 +27,14 @@ engine=sim
 set_name=matrix
 seeds=()
 reference=(--reference)
+real_grid=0
 only=()
 tables=1
 cases=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --engine) engine=$2; shift 2 ;;
+    --real-grid) real_grid=1; shift ;;
     --set) set_name=$2; shift 2 ;;
     --seeds) seeds=(--seeds "$2"); shift 2 ;;
     --no-reference) reference=(); shift ;;
@@ -39,6 +44,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -d "$root/experiments/$set_name" ] || { echo "run-matrix: no experiments/$set_name/" >&2; exit 2; }
+if [ "$real_grid" = 1 ] && [ "$engine" != real ]; then echo "run-matrix: --real-grid needs --engine real" >&2; exit 2; fi
 if [ ${#cases[@]} -eq 0 ]; then
   for f in "$root/experiments/$set_name"/*.json; do cases+=("$(basename "$f" .json)"); done
 fi
@@ -63,7 +69,9 @@ cp "$bin/dasp" "$work/dasp"
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 for c in "${cases[@]}"; do
   extra=()
-  if [ "$engine" = real ]; then
+  file=$c
+  [ "$real_grid" = 0 ] || file=$c-grid
+  if [ "$engine" = real ] && [ "$real_grid" = 0 ]; then
     tuned="$root/results/$set_name-sim/$c.jsonl"
     [ -f "$tuned" ] || { echo "run-matrix: $tuned is missing: run the engine case first" >&2; exit 2; }
     extra=(--lr-from "$tuned")
@@ -72,18 +80,18 @@ for c in "${cases[@]}"; do
   start=$(date +%s)
   selected=()
   if [ ${#only[@]} -gt 0 ]; then
-    [ -f "$out/$c.jsonl" ] || { echo "run-matrix: --only needs the earlier $out/$c.jsonl" >&2; exit 2; }
+    [ -f "$out/$file.jsonl" ] || { echo "run-matrix: --only needs the earlier $out/$file.jsonl" >&2; exit 2; }
     for l in "${only[@]}"; do selected+=(--only "$l"); done
     [ ${#reference[@]} -eq 0 ] || selected+=(--only reference)
   fi
   "$work/dasp" run "$root/experiments/$set_name/$c.json" --engine "$engine" "${reference[@]}" --json --quiet \
-    --db "$db" "${seeds[@]}" "${extra[@]}" "${selected[@]}" | grep '^{' > "$out/$c.jsonl.tmp"
+    --db "$db" "${seeds[@]}" "${extra[@]}" "${selected[@]}" | grep '^{' > "$out/$file.jsonl.tmp"
   if [ ${#only[@]} -gt 0 ]; then
-    merge_by_label "$out/$c.jsonl" "$out/$c.jsonl.tmp" > "$out/$c.jsonl.new"
-    rm -f "$out/$c.jsonl.tmp"
-    mv "$out/$c.jsonl.new" "$out/$c.jsonl"
+    merge_by_label "$out/$file.jsonl" "$out/$file.jsonl.tmp" > "$out/$file.jsonl.new"
+    rm -f "$out/$file.jsonl.tmp"
+    mv "$out/$file.jsonl.new" "$out/$file.jsonl"
   else
-    mv "$out/$c.jsonl.tmp" "$out/$c.jsonl"
+    mv "$out/$file.jsonl.tmp" "$out/$file.jsonl"
   fi
   echo "run-matrix: $c done in $(( $(date +%s) - start )) s" >&2
 done
